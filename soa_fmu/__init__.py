@@ -1,0 +1,26 @@
+"""soa_fmu — multibody dynamics by the Spatial Operator Algebra, as an FMI 2.0 Co-Simulation FMU.
+
+    import soa_fmu as sf
+    model = sf.load_model("arm.urdf")
+    qdd = sf.forward_dynamics(model, q, qd, tau)
+
+Pipeline: model (topology, constants) → sweeps (compiled, paper notation) → algorithms → integrators
+→ FMU slave / Python API / CLI.
+"""
+from .joints import Fixed, Free, General, Planar, Prismatic, Revolute, Spherical
+from .model import Constraint, Frame, Model, ModelError, WORLD
+from .kinematics import (body_velocities, forward_kinematics, frame_jacobian, frame_pose,
+                         frame_velocity)
+from .inverse_dynamics import bias_forces, gravity_forces, inverse_dynamics
+from .mass_matrix import mass_matrix
+from .articulated import forward_dynamics, forward_dynamics_bias_free, mass_matrix_inverse
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "Model", "ModelError", "Frame", "Constraint", "WORLD",
+    "Fixed", "Revolute", "Prismatic", "Spherical", "Free", "Planar", "General",
+    "forward_kinematics", "frame_pose", "frame_jacobian", "frame_velocity", "body_velocities",
+    "inverse_dynamics", "bias_forces", "gravity_forces", "mass_matrix",
+    "forward_dynamics", "forward_dynamics_bias_free", "mass_matrix_inverse",
+]

@@ -1,0 +1,324 @@
+"""Articulated-body forward dynamics and the innovations factorization (SPEC E7, E8).
+
+Seed 001 §VI–VII (Riccati equation (34)–(36), ψ (38)–(41), Identities 3–6, Algorithms 1–3),
+seed 000 eqs. (3.1)–(3.7) with the tree recursions (A.1)–(A.2).  With τ̄ = I − G H and
+ψ(p, k) = φ(p, k) τ̄(k):
+
+    Riccati (inward):    P(k) = Σ_c ψ(k, c) P(c) ψ*(k, c) + M(k),  D = H P H*,  G = P H* D⁻¹
+    filter  (inward):    z(k) = Σ_c φ(k, c) z⁺(c) + P(k) a(k) + b(k) − f_ext(k)
+                         ε(k) = T(k) − H(k) z(k),  ν(k) = D⁻¹(k) ε(k),  z⁺(k) = z(k) + G(k) ε(k)
+    smoother (outward):  α⁺(k) = φ*(p, k) α(p),  β̇(k) = ν(k) − G*(k) α⁺(k),
+                         α(k) = α⁺(k) + H*(k) β̇(k) + a(k)
+
+The filter carries the bias (P a + b) as in Algorithm 3 (eqs. 60–65), so forward dynamics is three
+sweeps; ``forward_dynamics_bias_free`` is Algorithm 2 (eqs. 55–59): bias torques from Newton–Euler,
+the bias-free filter/smoother for λ and β̇, and α = λ + ζ with ζ = φ*a.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+from .inverse_dynamics import inward_forces, project_forces
+from .kinematics import (BAD_TAU, OK, SINGULAR, as_vector, check_configuration, check_state,
+                         first_nonfinite, outward_accelerations, outward_positions,
+                         outward_velocities, pack_external_forces, raise_for_status)
+from .model import Model
+from .spatial import JIT, add_phi, add_phi_block, add_phi_inertia, apply_phi_star, phi_star_block
+
+
+@njit(**JIT)
+def invert_spd(A: np.ndarray, n: int, out: np.ndarray) -> bool:
+    """out[:n, :n] = A[:n, :n]⁻¹ for a symmetric positive-definite block (Cholesky); False if not PD."""
+    if n == 1:
+        if not A[0, 0] > 0.0:
+            return False
+        out[0, 0] = 1.0 / A[0, 0]
+        return True
+    L = np.zeros((n, n))
+    for j in range(n):
+        s = A[j, j]
+        for k in range(j):
+            s -= L[j, k] * L[j, k]
+        if not s > 1e-300:
+            return False
+        L[j, j] = np.sqrt(s)
+        for i in range(j + 1, n):
+            t = A[i, j]
+            for k in range(j):
+                t -= L[i, k] * L[j, k]
+            L[i, j] = t / L[j, j]
+    Li = np.zeros((n, n))
+    for j in range(n):
+        Li[j, j] = 1.0 / L[j, j]
+        for i in range(j + 1, n):
+            t = 0.0
+            for k in range(j, i):
+                t -= L[i, k] * Li[k, j]
+            Li[i, j] = t / L[i, i]
+    for i in range(n):
+        for j in range(n):
+            t = 0.0
+            for k in range(max(i, j), n):
+                t += Li[k, i] * Li[k, j]
+            out[i, j] = t
+    return True
+
+
+@njit(**JIT)
+def riccati_sweep(m, w) -> int:
+    """P(k), D(k)⁻¹, G(k) for every body (seed 001 eqs. 34–36; seed 000 A.1).  Returns the index of a
+    body whose D(k) is not positive definite, or −1."""
+    nb = m.parent.shape[0]
+    for k in range(nb):
+        w.P[k] = m.inertia[k]
+    Pplus = w.s66[3]
+    D = w.s66[2]
+    for k in range(nb - 1, -1, -1):
+        v0, n = m.v0[k], m.nv[k]
+        Pk, Gk = w.P[k], w.G[k]
+        for i in range(6):
+            for j in range(6):
+                Pplus[i, j] = Pk[i, j]
+        if n > 0:
+            # U = P H*  (kept in G), D = H U
+            for d in range(n):
+                for i in range(6):
+                    s = 0.0
+                    for j in range(6):
+                        s += Pk[i, j] * m.S[v0 + d, j]
+                    Gk[i, d] = s
+            for d in range(n):
+                for e in range(n):
+                    s = 0.0
+                    for i in range(6):
+                        s += m.S[v0 + d, i] * Gk[i, e]
+                    D[d, e] = s
+            if not invert_spd(D, n, w.Dinv[k]):
+                return k
+            # P⁺ = P − U D⁻¹ Uᵀ  (= τ̄ P),  then G = U D⁻¹
+            for i in range(6):
+                for j in range(6):
+                    s = 0.0
+                    for d in range(n):
+                        for e in range(n):
+                            s += Gk[i, d] * w.Dinv[k, d, e] * Gk[j, e]
+                    Pplus[i, j] -= s
+            u = w.s6[3]
+            for i in range(6):
+                for d in range(n):
+                    u[d] = Gk[i, d]
+                for d in range(n):
+                    s = 0.0
+                    for e in range(n):
+                        s += u[e] * w.Dinv[k, e, d]
+                    Gk[i, d] = s
+        p = m.parent[k]
+        if p >= 0:
+            add_phi_inertia(w.R[k], w.l[k], Pplus, w.P[p], w.s66)
+    return -1
+
+
+@njit(**JIT)
+def innovations_filter(m, w, T: np.ndarray, with_bias: bool, use_fext: bool) -> None:
+    """Tip-to-base filter (seed 001 eqs. 49–51 / 63–65; seed 000 A.2): z in w.f (as z⁺), ε, ν."""
+    nb = m.parent.shape[0]
+    for k in range(nb):
+        for i in range(6):
+            s = 0.0
+            if with_bias:
+                s = w.b[k, i]
+                for j in range(6):
+                    s += w.P[k, i, j] * w.a[k, j]
+            if use_fext:
+                s -= w.fext[k, i]
+            w.f[k, i] = s
+    tmp = w.s6[2]
+    for k in range(nb - 1, -1, -1):
+        v0, n = m.v0[k], m.nv[k]
+        z = w.f[k]
+        for d in range(n):
+            s = T[v0 + d]
+            for i in range(6):
+                s -= m.S[v0 + d, i] * z[i]
+            w.eps[v0 + d] = s
+        for d in range(n):
+            s = 0.0
+            for e in range(n):
+                s += w.Dinv[k, d, e] * w.eps[v0 + e]
+            w.nu[v0 + d] = s
+        for i in range(6):
+            for d in range(n):
+                z[i] += w.G[k, i, d] * w.eps[v0 + d]
+        p = m.parent[k]
+        if p >= 0:
+            add_phi(w.R[k], w.l[k], z, w.f[p], tmp)
+
+
+@njit(**JIT)
+def innovations_smoother(m, w, base: np.ndarray, with_bias: bool, qdd: np.ndarray) -> None:
+    """Base-to-tip smoother (seed 001 eqs. 52–54; seed 000 A.2): β̇ and α (λ when bias-free)."""
+    for k in range(m.parent.shape[0]):
+        p = m.parent[k]
+        ak = w.alpha[k]
+        apply_phi_star(w.R[k], w.l[k], base if p < 0 else w.alpha[p], ak)
+        v0, n = m.v0[k], m.nv[k]
+        for d in range(n):
+            s = w.nu[v0 + d]
+            for i in range(6):
+                s -= w.G[k, i, d] * ak[i]
+            qdd[v0 + d] = s
+        for d in range(n):
+            for i in range(6):
+                ak[i] += m.S[v0 + d, i] * qdd[v0 + d]
+        if with_bias:
+            for i in range(6):
+                ak[i] += w.a[k, i]
+
+
+@njit(**JIT)
+def aba_kernel(m, w, q, qd, tau, use_fext, qdd):
+    """Innovations forward dynamics, three sweeps (seed 001 Algorithm 3; seed 000 A.1–A.2)."""
+    kind, i = check_state(m, q, qd)
+    if kind != OK:
+        return kind, i
+    i = first_nonfinite(tau)
+    if i >= 0:
+        return BAD_TAU, i
+    outward_positions(m, w, q)
+    outward_velocities(m, w, qd)
+    k = riccati_sweep(m, w)
+    if k >= 0:
+        return SINGULAR, k
+    innovations_filter(m, w, tau, True, use_fext)
+    innovations_smoother(m, w, m.a0, True, qdd)
+    return OK, 0
+
+
+@njit(**JIT)
+def bias_free_kernel(m, w, q, qd, tau, use_fext, qdd):
+    """Algorithm 2 (seed 001 eqs. 55–59): T' = T − Hφ(Mφ*a + b − f_ext) with gravity, then
+    ν by the bias-free filter, λ and β̇ by the smoother, and α = λ + ζ, ζ = φ*a."""
+    kind, i = check_state(m, q, qd)
+    if kind != OK:
+        return kind, i
+    i = first_nonfinite(tau)
+    if i >= 0:
+        return BAD_TAU, i
+    nv = qdd.shape[0]
+    outward_positions(m, w, q)
+    outward_velocities(m, w, qd)
+    zero = np.zeros(nv)
+    outward_accelerations(m, w, zero, m.a0)       # ζ = φ*a (with gravity as base acceleration)
+    inward_forces(m, w, use_fext)
+    Tbias = np.empty(nv)
+    project_forces(m, w, Tbias)
+    zeta = w.alpha.copy()
+    k = riccati_sweep(m, w)
+    if k >= 0:
+        return SINGULAR, k
+    Tp = tau - Tbias
+    innovations_filter(m, w, Tp, False, False)
+    innovations_smoother(m, w, np.zeros(6), False, qdd)   # w.alpha = λ
+    w.alpha[:] += zeta
+    return OK, 0
+
+
+@njit(**JIT)
+def minv_kernel(m, w, q, Minv):
+    """M⁻¹ = (I − HψK)* D⁻¹ (I − HψK) (seed 001 Identity 6, eq. 46; seed 000 eq. 3.6).
+
+    The filter and smoother of Algorithm 1 run on all nv unit inputs at once: a 6 × nv block per
+    body (w.X holds Z⁺ inward, then Λ outward), so the cost is O(N · nv)."""
+    kind, i = check_configuration(m, q)
+    if kind != OK:
+        return kind, i
+    nb = m.parent.shape[0]
+    nv = Minv.shape[0]
+    outward_positions(m, w, q)
+    k = riccati_sweep(m, w)
+    if k >= 0:
+        return SINGULAR, k
+    w.X[:] = 0.0
+    E = w.Y
+    for k in range(nb - 1, -1, -1):
+        v0, n = m.v0[k], m.nv[k]
+        Z = w.X[k]
+        if n > 0:
+            # E = I(rows of k) − H(k) Z;  rows of k of M⁻¹ ← N = D⁻¹ E;  Z⁺ = Z + G E
+            for d in range(n):
+                for c in range(nv):
+                    s = 1.0 if c == v0 + d else 0.0
+                    for i in range(6):
+                        s -= m.S[v0 + d, i] * Z[i, c]
+                    E[d, c] = s
+            for d in range(n):
+                for c in range(nv):
+                    s = 0.0
+                    for e in range(n):
+                        s += w.Dinv[k, d, e] * E[e, c]
+                    Minv[v0 + d, c] = s
+            for i in range(6):
+                for c in range(nv):
+                    s = 0.0
+                    for d in range(n):
+                        s += w.G[k, i, d] * E[d, c]
+                    Z[i, c] += s
+        p = m.parent[k]
+        if p >= 0:
+            add_phi_block(w.R[k], w.l[k], Z, w.X[p])
+    for k in range(nb):
+        p = m.parent[k]
+        Lam = w.X[k]
+        if p < 0:
+            Lam[:] = 0.0
+        else:
+            phi_star_block(w.R[k], w.l[k], w.X[p], Lam)
+        v0, n = m.v0[k], m.nv[k]
+        for d in range(n):
+            for c in range(nv):
+                s = Minv[v0 + d, c]
+                for i in range(6):
+                    s -= w.G[k, i, d] * Lam[i, c]
+                Minv[v0 + d, c] = s
+        for d in range(n):
+            for i in range(6):
+                sd = m.S[v0 + d, i]
+                if sd != 0.0:
+                    for c in range(nv):
+                        Lam[i, c] += sd * Minv[v0 + d, c]
+    return OK, 0
+
+
+# ---------------------------------------------------------------- Python API
+def forward_dynamics(model: Model, q, qd, tau, f_ext=None) -> np.ndarray:
+    """q̈ = M⁻¹(τ − C − g + J*f_ext) by the O(N) innovations algorithm (SPEC §5)."""
+    m, w = model.arrays(), model.workspace()
+    q = as_vector(q, model.nq, "q")
+    qd = as_vector(qd, model.nv, "qd")
+    tau = as_vector(tau, model.nv, "tau")
+    use = pack_external_forces(model, w, f_ext) if f_ext else False
+    qdd = np.empty(model.nv)
+    raise_for_status(model, *aba_kernel(m, w, q, qd, tau, use, qdd))
+    return qdd
+
+
+def forward_dynamics_bias_free(model: Model, q, qd, tau, f_ext=None) -> tuple[np.ndarray, np.ndarray]:
+    """Algorithm 2 of seed 001: (q̈, α) with α(k) the spatial acceleration of every body (nb × 6,
+    body frames, gravity included as the base acceleration)."""
+    m, w = model.arrays(), model.workspace()
+    q = as_vector(q, model.nq, "q")
+    qd = as_vector(qd, model.nv, "qd")
+    tau = as_vector(tau, model.nv, "tau")
+    use = pack_external_forces(model, w, f_ext) if f_ext else False
+    qdd = np.empty(model.nv)
+    raise_for_status(model, *bias_free_kernel(m, w, q, qd, tau, use, qdd))
+    return qdd, w.alpha.copy()
+
+
+def mass_matrix_inverse(model: Model, q) -> np.ndarray:
+    """M(q)⁻¹ by the innovations factorization (seed 001 Identity 6)."""
+    q = as_vector(q, model.nq, "q")
+    Minv = np.empty((model.nv, model.nv))
+    raise_for_status(model, *minv_kernel(model.arrays(), model.workspace(), q, Minv))
+    return Minv

@@ -1,0 +1,344 @@
+"""Topology and constants of a mechanism (SPEC E3; seed 000 §2.1–2.2, eqs. 2.6–2.11).
+
+A :class:`Model` is a tree of bodies hanging from ``world``.  Bodies are numbered in the order they
+are added, parents before children, so ``parent[k] < k``: an *outward* (base-to-tip, φ*) sweep is a
+loop k = 0 … n−1 and an *inward* (tip-to-base, φ) sweep is k = n−1 … 0 accumulating into
+``parent[k]``.  The papers number links from the tip (1) to the base (n); with that relabelling the
+connectivity map ι(k) of seed 000 (2.7) is ``parent``.
+
+``Model`` is built once (Python, readable); :meth:`Model.arrays` packs the constants into the tuple of
+flat arrays that the compiled sweeps read, and :class:`Workspace` holds every per-call array,
+allocated once and reused (the Model / Data split of Pinocchio).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import numpy as np
+
+from . import joints as J
+from .spatial import spatial_inertia
+
+WORLD = "world"
+CONSTRAINT_KINDS = {"weld": 6, "ball": 3, "hinge": 5, "soft_finger": 4}
+
+
+class ModelError(ValueError):
+    """A model that cannot be built: names the offending body, joint, frame, file or line."""
+
+
+@dataclass
+class Body:
+    name: str
+    parent: int                  # −1 for world
+    joint: J.Joint
+    joint_name: str
+    rotation: np.ndarray         # joint frame in parent frame (x_parent = R x_joint)
+    translation: np.ndarray      # joint origin in parent frame
+    mass: float
+    com: np.ndarray              # centre of mass in the body frame
+    inertia: np.ndarray          # 3×3 rotational inertia about the centre of mass, body axes
+    q_index: int = 0
+    v_index: int = 0
+    limits: dict = field(default_factory=dict)   # lower, upper, velocity, effort, damping, friction
+
+
+@dataclass
+class Frame:
+    """A named frame fixed on a body (tool point, grasp point, sensor)."""
+
+    name: str
+    body: int
+    rotation: np.ndarray
+    translation: np.ndarray
+
+
+@dataclass
+class Constraint:
+    """A loop closure or grasp between two frames (seed 000 §2.3; seed 003 Part II, App. A).
+
+    kind: ``weld`` (rigid grasp, 6), ``ball`` (point contact / spherical joint, 3), ``hinge``
+    (1-dof rotation about ``axis`` of frame_a allowed, 5), ``soft_finger`` (rotation about the two
+    tangential axes allowed: translation and torsion about ``axis`` constrained, 4).
+    """
+
+    name: str
+    kind: str
+    frame_a: str
+    frame_b: str
+    axis: np.ndarray = field(default_factory=lambda: np.array([0.0, 0.0, 1.0]))
+    active: bool = True
+
+    @property
+    def size(self) -> int:
+        return CONSTRAINT_KINDS[self.kind]
+
+
+class ModelArrays(NamedTuple):
+    """Constants read by the compiled sweeps (all contiguous)."""
+
+    parent: np.ndarray      # (nb,) int64, −1 = world
+    jtype: np.ndarray       # (nb,) int64, joints.FIXED …
+    q0: np.ndarray          # (nb,) first configuration index of each joint
+    v0: np.ndarray          # (nb,) first velocity index of each joint
+    nq: np.ndarray          # (nb,)
+    nv: np.ndarray          # (nb,)
+    axis: np.ndarray        # (nb, 3) revolute/prismatic axis, planar normal
+    basis: np.ndarray       # (nb, 3, 3) planar basis (e1, e2, n)
+    S: np.ndarray           # (nv, 6) joint map H*(k) columns, body frame, one per velocity dof
+    Xr: np.ndarray          # (nb, 3, 3) joint placement rotation in the parent frame
+    Xp: np.ndarray          # (nb, 3) joint placement offset in the parent frame
+    inertia: np.ndarray     # (nb, 6, 6) M(k) about the body origin, body frame
+    a0: np.ndarray          # (6,) base acceleration [0; −g] (gravity as a base acceleration)
+
+
+class Workspace(NamedTuple):
+    """Per-call arrays of the sweeps, allocated once per model (never in a hot path)."""
+
+    R: np.ndarray        # (nb, 3, 3) body rotation in its parent
+    l: np.ndarray        # (nb, 3) parent origin -> body origin, parent frame
+    Rw: np.ndarray       # (nb, 3, 3) body rotation in world
+    pw: np.ndarray       # (nb, 3) body origin in world
+    Rj: np.ndarray       # (nb, 3, 3) joint rotation (scratch)
+    tj: np.ndarray       # (nb, 3) joint translation (scratch)
+    V: np.ndarray        # (nb, 6) spatial velocity V(k)
+    a: np.ndarray        # (nb, 6) Coriolis acceleration a(k)
+    b: np.ndarray        # (nb, 6) gyroscopic force b(k)
+    alpha: np.ndarray    # (nb, 6) spatial acceleration α(k)
+    f: np.ndarray        # (nb, 6) spatial force f(k) / filtered residual z(k)
+    fext: np.ndarray     # (nb, 6) external forces on the bodies, body frames
+    P: np.ndarray        # (nb, 6, 6) articulated inertia P(k) / composite inertia r(k)
+    Dinv: np.ndarray     # (nb, 6, 6) D(k)⁻¹ (nv_k × nv_k block)
+    G: np.ndarray        # (nb, 6, 6) Kalman gain G(k) = P H* D⁻¹ (6 × nv_k block)
+    X: np.ndarray        # (nb, 6, nv) per-body 6 × nv blocks (CRBA x(k), M⁻¹ sweeps)
+    Y: np.ndarray        # (6, nv) scratch block
+    eps: np.ndarray      # (nv,) innovations ε
+    nu: np.ndarray       # (nv,) weighted residuals ν
+    s6: np.ndarray       # (4, 6) 6-vector scratch
+    s66: np.ndarray      # (4, 6, 6) 6×6 scratch
+
+    @classmethod
+    def allocate(cls, nb: int, nv: int) -> "Workspace":
+        z = np.zeros
+        return cls(z((nb, 3, 3)), z((nb, 3)), z((nb, 3, 3)), z((nb, 3)), z((nb, 3, 3)), z((nb, 3)),
+                   z((nb, 6)), z((nb, 6)), z((nb, 6)), z((nb, 6)), z((nb, 6)), z((nb, 6)),
+                   z((nb, 6, 6)), z((nb, 6, 6)), z((nb, 6, 6)), z((nb, 6, nv)), z((6, nv)), z(nv), z(nv),
+                   z((4, 6)), z((4, 6, 6)))
+
+
+def _vec3(x, what: str) -> np.ndarray:
+    a = np.asarray(x, dtype=float)
+    if a.shape != (3,) or not np.all(np.isfinite(a)):
+        raise ModelError(f"{what}: expected 3 finite numbers, got {x!r}")
+    return a
+
+
+def _rotation(R, what: str) -> np.ndarray:
+    R = np.eye(3) if R is None else np.asarray(R, dtype=float)
+    if R.shape != (3, 3) or not np.all(np.isfinite(R)):
+        raise ModelError(f"{what}: rotation must be a finite 3×3 matrix")
+    if np.abs(R @ R.T - np.eye(3)).max() > 1e-6 or np.linalg.det(R) < 0:
+        raise ModelError(f"{what}: rotation matrix is not orthonormal with det +1")
+    return R
+
+
+def check_inertia(mass: float, inertia: np.ndarray, what: str) -> None:
+    """Physical validity: m ≥ 0, J symmetric positive semi-definite, triangle inequality."""
+    if not np.isfinite(mass) or mass < 0:
+        raise ModelError(f"{what}: mass must be finite and ≥ 0, got {mass}")
+    if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
+        raise ModelError(f"{what}: inertia must be a finite 3×3 matrix")
+    if np.abs(inertia - inertia.T).max() > 1e-9 * max(1.0, np.abs(inertia).max()):
+        raise ModelError(f"{what}: inertia tensor is not symmetric")
+    ev = np.linalg.eigvalsh(inertia)
+    tol = 1e-12 * max(1.0, ev.max())
+    if ev.min() < -tol:
+        raise ModelError(f"{what}: inertia tensor is not positive semi-definite (eigenvalues {ev})")
+    a, b, c = np.sort(ev)
+    if a + b < c - 1e-9 * max(1.0, c):
+        raise ModelError(f"{what}: principal inertias {ev} violate the triangle inequality")
+
+
+class Model:
+    """A tree of rigid bodies, fixed or mobile base (SPEC §5)."""
+
+    def __init__(self, name: str = "model", gravity=(0.0, 0.0, -9.81)):
+        self.name = name
+        self.bodies: list[Body] = []
+        self.frames: dict[str, Frame] = {}
+        self.constraints: list[Constraint] = []
+        self.initial_q: np.ndarray | None = None
+        self.initial_qd: np.ndarray | None = None
+        self.source: str | None = None
+        self._gravity = _vec3(gravity, "gravity")
+        self._arrays: ModelArrays | None = None
+        self._ws: Workspace | None = None
+
+    # ------------------------------------------------------------------ building
+    def add_body(self, name: str, parent: str = WORLD, joint: J.Joint | None = None, *,
+                 joint_name: str | None = None, rotation=None, translation=(0.0, 0.0, 0.0),
+                 mass: float = 0.0, com=(0.0, 0.0, 0.0), inertia=None,
+                 limits: dict | None = None) -> int:
+        """Add body ``name`` attached to ``parent`` by ``joint`` placed at (rotation, translation)
+        in the parent frame; (mass, com, inertia about the com) in the body frame.  Returns its
+        index.  Parents must be added before their children."""
+        if not isinstance(name, str) or not name:
+            raise ModelError(f"body name must be a non-empty string, got {name!r}")
+        if name == WORLD or name in self._body_names():
+            raise ModelError(f"duplicate body name {name!r}")
+        if name in self.frames:
+            raise ModelError(f"body name {name!r} is already a frame name")
+        joint = J.Fixed() if joint is None else joint
+        if not isinstance(joint, J.Joint):
+            raise ModelError(f"body {name!r}: joint must be a soa_fmu joint, got {joint!r}")
+        jname = joint_name or name
+        if jname in {b.joint_name for b in self.bodies}:
+            raise ModelError(f"duplicate joint name {jname!r}")
+        p = -1 if parent == WORLD else self.body_index(parent)
+        inertia = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
+        check_inertia(float(mass), inertia, f"body {name!r}")
+        body = Body(name, p, joint, jname, _rotation(rotation, f"joint {jname!r}"),
+                    _vec3(translation, f"joint {jname!r} origin"), float(mass),
+                    _vec3(com, f"body {name!r} centre of mass"), inertia, limits=dict(limits or {}))
+        body.q_index = self.nq
+        body.v_index = self.nv
+        self.bodies.append(body)
+        self._invalidate()
+        return len(self.bodies) - 1
+
+    def add_frame(self, name: str, body: str, rotation=None, translation=(0.0, 0.0, 0.0)) -> Frame:
+        """Name a frame fixed on ``body`` (placement in the body frame)."""
+        if name in self.frames or name in self._body_names() or name == WORLD:
+            raise ModelError(f"duplicate frame name {name!r}")
+        fr = Frame(name, self.body_index(body), _rotation(rotation, f"frame {name!r}"),
+                   _vec3(translation, f"frame {name!r} origin"))
+        self.frames[name] = fr
+        return fr
+
+    def add_constraint(self, name: str, kind: str, frame_a: str, frame_b: str, axis=(0.0, 0.0, 1.0),
+                       active: bool = True) -> Constraint:
+        """Declare a loop closure / grasp between two frames (or bodies)."""
+        if kind not in CONSTRAINT_KINDS:
+            raise ModelError(f"constraint {name!r}: unknown kind {kind!r} "
+                             f"(expected one of {', '.join(CONSTRAINT_KINDS)})")
+        if name in {c.name for c in self.constraints}:
+            raise ModelError(f"duplicate constraint name {name!r}")
+        for fr in (frame_a, frame_b):
+            self.frame_placement(fr)   # raises if unknown
+        c = Constraint(name, kind, frame_a, frame_b, J._unit(axis, f"constraint {name!r}"), active)
+        self.constraints.append(c)
+        return c
+
+    # ------------------------------------------------------------------ queries
+    def _body_names(self) -> list[str]:
+        return [b.name for b in self.bodies]
+
+    def body_index(self, name: str) -> int:
+        for i, b in enumerate(self.bodies):
+            if b.name == name:
+                return i
+        raise ModelError(f"unknown body {name!r}")
+
+    def frame_placement(self, name: str) -> tuple[int, np.ndarray, np.ndarray]:
+        """(body index, rotation, translation) of a frame or body name; world is body −1."""
+        if name == WORLD:
+            return -1, np.eye(3), np.zeros(3)
+        if name in self.frames:
+            fr = self.frames[name]
+            return fr.body, fr.rotation, fr.translation
+        return self.body_index(name), np.eye(3), np.zeros(3)
+
+    @property
+    def nbodies(self) -> int:
+        return len(self.bodies)
+
+    @property
+    def nq(self) -> int:
+        return sum(b.joint.nq for b in self.bodies)
+
+    @property
+    def nv(self) -> int:
+        return sum(b.joint.nv for b in self.bodies)
+
+    @property
+    def gravity(self) -> np.ndarray:
+        return self._gravity.copy()
+
+    @gravity.setter
+    def gravity(self, g) -> None:
+        self._gravity = _vec3(g, "gravity")
+        if self._arrays is not None:
+            self._arrays.a0[3:] = -self._gravity
+
+    @property
+    def position_names(self) -> list[str]:
+        """One name per configuration coordinate: the joint name, or ``joint[k]`` (1-based)."""
+        return [n for b in self.bodies for n in _coord_names(b.joint_name, b.joint.nq)]
+
+    @property
+    def velocity_names(self) -> list[str]:
+        return [n for b in self.bodies for n in _coord_names(b.joint_name, b.joint.nv)]
+
+    @property
+    def total_mass(self) -> float:
+        return sum(b.mass for b in self.bodies)
+
+    def neutral_configuration(self) -> np.ndarray:
+        """Zero angles/displacements, identity quaternions."""
+        return np.concatenate([b.joint.neutral() for b in self.bodies] or [np.zeros(0)])
+
+    def joint_of_position(self, i: int) -> str:
+        return self.position_names[i]
+
+    def quaternion_slices(self) -> list[tuple[str, int]]:
+        """(joint name, first q index) of every unit quaternion in θ."""
+        return [(b.joint_name, b.q_index) for b in self.bodies
+                if b.joint.code in (J.SPHERICAL, J.FREE)]
+
+    # ------------------------------------------------------------------ compiled view
+    def _invalidate(self) -> None:
+        self._arrays = None
+        self._ws = None
+
+    def arrays(self) -> ModelArrays:
+        """Constants packed for the compiled sweeps (built once, cached)."""
+        if self._arrays is None:
+            nb = self.nbodies
+            S = np.zeros((max(self.nv, 0), 6))
+            for b in self.bodies:
+                if b.joint.nv:
+                    S[b.v_index:b.v_index + b.joint.nv] = b.joint.motion_subspace().T
+            self._arrays = ModelArrays(
+                parent=np.array([b.parent for b in self.bodies], dtype=np.int64).reshape(nb),
+                jtype=np.array([b.joint.code for b in self.bodies], dtype=np.int64).reshape(nb),
+                q0=np.array([b.q_index for b in self.bodies], dtype=np.int64).reshape(nb),
+                v0=np.array([b.v_index for b in self.bodies], dtype=np.int64).reshape(nb),
+                nq=np.array([b.joint.nq for b in self.bodies], dtype=np.int64).reshape(nb),
+                nv=np.array([b.joint.nv for b in self.bodies], dtype=np.int64).reshape(nb),
+                axis=np.array([b.joint.axis_vector() for b in self.bodies]).reshape(nb, 3),
+                basis=np.array([b.joint.basis() for b in self.bodies]).reshape(nb, 3, 3),
+                S=np.ascontiguousarray(S),
+                Xr=np.array([b.rotation for b in self.bodies]).reshape(nb, 3, 3),
+                Xp=np.array([b.translation for b in self.bodies]).reshape(nb, 3),
+                inertia=np.array([spatial_inertia(b.mass, b.com, b.inertia)
+                                  for b in self.bodies]).reshape(nb, 6, 6),
+                a0=np.r_[0.0, 0.0, 0.0, -self._gravity],
+            )
+        return self._arrays
+
+    def workspace(self) -> Workspace:
+        """The model's own workspace (one per model; not shared between threads)."""
+        if self._ws is None:
+            self._ws = Workspace.allocate(self.nbodies, self.nv)
+        return self._ws
+
+    def __repr__(self) -> str:
+        return (f"Model({self.name!r}, bodies={self.nbodies}, nq={self.nq}, nv={self.nv}, "
+                f"frames={len(self.frames)}, constraints={len(self.constraints)})")
+
+
+def _coord_names(joint_name: str, n: int) -> list[str]:
+    if n == 1:
+        return [joint_name]
+    return [f"{joint_name}[{k + 1}]" for k in range(n)]
