@@ -14,6 +14,8 @@ from .kinematics import (body_velocities, forward_kinematics, frame_jacobian, fr
 from .inverse_dynamics import bias_forces, gravity_forces, inverse_dynamics
 from .mass_matrix import mass_matrix
 from .articulated import forward_dynamics, forward_dynamics_bias_free, mass_matrix_inverse
+from .energy import kinetic_energy, potential_energy, spatial_momentum, total_energy
+from .integrators import IntegrationError, Simulator, simulate
 
 __version__ = "0.1.0"
 
@@ -23,4 +25,6 @@ __all__ = [
     "forward_kinematics", "frame_pose", "frame_jacobian", "frame_velocity", "body_velocities",
     "inverse_dynamics", "bias_forces", "gravity_forces", "mass_matrix",
     "forward_dynamics", "forward_dynamics_bias_free", "mass_matrix_inverse",
+    "kinetic_energy", "potential_energy", "total_energy", "spatial_momentum",
+    "Simulator", "simulate", "IntegrationError",
 ]

@@ -1,0 +1,346 @@
+"""Time integration of (θ, β) with θ̇ = f(θ) β and β̇ from the forward dynamics.
+
+Methods
+    ``rk4``        classical fixed-step Runge–Kutta 4 (default), compiled for tree models
+    ``euler``      semi-implicit (symplectic) Euler: β ← β + h β̇, θ ← θ ⊕ h β (exponential map)
+    ``dop853``     adaptive, error-controlled (scipy's DOP853, rtol/atol)
+
+Quaternions are renormalized after every (sub)step and before each stage evaluation (the rotation
+of a quaternion is invariant to its scale, so this projection costs no accuracy).
+
+:class:`Simulator` holds everything that evolves — time, state, held inputs, constraint status,
+integrator memory — so that ``get_state``/``set_state`` capture ALL of it (FMU rollback).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import numpy as np
+from numba import njit
+
+from .articulated import forward_dynamics, innovations_filter, innovations_smoother, riccati_sweep
+from .joints import FREE, SPHERICAL, joint_integrate, joint_rate
+from .kinematics import (OK, SINGULAR, as_vector, check_state, first_nonfinite, outward_positions,
+                         outward_velocities, pack_external_forces, raise_for_status)
+from .model import Model
+from .spatial import JIT
+
+METHODS = ("rk4", "euler", "dop853")
+DIVERGED = 100
+
+
+class IntegrationError(RuntimeError):
+    """A step failed: non-finite state, singular dynamics, or the adaptive solver gave up."""
+
+
+# ---------------------------------------------------------------- compiled building blocks
+@njit(**JIT)
+def normalize_quaternions(m, q: np.ndarray) -> None:
+    for k in range(m.parent.shape[0]):
+        if m.jtype[k] == SPHERICAL or m.jtype[k] == FREE:
+            s = m.q0[k]
+            n = math.sqrt(q[s] ** 2 + q[s + 1] ** 2 + q[s + 2] ** 2 + q[s + 3] ** 2)
+            for i in range(4):
+                q[s + i] /= n
+
+
+@njit(**JIT)
+def configuration_rate(m, q: np.ndarray, qd: np.ndarray, qdot: np.ndarray) -> None:
+    """θ̇ = f(θ) β for the whole model."""
+    for k in range(m.parent.shape[0]):
+        joint_rate(m.jtype[k], m.basis[k], q, m.q0[k], qd, m.v0[k], m.nq[k], qdot)
+
+
+@njit(**JIT)
+def integrate_configuration(m, q: np.ndarray, dv: np.ndarray, out: np.ndarray) -> None:
+    """out = θ ⊕ δ (exponential map per joint)."""
+    for k in range(m.parent.shape[0]):
+        joint_integrate(m.jtype[k], m.basis[k], q, m.q0[k], dv, m.v0[k], m.nq[k], out)
+
+
+@njit(**JIT)
+def tree_acceleration(m, w, q, qd, tau, use_fext, qdd) -> int:
+    """β̇ of the tree (innovations algorithm, no input checks); −1 or the singular body."""
+    outward_positions(m, w, q)
+    outward_velocities(m, w, qd)
+    k = riccati_sweep(m, w)
+    if k >= 0:
+        return k
+    innovations_filter(m, w, tau, True, use_fext)
+    innovations_smoother(m, w, m.a0, True, qdd)
+    return -1
+
+
+@njit(**JIT)
+def rk4_kernel(m, w, q, qd, tau, use_fext, h, nsub, qdd):
+    """``nsub`` RK4 steps of size h on (θ, β) in place; qdd ← β̇ at the final state."""
+    nq, nv = q.shape[0], qd.shape[0]
+    kq = np.empty((4, nq))
+    kv = np.empty((4, nv))
+    qs = np.empty(nq)
+    vs = np.empty(nv)
+    for _ in range(nsub):
+        for s in range(4):
+            c = 0.0 if s == 0 else (0.5 * h if s < 3 else h)
+            for i in range(nq):
+                qs[i] = q[i] + c * kq[s - 1, i] if s > 0 else q[i]
+            for i in range(nv):
+                vs[i] = qd[i] + c * kv[s - 1, i] if s > 0 else qd[i]
+            if s > 0:
+                normalize_quaternions(m, qs)
+            configuration_rate(m, qs, vs, kq[s])
+            k = tree_acceleration(m, w, qs, vs, tau, use_fext, kv[s])
+            if k >= 0:
+                return SINGULAR, k
+        for i in range(nq):
+            q[i] += h / 6.0 * (kq[0, i] + 2.0 * kq[1, i] + 2.0 * kq[2, i] + kq[3, i])
+        for i in range(nv):
+            qd[i] += h / 6.0 * (kv[0, i] + 2.0 * kv[1, i] + 2.0 * kv[2, i] + kv[3, i])
+        normalize_quaternions(m, q)
+    k = tree_acceleration(m, w, q, qd, tau, use_fext, qdd)
+    if k >= 0:
+        return SINGULAR, k
+    i = first_nonfinite(qd)
+    if i >= 0 or first_nonfinite(q) >= 0:
+        return DIVERGED, max(i, 0)
+    return OK, 0
+
+
+@njit(**JIT)
+def euler_kernel(m, w, q, qd, tau, use_fext, h, nsub, qdd):
+    """``nsub`` semi-implicit Euler steps in place; qdd ← β̇ at the final state."""
+    qn = np.empty(q.shape[0])
+    dv = np.empty(qd.shape[0])
+    for _ in range(nsub):
+        k = tree_acceleration(m, w, q, qd, tau, use_fext, qdd)
+        if k >= 0:
+            return SINGULAR, k
+        for i in range(qd.shape[0]):
+            qd[i] += h * qdd[i]
+            dv[i] = h * qd[i]
+        integrate_configuration(m, q, dv, qn)
+        q[:] = qn
+    k = tree_acceleration(m, w, q, qd, tau, use_fext, qdd)
+    if k >= 0:
+        return SINGULAR, k
+    i = first_nonfinite(qd)
+    if i >= 0 or first_nonfinite(q) >= 0:
+        return DIVERGED, max(i, 0)
+    return OK, 0
+
+
+# ---------------------------------------------------------------- the simulator
+@dataclass
+class IntegratorOptions:
+    method: str = "rk4"
+    max_step: float = 1e-3      # fixed-step methods: sub-step ≤ max_step inside one step(h)
+    rtol: float = 1e-8          # adaptive method
+    atol: float = 1e-10
+
+
+class Simulator:
+    """Integrates a model with held inputs; owns the full evolving state (see module docstring)."""
+
+    def __init__(self, model: Model, q0=None, qd0=None, method: str = "rk4", max_step: float = 1e-3,
+                 rtol: float = 1e-8, atol: float = 1e-10):
+        self.model = model
+        self.options = IntegratorOptions(method, max_step, rtol, atol)
+        self._check_options()
+        self.t = 0.0
+        q0 = model.initial_q if q0 is None and model.initial_q is not None else q0
+        qd0 = model.initial_qd if qd0 is None and model.initial_qd is not None else qd0
+        self.q = model.neutral_configuration() if q0 is None else as_vector(q0, model.nq, "q0").copy()
+        self.qd = np.zeros(model.nv) if qd0 is None else as_vector(qd0, model.nv, "qd0").copy()
+        self.tau = np.zeros(model.nv)
+        self.f_ext: dict[str, np.ndarray] = {}
+        self.qdd = np.zeros(model.nv)
+        self.last_h = 0.0          # adaptive solver memory: last accepted internal step
+        # loop closures / grasps: run-time status, prescribed velocities Ũ, Baumgarte gains
+        self.active = {c.name: bool(c.active) for c in model.constraints}
+        self.u = {c.name: np.zeros(c.size) for c in model.constraints}
+        self.stabilization = (0.0, 0.0)
+        self.constraint_forces = {c.name: np.zeros(c.size) for c in model.constraints}
+        self.constraint_residuals = {c.name: 0.0 for c in model.constraints}
+        raise_for_status(model, *check_state(model.arrays(), self.q, self.qd))
+        self.update_outputs()
+
+    # -------------------------------------------------------------- configuration
+    def _check_options(self) -> None:
+        o = self.options
+        if o.method not in METHODS:
+            raise ValueError(f"unknown integrator {o.method!r} (expected one of {', '.join(METHODS)})")
+        for name in ("max_step", "rtol", "atol"):
+            v = getattr(o, name)
+            if not (np.isfinite(v) and v > 0):
+                raise ValueError(f"integrator option {name} must be finite and > 0, got {v}")
+
+    def set_method(self, method: str, **options) -> None:
+        for k, v in options.items():
+            setattr(self.options, k, v)
+        self.options.method = method
+        self._check_options()
+
+    # -------------------------------------------------------------- dynamics
+    def constrained(self) -> bool:
+        """True when any loop closure / grasp is switched on."""
+        return any(self.active.values())
+
+    def acceleration(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """β̇ at (θ, β) with the held inputs (and active constraints, updating their forces)."""
+        if not self.constrained():
+            return forward_dynamics(self.model, q, qd, self.tau, self.f_ext or None)
+        from .constraints import constrained_forward_dynamics
+        res = constrained_forward_dynamics(self.model, q, qd, self.tau, self.f_ext or None,
+                                           active=self.active, u=self.u,
+                                           stabilization=self.stabilization)
+        self.constraint_forces, self.constraint_residuals = res.forces, res.residuals
+        return res.qdd
+
+    def update_outputs(self) -> None:
+        """Recompute the reported accelerations at the current state."""
+        self.qdd = self.acceleration(self.q, self.qd)
+
+    def step(self, h: float) -> None:
+        """Advance exactly from t to t + h with the inputs held.  On failure the state is left
+        unchanged and IntegrationError is raised."""
+        if not (np.isfinite(h) and h > 0):
+            raise ValueError(f"step size must be finite and > 0, got {h}")
+        q, qd = self.q.copy(), self.qd.copy()
+        method = self.options.method
+        if method == "dop853":
+            qdd = self._step_adaptive(q, qd, h)
+        else:
+            nsub = max(1, math.ceil(h / self.options.max_step - 1e-9))
+            step = self._step_python if self.constrained() else self._step_fixed
+            qdd = step(method, q, qd, h / nsub, nsub)
+        self.q, self.qd, self.qdd = q, qd, qdd
+        self.t += h
+
+    def _step_fixed(self, method, q, qd, hs, nsub) -> np.ndarray:
+        model, m, w = self.model, self.model.arrays(), self.model.workspace()
+        use = pack_external_forces(model, w, self.f_ext) if self.f_ext else False
+        qdd = np.empty(model.nv)
+        kernel = rk4_kernel if method == "rk4" else euler_kernel
+        kind, idx = kernel(m, w, q, qd, self.tau, use, hs, nsub, qdd)
+        if kind == DIVERGED:
+            raise IntegrationError(f"the step diverged (non-finite state near "
+                                   f"{model.velocity_names[idx]!r}); reduce the step size")
+        if kind != OK:
+            try:
+                raise_for_status(model, kind, idx)
+            except ValueError as e:
+                raise IntegrationError(str(e)) from None
+        return qdd
+
+    def _step_python(self, method, q, qd, hs, nsub) -> np.ndarray:
+        """The fixed-step methods over :meth:`acceleration` (used when constraints are active)."""
+        m = self.model.arrays()
+        nq, nv = self.model.nq, self.model.nv
+        qdot = np.empty(nq)
+        qn = np.empty(nq)
+
+        def rates(qs, vs):
+            normalize_quaternions(m, qs)
+            configuration_rate(m, qs, vs, qdot)
+            return qdot.copy(), self.acceleration(qs, vs)
+
+        for _ in range(nsub):
+            if method == "euler":
+                qd += hs * self.acceleration(q, qd)
+                integrate_configuration(m, q, hs * qd, qn)
+                q[:] = qn
+            else:
+                k1q, k1v = rates(q.copy(), qd)
+                k2q, k2v = rates(q + 0.5 * hs * k1q, qd + 0.5 * hs * k1v)
+                k3q, k3v = rates(q + 0.5 * hs * k2q, qd + 0.5 * hs * k2v)
+                k4q, k4v = rates(q + hs * k3q, qd + hs * k3v)
+                q += hs / 6.0 * (k1q + 2 * k2q + 2 * k3q + k4q)
+                qd += hs / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
+                normalize_quaternions(m, q)
+            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
+                raise IntegrationError("the step diverged (non-finite state); reduce the step size")
+        return self.acceleration(q, qd)
+
+    def _step_adaptive(self, q, qd, h) -> np.ndarray:
+        from scipy.integrate import solve_ivp
+        model, m = self.model, self.model.arrays()
+        nq = model.nq
+        qdot = np.empty(nq)
+
+        def rhs(_t, y):
+            qs = y[:nq].copy()
+            normalize_quaternions(m, qs)
+            configuration_rate(m, qs, y[nq:], qdot)
+            return np.concatenate([qdot, self.acceleration(qs, y[nq:])])
+
+        t1 = self.t + h
+        first = min(self.last_h, t1 - self.t) if self.last_h > 0 else None
+        sol = solve_ivp(rhs, (self.t, t1), np.concatenate([q, qd]), method="DOP853",
+                        rtol=self.options.rtol, atol=self.options.atol, first_step=first)
+        if not sol.success or not np.all(np.isfinite(sol.y[:, -1])):
+            raise IntegrationError(f"adaptive integrator failed: {sol.message}")
+        if sol.t.size > 1:
+            self.last_h = float(sol.t[-1] - sol.t[-2])
+        q[:] = sol.y[:nq, -1]
+        qd[:] = sol.y[nq:, -1]
+        normalize_quaternions(m, q)
+        return self.acceleration(q, qd)
+
+    # -------------------------------------------------------------- state capture
+    def get_state(self) -> dict:
+        """Everything that evolves (deep copy): time, state, held inputs, solver memory."""
+        return {"t": self.t, "q": self.q.copy(), "qd": self.qd.copy(), "qdd": self.qdd.copy(),
+                "tau": self.tau.copy(), "f_ext": {k: v.copy() for k, v in self.f_ext.items()},
+                "last_h": self.last_h, "active": dict(self.active),
+                "u": {k: v.copy() for k, v in self.u.items()},
+                "stabilization": tuple(self.stabilization),
+                "constraint_forces": {k: v.copy() for k, v in self.constraint_forces.items()},
+                "constraint_residuals": dict(self.constraint_residuals),
+                "method": self.options.method,
+                "max_step": self.options.max_step, "rtol": self.options.rtol,
+                "atol": self.options.atol}
+
+    def set_state(self, s: dict) -> None:
+        self.t = float(s["t"])
+        self.q, self.qd, self.qdd = s["q"].copy(), s["qd"].copy(), s["qdd"].copy()
+        self.tau = s["tau"].copy()
+        self.f_ext = {k: v.copy() for k, v in s["f_ext"].items()}
+        self.last_h = float(s["last_h"])
+        self.active = dict(s["active"])
+        self.u = {k: v.copy() for k, v in s["u"].items()}
+        self.stabilization = tuple(s["stabilization"])
+        self.constraint_forces = {k: v.copy() for k, v in s["constraint_forces"].items()}
+        self.constraint_residuals = dict(s["constraint_residuals"])
+        self.options = IntegratorOptions(s["method"], s["max_step"], s["rtol"], s["atol"])
+
+
+def simulate(model: Model, t_end: float, dt: float = 1e-3, q0=None, qd0=None, tau=None,
+             method: str = "rk4", max_step: float | None = None, rtol: float = 1e-8,
+             atol: float = 1e-10) -> dict:
+    """Simulate from t = 0 to t_end with output every dt.
+
+    ``tau``: None (zero), a constant vector, or a callable tau(t, q, qd) -> vector held over each
+    output interval.  Returns {"t", "q", "qd", "qdd"} arrays (rows = output times).
+    """
+    sim = Simulator(model, q0, qd0, method, max_step or dt, rtol, atol)
+    n = int(round(t_end / dt))
+    T = np.arange(n + 1) * dt
+    Q = np.empty((n + 1, model.nq))
+    QD = np.empty((n + 1, model.nv))
+    QDD = np.empty((n + 1, model.nv))
+
+    def set_tau(t):
+        if callable(tau):
+            sim.tau = as_vector(tau(t, sim.q, sim.qd), model.nv, "tau")
+        elif tau is not None:
+            sim.tau = as_vector(tau, model.nv, "tau")
+
+    set_tau(0.0)
+    sim.update_outputs()
+    Q[0], QD[0], QDD[0] = sim.q, sim.qd, sim.qdd
+    for i in range(1, n + 1):
+        set_tau(sim.t)
+        sim.step(dt)
+        Q[i], QD[i], QDD[i] = sim.q, sim.qd, sim.qdd
+    return {"t": T, "q": Q, "qd": QD, "qdd": QDD}
