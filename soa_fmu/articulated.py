@@ -21,9 +21,9 @@ from numba import njit
 
 from .inverse_dynamics import inward_forces, project_forces
 from .kinematics import (BAD_TAU, OK, SINGULAR, as_vector, check_configuration, check_state,
-                         first_nonfinite, outward_accelerations, outward_positions,
+                         first_nonfinite, outward_accelerations, outward_placements,
                          outward_velocities, pack_external_forces, raise_for_status)
-from .model import Model
+from .model import Model, views
 from .spatial import JIT, add_phi, add_phi_block, add_phi_inertia, apply_phi_star, phi_star_block
 
 
@@ -66,53 +66,91 @@ def invert_spd(A: np.ndarray, n: int, out: np.ndarray) -> bool:
 
 
 @njit(**JIT)
+def riccati_step_1dof(S: np.ndarray, P: np.ndarray, G: np.ndarray, Dinv: np.ndarray,
+                      Pplus: np.ndarray) -> bool:
+    """One joint of the Riccati sweep for r_v = 1 (the common case, written out):
+    U = P H*, D = H U, G = U / D, P⁺ = P − U Uᵀ / D.  False if D ≤ 0."""
+    D = 0.0
+    for i in range(6):
+        u = 0.0
+        for j in range(6):
+            u += P[i, j] * S[j]
+        G[i, 0] = u
+        D += S[i] * u
+    if not D > 0.0:
+        return False
+    d = 1.0 / D
+    Dinv[0, 0] = d
+    for i in range(6):
+        gi = G[i, 0] * d
+        for j in range(i, 6):
+            v = P[i, j] - gi * G[j, 0]
+            Pplus[i, j] = v
+            Pplus[j, i] = v
+    for i in range(6):
+        G[i, 0] *= d
+    return True
+
+
+@njit(**JIT)
+def riccati_step(S: np.ndarray, v0: int, n: int, P: np.ndarray, G: np.ndarray, Dinv: np.ndarray,
+                 D: np.ndarray, u: np.ndarray, Pplus: np.ndarray) -> bool:
+    """One joint of the Riccati sweep for any r_v = n (seed 001 eqs. 35–36; seed 000 A.1):
+    U = P H* (kept in G), D = H U, P⁺ = P − U D⁻¹ Uᵀ (= τ̄ P), G = U D⁻¹.  False if D is not PD."""
+    for d in range(n):
+        for i in range(6):
+            s = 0.0
+            for j in range(6):
+                s += P[i, j] * S[v0 + d, j]
+            G[i, d] = s
+    for d in range(n):
+        for e in range(n):
+            s = 0.0
+            for i in range(6):
+                s += S[v0 + d, i] * G[i, e]
+            D[d, e] = s
+    if not invert_spd(D, n, Dinv):
+        return False
+    for i in range(6):
+        for j in range(6):
+            s = 0.0
+            for d in range(n):
+                for e in range(n):
+                    s += G[i, d] * Dinv[d, e] * G[j, e]
+            Pplus[i, j] = P[i, j] - s
+    for i in range(6):
+        for d in range(n):
+            u[d] = G[i, d]
+        for d in range(n):
+            s = 0.0
+            for e in range(n):
+                s += u[e] * Dinv[e, d]
+            G[i, d] = s
+    return True
+
+
+@njit(**JIT)
 def riccati_sweep(m, w) -> int:
-    """P(k), D(k)⁻¹, G(k) for every body (seed 001 eqs. 34–36; seed 000 A.1).  Returns the index of a
-    body whose D(k) is not positive definite, or −1."""
+    """P(k), D(k)⁻¹, G(k) for every body, tip to base (seed 001 eqs. 34–36; seed 000 A.1):
+
+        P(k) = Σ_c φ(k, c) P⁺(c) φ*(k, c) + M(k),   P⁺ = τ̄ P = P − G D G*   (so ψ P ψ* = φ P⁺ φ*)
+
+    Returns the index of a body whose D(k) is not positive definite, or −1."""
     nb = m.parent.shape[0]
     for k in range(nb):
         w.P[k] = m.inertia[k]
     Pplus = w.s66[3]
-    D = w.s66[2]
     for k in range(nb - 1, -1, -1):
-        v0, n = m.v0[k], m.nv[k]
-        Pk, Gk = w.P[k], w.G[k]
-        for i in range(6):
-            for j in range(6):
-                Pplus[i, j] = Pk[i, j]
-        if n > 0:
-            # U = P H*  (kept in G), D = H U
-            for d in range(n):
-                for i in range(6):
-                    s = 0.0
-                    for j in range(6):
-                        s += Pk[i, j] * m.S[v0 + d, j]
-                    Gk[i, d] = s
-            for d in range(n):
-                for e in range(n):
-                    s = 0.0
-                    for i in range(6):
-                        s += m.S[v0 + d, i] * Gk[i, e]
-                    D[d, e] = s
-            if not invert_spd(D, n, w.Dinv[k]):
-                return k
-            # P⁺ = P − U D⁻¹ Uᵀ  (= τ̄ P),  then G = U D⁻¹
-            for i in range(6):
-                for j in range(6):
-                    s = 0.0
-                    for d in range(n):
-                        for e in range(n):
-                            s += Gk[i, d] * w.Dinv[k, d, e] * Gk[j, e]
-                    Pplus[i, j] -= s
-            u = w.s6[3]
-            for i in range(6):
-                for d in range(n):
-                    u[d] = Gk[i, d]
-                for d in range(n):
-                    s = 0.0
-                    for e in range(n):
-                        s += u[e] * w.Dinv[k, e, d]
-                    Gk[i, d] = s
+        n = m.nv[k]
+        if n == 1:
+            ok = riccati_step_1dof(m.S[m.v0[k]], w.P[k], w.G[k], w.Dinv[k], Pplus)
+        elif n > 1:
+            ok = riccati_step(m.S, m.v0[k], n, w.P[k], w.G[k], w.Dinv[k], w.s66[2], w.s6[3], Pplus)
+        else:
+            ok = True
+            Pplus[:, :] = w.P[k]
+        if not ok:
+            return k
         p = m.parent[k]
         if p >= 0:
             add_phi_inertia(w.R[k], w.l[k], Pplus, w.P[p], w.s66)
@@ -177,15 +215,16 @@ def innovations_smoother(m, w, base: np.ndarray, with_bias: bool, qdd: np.ndarra
 
 
 @njit(**JIT)
-def aba_kernel(m, w, q, qd, tau, use_fext, qdd):
+def aba_kernel(mi, mf, wf, q, qd, tau, use_fext, qdd):
     """Innovations forward dynamics, three sweeps (seed 001 Algorithm 3; seed 000 A.1–A.2)."""
+    m, w = views(mi, mf, wf)
     kind, i = check_state(m, q, qd)
     if kind != OK:
         return kind, i
     i = first_nonfinite(tau)
     if i >= 0:
         return BAD_TAU, i
-    outward_positions(m, w, q)
+    outward_placements(m, w, q)
     outward_velocities(m, w, qd)
     k = riccati_sweep(m, w)
     if k >= 0:
@@ -196,9 +235,10 @@ def aba_kernel(m, w, q, qd, tau, use_fext, qdd):
 
 
 @njit(**JIT)
-def bias_free_kernel(m, w, q, qd, tau, use_fext, qdd):
+def bias_free_kernel(mi, mf, wf, q, qd, tau, use_fext, qdd):
     """Algorithm 2 (seed 001 eqs. 55–59): T' = T − Hφ(Mφ*a + b − f_ext) with gravity, then
     ν by the bias-free filter, λ and β̇ by the smoother, and α = λ + ζ, ζ = φ*a."""
+    m, w = views(mi, mf, wf)
     kind, i = check_state(m, q, qd)
     if kind != OK:
         return kind, i
@@ -206,7 +246,7 @@ def bias_free_kernel(m, w, q, qd, tau, use_fext, qdd):
     if i >= 0:
         return BAD_TAU, i
     nv = qdd.shape[0]
-    outward_positions(m, w, q)
+    outward_placements(m, w, q)
     outward_velocities(m, w, qd)
     zero = np.zeros(nv)
     outward_accelerations(m, w, zero, m.a0)       # ζ = φ*a (with gravity as base acceleration)
@@ -225,17 +265,18 @@ def bias_free_kernel(m, w, q, qd, tau, use_fext, qdd):
 
 
 @njit(**JIT)
-def minv_kernel(m, w, q, Minv):
+def minv_kernel(mi, mf, wf, q, Minv):
     """M⁻¹ = (I − HψK)* D⁻¹ (I − HψK) (seed 001 Identity 6, eq. 46; seed 000 eq. 3.6).
 
     The filter and smoother of Algorithm 1 run on all nv unit inputs at once: a 6 × nv block per
     body (w.X holds Z⁺ inward, then Λ outward), so the cost is O(N · nv)."""
+    m, w = views(mi, mf, wf)
     kind, i = check_configuration(m, q)
     if kind != OK:
         return kind, i
     nb = m.parent.shape[0]
     nv = Minv.shape[0]
-    outward_positions(m, w, q)
+    outward_placements(m, w, q)
     k = riccati_sweep(m, w)
     if k >= 0:
         return SINGULAR, k
@@ -293,32 +334,30 @@ def minv_kernel(m, w, q, Minv):
 # ---------------------------------------------------------------- Python API
 def forward_dynamics(model: Model, q, qd, tau, f_ext=None) -> np.ndarray:
     """q̈ = M⁻¹(τ − C − g + J*f_ext) by the O(N) innovations algorithm (SPEC §5)."""
-    m, w = model.arrays(), model.workspace()
     q = as_vector(q, model.nq, "q")
     qd = as_vector(qd, model.nv, "qd")
     tau = as_vector(tau, model.nv, "tau")
-    use = pack_external_forces(model, w, f_ext) if f_ext else False
+    use = pack_external_forces(model, model.workspace(), f_ext) if f_ext else False
     qdd = np.empty(model.nv)
-    raise_for_status(model, *aba_kernel(m, w, q, qd, tau, use, qdd))
+    raise_for_status(model, *aba_kernel(*model.packed(), q, qd, tau, use, qdd))
     return qdd
 
 
 def forward_dynamics_bias_free(model: Model, q, qd, tau, f_ext=None) -> tuple[np.ndarray, np.ndarray]:
     """Algorithm 2 of seed 001: (q̈, α) with α(k) the spatial acceleration of every body (nb × 6,
     body frames, gravity included as the base acceleration)."""
-    m, w = model.arrays(), model.workspace()
     q = as_vector(q, model.nq, "q")
     qd = as_vector(qd, model.nv, "qd")
     tau = as_vector(tau, model.nv, "tau")
-    use = pack_external_forces(model, w, f_ext) if f_ext else False
+    use = pack_external_forces(model, model.workspace(), f_ext) if f_ext else False
     qdd = np.empty(model.nv)
-    raise_for_status(model, *bias_free_kernel(m, w, q, qd, tau, use, qdd))
-    return qdd, w.alpha.copy()
+    raise_for_status(model, *bias_free_kernel(*model.packed(), q, qd, tau, use, qdd))
+    return qdd, model.workspace().alpha.copy()
 
 
 def mass_matrix_inverse(model: Model, q) -> np.ndarray:
     """M(q)⁻¹ by the innovations factorization (seed 001 Identity 6)."""
     q = as_vector(q, model.nq, "q")
     Minv = np.empty((model.nv, model.nv))
-    raise_for_status(model, *minv_kernel(model.arrays(), model.workspace(), q, Minv))
+    raise_for_status(model, *minv_kernel(*model.packed(), q, Minv))
     return Minv

@@ -21,9 +21,9 @@ from numba import njit
 
 from .articulated import forward_dynamics, innovations_filter, innovations_smoother, riccati_sweep
 from .joints import FREE, SPHERICAL, joint_integrate, joint_rate
-from .kinematics import (OK, SINGULAR, as_vector, check_state, first_nonfinite, outward_positions,
+from .kinematics import (OK, SINGULAR, as_vector, check_state, first_nonfinite, outward_placements,
                          outward_velocities, pack_external_forces, raise_for_status)
-from .model import Model
+from .model import Model, views
 from .spatial import JIT
 
 METHODS = ("rk4", "euler", "dop853")
@@ -62,7 +62,7 @@ def integrate_configuration(m, q: np.ndarray, dv: np.ndarray, out: np.ndarray) -
 @njit(**JIT)
 def tree_acceleration(m, w, q, qd, tau, use_fext, qdd) -> int:
     """β̇ of the tree (innovations algorithm, no input checks); −1 or the singular body."""
-    outward_positions(m, w, q)
+    outward_placements(m, w, q)
     outward_velocities(m, w, qd)
     k = riccati_sweep(m, w)
     if k >= 0:
@@ -73,8 +73,9 @@ def tree_acceleration(m, w, q, qd, tau, use_fext, qdd) -> int:
 
 
 @njit(**JIT)
-def rk4_kernel(m, w, q, qd, tau, use_fext, h, nsub, qdd):
+def rk4_kernel(mi, mf, wf, q, qd, tau, use_fext, h, nsub, qdd):
     """``nsub`` RK4 steps of size h on (θ, β) in place; qdd ← β̇ at the final state."""
+    m, w = views(mi, mf, wf)
     nq, nv = q.shape[0], qd.shape[0]
     kq = np.empty((4, nq))
     kv = np.empty((4, nv))
@@ -108,8 +109,9 @@ def rk4_kernel(m, w, q, qd, tau, use_fext, h, nsub, qdd):
 
 
 @njit(**JIT)
-def euler_kernel(m, w, q, qd, tau, use_fext, h, nsub, qdd):
+def euler_kernel(mi, mf, wf, q, qd, tau, use_fext, h, nsub, qdd):
     """``nsub`` semi-implicit Euler steps in place; qdd ← β̇ at the final state."""
+    m, w = views(mi, mf, wf)
     qn = np.empty(q.shape[0])
     dv = np.empty(qd.shape[0])
     for _ in range(nsub):
@@ -218,11 +220,11 @@ class Simulator:
         self.t += h
 
     def _step_fixed(self, method, q, qd, hs, nsub) -> np.ndarray:
-        model, m, w = self.model, self.model.arrays(), self.model.workspace()
-        use = pack_external_forces(model, w, self.f_ext) if self.f_ext else False
+        model = self.model
+        use = pack_external_forces(model, model.workspace(), self.f_ext) if self.f_ext else False
         qdd = np.empty(model.nv)
         kernel = rk4_kernel if method == "rk4" else euler_kernel
-        kind, idx = kernel(m, w, q, qd, self.tau, use, hs, nsub, qdd)
+        kind, idx = kernel(*model.packed(), q, qd, self.tau, use, hs, nsub, qdd)
         if kind == DIVERGED:
             raise IntegrationError(f"the step diverged (non-finite state near "
                                    f"{model.velocity_names[idx]!r}); reduce the step size")

@@ -10,9 +10,9 @@ import numpy as np
 from numba import njit
 
 from .kinematics import (BAD_QDD, BAD_TAU, OK, as_vector, check_state, first_nonfinite,
-                         outward_accelerations, outward_positions, outward_velocities,
+                         outward_accelerations, outward_placements, outward_velocities,
                          pack_external_forces, raise_for_status)
-from .model import Model
+from .model import Model, views
 from .spatial import JIT, add_phi
 
 
@@ -48,15 +48,16 @@ def project_forces(m, w, T: np.ndarray) -> None:
 
 
 @njit(**JIT)
-def rnea_kernel(m, w, q, qd, qdd, use_fext, tau):
+def rnea_kernel(mi, mf, wf, q, qd, qdd, use_fext, tau):
     """Recursive Newton–Euler, seed 001 eq. (25): outward (V, α), inward (f), projection (T)."""
+    m, w = views(mi, mf, wf)
     kind, i = check_state(m, q, qd)
     if kind != OK:
         return kind, i
     i = first_nonfinite(qdd)
     if i >= 0:
         return BAD_QDD, i
-    outward_positions(m, w, q)
+    outward_placements(m, w, q)
     outward_velocities(m, w, qd)
     outward_accelerations(m, w, qdd, m.a0)
     inward_forces(m, w, use_fext)
@@ -66,13 +67,12 @@ def rnea_kernel(m, w, q, qd, qdd, use_fext, tau):
 
 def inverse_dynamics(model: Model, q, qd, qdd, f_ext=None) -> np.ndarray:
     """τ = M(q) q̈ + C(q, q̇) + g(q) − J*f_ext  (SPEC §5)."""
-    m, w = model.arrays(), model.workspace()
     q = as_vector(q, model.nq, "q")
     qd = as_vector(qd, model.nv, "qd")
     qdd = as_vector(qdd, model.nv, "qdd")
-    use = pack_external_forces(model, w, f_ext) if f_ext else False
+    use = pack_external_forces(model, model.workspace(), f_ext) if f_ext else False
     tau = np.empty(model.nv)
-    raise_for_status(model, *rnea_kernel(m, w, q, qd, qdd, use, tau))
+    raise_for_status(model, *rnea_kernel(*model.packed(), q, qd, qdd, use, tau))
     return tau
 
 

@@ -9,7 +9,7 @@ import numpy as np
 from numba import njit
 
 from .joints import SPHERICAL, FREE, joint_transform
-from .model import Model, ModelError, Workspace
+from .model import Model, ModelError, Workspace, views
 from .spatial import JIT, apply_phi_star, cross_force, cross_motion
 
 # status codes returned by the compiled entry points: (kind, index)
@@ -74,9 +74,12 @@ def raise_for_status(model: Model, kind: int, index: int) -> None:
     raise ValueError(f"invalid input (status {kind}, index {index})")
 
 
+_F64 = np.dtype(np.float64)
+
+
 def as_vector(x, n: int, name: str) -> np.ndarray:
-    """A contiguous float64 vector of length n, or a ValueError naming ``name``."""
-    if type(x) is np.ndarray and x.dtype == np.float64 and x.shape == (n,) and x.flags.c_contiguous:
+    """A float64 vector of length n (no copy when it already is one), or a ValueError naming it."""
+    if type(x) is np.ndarray and x.dtype is _F64 and x.shape == (n,):
         return x
     a = np.ascontiguousarray(x, dtype=np.float64)
     if a.shape != (n,):
@@ -114,16 +117,22 @@ def pack_external_forces(model: Model, w: Workspace, f_ext) -> bool:
 
 # ---------------------------------------------------------------- outward sweeps (compiled)
 @njit(**JIT)
-def outward_positions(m, w, q: np.ndarray) -> None:
-    """Body placements: R(k), l(k) in the parent and Rw(k), pw(k) in world (base to tip)."""
+def outward_placements(m, w, q: np.ndarray) -> None:
+    """R(k), l(k): each body's placement in its parent at θ (what the dynamics sweeps need)."""
     for k in range(m.parent.shape[0]):
         joint_transform(m.jtype[k], m.axis[k], m.basis[k], m.S, m.v0[k], m.nv[k], q, m.q0[k],
                         w.Rj[k], w.tj[k])
-        Xr = m.Xr[k]
+        Xr, Rj, tj = m.Xr[k], w.Rj[k], w.tj[k]
         for i in range(3):
             for j in range(3):
-                w.R[k, i, j] = Xr[i, 0] * w.Rj[k, 0, j] + Xr[i, 1] * w.Rj[k, 1, j] + Xr[i, 2] * w.Rj[k, 2, j]
-            w.l[k, i] = m.Xp[k, i] + Xr[i, 0] * w.tj[k, 0] + Xr[i, 1] * w.tj[k, 1] + Xr[i, 2] * w.tj[k, 2]
+                w.R[k, i, j] = Xr[i, 0] * Rj[0, j] + Xr[i, 1] * Rj[1, j] + Xr[i, 2] * Rj[2, j]
+            w.l[k, i] = m.Xp[k, i] + Xr[i, 0] * tj[0] + Xr[i, 1] * tj[1] + Xr[i, 2] * tj[2]
+
+
+@njit(**JIT)
+def world_placements(m, w) -> None:
+    """Rw(k), pw(k): each body's placement in world, base to tip (after outward_placements)."""
+    for k in range(m.parent.shape[0]):
         p = m.parent[k]
         if p < 0:
             w.Rw[k] = w.R[k]
@@ -135,6 +144,13 @@ def outward_positions(m, w, q: np.ndarray) -> None:
                                      + w.Rw[p, i, 2] * w.R[k, 2, j])
                 w.pw[k, i] = (w.pw[p, i] + w.Rw[p, i, 0] * w.l[k, 0] + w.Rw[p, i, 1] * w.l[k, 1]
                               + w.Rw[p, i, 2] * w.l[k, 2])
+
+
+@njit(**JIT)
+def outward_positions(m, w, q: np.ndarray) -> None:
+    """Body placements in the parent (R, l) and in world (Rw, pw)."""
+    outward_placements(m, w, q)
+    world_placements(m, w)
 
 
 @njit(**JIT)
@@ -151,7 +167,7 @@ def add_joint_motion(m, k: int, x: np.ndarray, out: np.ndarray) -> None:
 def outward_velocities(m, w, qd: np.ndarray) -> None:
     """V(k) = φ*(p, k) V(p) + H*(k) β(k);  a(k) = V(k) ×̃ H*(k)β(k);  b(k) = V(k) ×̄* M(k) V(k).
 
-    Seed 000 eq. (2.8); seed 001 eqs. (6)–(9).  Needs :func:`outward_positions` first.
+    Seed 000 eq. (2.8); seed 001 eqs. (6)–(9).  Needs :func:`outward_placements` first.
     """
     rel = w.s6[0]
     MV = w.s6[1]
@@ -191,7 +207,8 @@ def outward_accelerations(m, w, qdd: np.ndarray, base: np.ndarray) -> None:
 
 
 @njit(**JIT)
-def kinematics_kernel(m, w, q, qd):
+def kinematics_kernel(mi, mf, wf, q, qd):
+    m, w = views(mi, mf, wf)
     kind, i = check_state(m, q, qd)
     if kind != OK:
         return kind, i
@@ -201,7 +218,7 @@ def kinematics_kernel(m, w, q, qd):
 
 
 @njit(**JIT)
-def jacobian_kernel(m, w, body: int, p_world: np.ndarray, Jout: np.ndarray) -> None:
+def point_jacobian(m, w, body: int, p_world: np.ndarray, Jout: np.ndarray) -> None:
     """J = B*φ*H* for a point fixed on ``body`` (seed 000 eq. 2.14), world-aligned axes at the point.
 
     Column block of joint j (an ancestor of body, or body itself):  φ*(j, point) H*(j), i.e. the
@@ -231,14 +248,19 @@ def jacobian_kernel(m, w, body: int, p_world: np.ndarray, Jout: np.ndarray) -> N
         k = m.parent[k]
 
 
+@njit(**JIT)
+def jacobian_kernel(mi, mf, wf, body, p_world, Jout):
+    m, w = views(mi, mf, wf)
+    point_jacobian(m, w, body, p_world, Jout)
+
+
 # ---------------------------------------------------------------- Python API
 def forward_kinematics(model: Model, q, qd=None) -> Workspace:
     """Run the outward sweeps; returns the model's workspace (Rw, pw, V, a, b filled)."""
-    m, w = model.arrays(), model.workspace()
     q = as_vector(q, model.nq, "q")
     qd = np.zeros(model.nv) if qd is None else as_vector(qd, model.nv, "qd")
-    raise_for_status(model, *kinematics_kernel(m, w, q, qd))
-    return w
+    raise_for_status(model, *kinematics_kernel(*model.packed(), q, qd))
+    return model.workspace()
 
 
 def frame_pose(model: Model, q, frame: str) -> tuple[np.ndarray, np.ndarray]:
@@ -263,7 +285,7 @@ def frame_jacobian(model: Model, q, frame: str, reference: str = "world") -> np.
         return Jm
     w = forward_kinematics(model, q)
     p = w.pw[k] + w.Rw[k] @ pf
-    jacobian_kernel(model.arrays(), w, k, p, Jm)
+    jacobian_kernel(*model.packed(), k, p, Jm)
     if reference == "local":
         Rt = (w.Rw[k] @ Rf).T
         Jm[:3] = Rt @ Jm[:3]

@@ -9,8 +9,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-from .kinematics import OK, as_vector, check_configuration, outward_positions, raise_for_status
-from .model import Model
+from .kinematics import OK, as_vector, check_configuration, outward_placements, raise_for_status
+from .model import Model, views
 from .spatial import JIT, add_phi_inertia, apply_phi
 
 
@@ -27,11 +27,12 @@ def composite_inertia_sweep(m, w) -> None:
 
 
 @njit(**JIT)
-def crba_kernel(m, w, q, Mout):
+def crba_kernel(mi, mf, wf, q, Mout):
+    m, w = views(mi, mf, wf)
     kind, i = check_configuration(m, q)
     if kind != OK:
         return kind, i
-    outward_positions(m, w, q)
+    outward_placements(m, w, q)
     composite_inertia_sweep(m, w)
     nb = m.parent.shape[0]
     x = w.s66[2]
@@ -71,5 +72,5 @@ def mass_matrix(model: Model, q) -> np.ndarray:
     """M(q) = HφMφ*H* by the composite-body recursion (nv × nv, symmetric)."""
     q = as_vector(q, model.nq, "q")
     M = np.zeros((model.nv, model.nv))
-    raise_for_status(model, *crba_kernel(model.arrays(), model.workspace(), q, M))
+    raise_for_status(model, *crba_kernel(*model.packed(), q, M))
     return M

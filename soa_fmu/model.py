@@ -16,6 +16,8 @@ from dataclasses import dataclass, field
 from typing import NamedTuple
 
 import numpy as np
+from numba.extending import register_jitable
+from numpy.lib.stride_tricks import as_strided
 
 from . import joints as J
 from .spatial import spatial_inertia
@@ -118,13 +120,76 @@ class Workspace(NamedTuple):
     s6: np.ndarray       # (4, 6) 6-vector scratch
     s66: np.ndarray      # (4, 6, 6) 6×6 scratch
 
-    @classmethod
-    def allocate(cls, nb: int, nv: int) -> "Workspace":
-        z = np.zeros
-        return cls(z((nb, 3, 3)), z((nb, 3)), z((nb, 3, 3)), z((nb, 3)), z((nb, 3, 3)), z((nb, 3)),
-                   z((nb, 6)), z((nb, 6)), z((nb, 6)), z((nb, 6)), z((nb, 6)), z((nb, 6)),
-                   z((nb, 6, 6)), z((nb, 6, 6)), z((nb, 6, 6)), z((nb, 6, nv)), z((6, nv)), z(nv), z(nv),
-                   z((4, 6)), z((4, 6, 6)))
+
+# ---------------------------------------------------------------- flat buffers for the compiled code
+# The model constants live in one int64 and one float64 buffer, the workspace in one float64
+# buffer: a compiled entry point takes (mi, mf, wf) — three arrays are cheap to pass from Python,
+# a tuple of twenty is not — and rebuilds the named views below, so the sweeps read ``m.parent``,
+# ``w.P``.  ``views`` is plain numpy (as_strided views cost nothing, unlike reshape in numba) and is
+# compiled inline into every entry point; from Python it gives the same views of the same memory.
+@register_jitable
+def _v1(buf, o, n):
+    return buf[o:o + n], o + n
+
+
+@register_jitable
+def _v2(buf, o, a, b):
+    return as_strided(buf[o:], shape=(a, b), strides=(8 * b, 8)), o + a * b
+
+
+@register_jitable
+def _v3(buf, o, a, b, c):
+    return as_strided(buf[o:], shape=(a, b, c), strides=(8 * b * c, 8 * c, 8)), o + a * b * c
+
+
+@register_jitable
+def views(mi: np.ndarray, mf: np.ndarray, wf: np.ndarray):
+    """(ModelArrays, Workspace): named views into the flat buffers (mi, mf, wf)."""
+    nb, nv = mi[0], mi[1]
+    o = 2
+    parent, o = _v1(mi, o, nb)
+    jtype, o = _v1(mi, o, nb)
+    q0, o = _v1(mi, o, nb)
+    v0, o = _v1(mi, o, nb)
+    nq, o = _v1(mi, o, nb)
+    nvj, o = _v1(mi, o, nb)
+    o = 0
+    axis, o = _v2(mf, o, nb, 3)
+    basis, o = _v3(mf, o, nb, 3, 3)
+    S, o = _v2(mf, o, nv, 6)
+    Xr, o = _v3(mf, o, nb, 3, 3)
+    Xp, o = _v2(mf, o, nb, 3)
+    inertia, o = _v3(mf, o, nb, 6, 6)
+    a0, o = _v1(mf, o, 6)
+    m = ModelArrays(parent, jtype, q0, v0, nq, nvj, axis, basis, S, Xr, Xp, inertia, a0)
+    o = 0
+    R, o = _v3(wf, o, nb, 3, 3)
+    l, o = _v2(wf, o, nb, 3)
+    Rw, o = _v3(wf, o, nb, 3, 3)
+    pw, o = _v2(wf, o, nb, 3)
+    Rj, o = _v3(wf, o, nb, 3, 3)
+    tj, o = _v2(wf, o, nb, 3)
+    V, o = _v2(wf, o, nb, 6)
+    a, o = _v2(wf, o, nb, 6)
+    b, o = _v2(wf, o, nb, 6)
+    alpha, o = _v2(wf, o, nb, 6)
+    f, o = _v2(wf, o, nb, 6)
+    fext, o = _v2(wf, o, nb, 6)
+    P, o = _v3(wf, o, nb, 6, 6)
+    Dinv, o = _v3(wf, o, nb, 6, 6)
+    G, o = _v3(wf, o, nb, 6, 6)
+    X, o = _v3(wf, o, nb, 6, nv)
+    Y, o = _v2(wf, o, 6, nv)
+    eps, o = _v1(wf, o, nv)
+    nu, o = _v1(wf, o, nv)
+    s6, o = _v2(wf, o, 4, 6)
+    s66, o = _v3(wf, o, 4, 6, 6)
+    w = Workspace(R, l, Rw, pw, Rj, tj, V, a, b, alpha, f, fext, P, Dinv, G, X, Y, eps, nu, s6, s66)
+    return m, w
+
+
+def workspace_size(nb: int, nv: int) -> int:
+    return nb * (9 + 3 + 9 + 3 + 9 + 3 + 6 * 6 + 36 * 3 + 6 * nv) + 6 * nv + 2 * nv + 24 + 144
 
 
 def _vec3(x, what: str) -> np.ndarray:
@@ -172,8 +237,10 @@ class Model:
         self.initial_qd: np.ndarray | None = None
         self.source: str | None = None
         self._gravity = _vec3(gravity, "gravity")
-        self._arrays: ModelArrays | None = None
-        self._ws: Workspace | None = None
+        self._nq = 0
+        self._nv = 0
+        self._packed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
+        self._views: tuple[ModelArrays, Workspace] | None = None
 
     # ------------------------------------------------------------------ building
     def add_body(self, name: str, parent: str = WORLD, joint: J.Joint | None = None, *,
@@ -201,9 +268,11 @@ class Model:
         body = Body(name, p, joint, jname, _rotation(rotation, f"joint {jname!r}"),
                     _vec3(translation, f"joint {jname!r} origin"), float(mass),
                     _vec3(com, f"body {name!r} centre of mass"), inertia, limits=dict(limits or {}))
-        body.q_index = self.nq
-        body.v_index = self.nv
+        body.q_index = self._nq
+        body.v_index = self._nv
         self.bodies.append(body)
+        self._nq += joint.nq
+        self._nv += joint.nv
         self._invalidate()
         return len(self.bodies) - 1
 
@@ -255,11 +324,11 @@ class Model:
 
     @property
     def nq(self) -> int:
-        return sum(b.joint.nq for b in self.bodies)
+        return self._nq
 
     @property
     def nv(self) -> int:
-        return sum(b.joint.nv for b in self.bodies)
+        return self._nv
 
     @property
     def gravity(self) -> np.ndarray:
@@ -268,8 +337,8 @@ class Model:
     @gravity.setter
     def gravity(self, g) -> None:
         self._gravity = _vec3(g, "gravity")
-        if self._arrays is not None:
-            self._arrays.a0[3:] = -self._gravity
+        if self._views is not None:
+            self._views[0].a0[3:] = -self._gravity
 
     @property
     def position_names(self) -> list[str]:
@@ -298,40 +367,41 @@ class Model:
 
     # ------------------------------------------------------------------ compiled view
     def _invalidate(self) -> None:
-        self._arrays = None
-        self._ws = None
+        self._packed = None
+        self._views = None
 
-    def arrays(self) -> ModelArrays:
-        """Constants packed for the compiled sweeps (built once, cached)."""
-        if self._arrays is None:
-            nb = self.nbodies
-            S = np.zeros((max(self.nv, 0), 6))
+    def packed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """(mi, mf, wf): the flat int constants, float constants and workspace of the compiled
+        entry points (built once, cached; the workspace is the model's own, not thread-safe)."""
+        if self._packed is None:
+            nb, nv = self.nbodies, self.nv
+            S = np.zeros((nv, 6))
             for b in self.bodies:
                 if b.joint.nv:
                     S[b.v_index:b.v_index + b.joint.nv] = b.joint.motion_subspace().T
-            self._arrays = ModelArrays(
-                parent=np.array([b.parent for b in self.bodies], dtype=np.int64).reshape(nb),
-                jtype=np.array([b.joint.code for b in self.bodies], dtype=np.int64).reshape(nb),
-                q0=np.array([b.q_index for b in self.bodies], dtype=np.int64).reshape(nb),
-                v0=np.array([b.v_index for b in self.bodies], dtype=np.int64).reshape(nb),
-                nq=np.array([b.joint.nq for b in self.bodies], dtype=np.int64).reshape(nb),
-                nv=np.array([b.joint.nv for b in self.bodies], dtype=np.int64).reshape(nb),
-                axis=np.array([b.joint.axis_vector() for b in self.bodies]).reshape(nb, 3),
-                basis=np.array([b.joint.basis() for b in self.bodies]).reshape(nb, 3, 3),
-                S=np.ascontiguousarray(S),
-                Xr=np.array([b.rotation for b in self.bodies]).reshape(nb, 3, 3),
-                Xp=np.array([b.translation for b in self.bodies]).reshape(nb, 3),
-                inertia=np.array([spatial_inertia(b.mass, b.com, b.inertia)
-                                  for b in self.bodies]).reshape(nb, 6, 6),
-                a0=np.r_[0.0, 0.0, 0.0, -self._gravity],
-            )
-        return self._arrays
+            ints = [[nb, nv], [b.parent for b in self.bodies], [b.joint.code for b in self.bodies],
+                    [b.q_index for b in self.bodies], [b.v_index for b in self.bodies],
+                    [b.joint.nq for b in self.bodies], [b.joint.nv for b in self.bodies]]
+            mi = np.concatenate([np.asarray(x, dtype=np.int64) for x in ints])
+            floats = [[b.joint.axis_vector() for b in self.bodies], [b.joint.basis() for b in self.bodies],
+                      S, [b.rotation for b in self.bodies], [b.translation for b in self.bodies],
+                      [spatial_inertia(b.mass, b.com, b.inertia) for b in self.bodies],
+                      np.r_[0.0, 0.0, 0.0, -self._gravity]]
+            mf = np.concatenate([np.asarray(x, dtype=float).reshape(-1) for x in floats])
+            wf = np.zeros(workspace_size(nb, nv))
+            self._packed = (mi, mf, wf)
+            self._views = views(mi, mf, wf)
+        return self._packed
+
+    def arrays(self) -> ModelArrays:
+        """The constants as named numpy views (the same memory the compiled sweeps read)."""
+        self.packed()
+        return self._views[0]
 
     def workspace(self) -> Workspace:
-        """The model's own workspace (one per model; not shared between threads)."""
-        if self._ws is None:
-            self._ws = Workspace.allocate(self.nbodies, self.nv)
-        return self._ws
+        """The model's workspace as named numpy views (filled by the last compiled call)."""
+        self.packed()
+        return self._views[1]
 
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, bodies={self.nbodies}, nq={self.nq}, nv={self.nv}, "

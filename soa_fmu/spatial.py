@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 from numba import njit
 
-JIT = dict(cache=True, nogil=True, fastmath=False)
+JIT = dict(cache=True, nogil=True)
+INLINE = dict(JIT, inline="always")
 
 
 # ---------------------------------------------------------------- 3-vectors and rotations
@@ -33,7 +34,7 @@ def skew(x: np.ndarray) -> np.ndarray:
     return np.array([[0.0, -x[2], x[1]], [x[2], 0.0, -x[0]], [-x[1], x[0], 0.0]])
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def quat_to_matrix(qw: float, qx: float, qy: float, qz: float, R: np.ndarray) -> None:
     """Rotation matrix of the unit quaternion (w, x, y, z) (scalar first, Hamilton), into R."""
     R[0, 0] = 1.0 - 2.0 * (qy * qy + qz * qz)
@@ -47,7 +48,7 @@ def quat_to_matrix(qw: float, qx: float, qy: float, qz: float, R: np.ndarray) ->
     R[2, 2] = 1.0 - 2.0 * (qx * qx + qy * qy)
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def axis_angle_to_matrix(axis: np.ndarray, angle: float, R: np.ndarray) -> None:
     """Rodrigues' formula for a unit axis, into R."""
     c = np.cos(angle)
@@ -66,7 +67,7 @@ def axis_angle_to_matrix(axis: np.ndarray, angle: float, R: np.ndarray) -> None:
 
 
 # ---------------------------------------------------------------- 6-D cross products
-@njit(**JIT)
+@njit(**INLINE)
 def cross_motion(V: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
     """out = V ×̃ x for a motion vector x: [ω × xω;  v × xω + ω × xv]  (seed 004 §2.2)."""
     w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
@@ -79,7 +80,7 @@ def cross_motion(V: np.ndarray, x: np.ndarray, out: np.ndarray) -> None:
     out[5] = v0 * a1 - v1 * a0 + w0 * b1 - w1 * b0
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def cross_force(V: np.ndarray, f: np.ndarray, out: np.ndarray) -> None:
     """out = V ×̄* f for a force f: [ω × N + v × F;  ω × F]  (the gyroscopic operator)."""
     w0, w1, w2, v0, v1, v2 = V[0], V[1], V[2], V[3], V[4], V[5]
@@ -93,7 +94,7 @@ def cross_force(V: np.ndarray, f: np.ndarray, out: np.ndarray) -> None:
 
 
 # ---------------------------------------------------------------- φ and φ* with frames
-@njit(**JIT)
+@njit(**INLINE)
 def apply_phi_star(R: np.ndarray, l: np.ndarray, V: np.ndarray, out: np.ndarray) -> None:
     """out = φ*(p, k) V: a parent-frame velocity/acceleration seen at body k, in body k's frame."""
     w0, w1, w2 = V[0], V[1], V[2]
@@ -105,7 +106,7 @@ def apply_phi_star(R: np.ndarray, l: np.ndarray, V: np.ndarray, out: np.ndarray)
         out[3 + i] = R[0, i] * u0 + R[1, i] * u1 + R[2, i] * u2
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def apply_phi(R: np.ndarray, l: np.ndarray, f: np.ndarray, out: np.ndarray) -> None:
     """out = φ(p, k) f: a body-k force moved to the parent origin, in the parent frame."""
     F0 = R[0, 0] * f[3] + R[0, 1] * f[4] + R[0, 2] * f[5]
@@ -121,7 +122,7 @@ def apply_phi(R: np.ndarray, l: np.ndarray, f: np.ndarray, out: np.ndarray) -> N
     out[5] = F2
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def add_phi(R: np.ndarray, l: np.ndarray, f: np.ndarray, acc: np.ndarray, tmp: np.ndarray) -> None:
     """acc += φ(p, k) f."""
     apply_phi(R, l, f, tmp)
@@ -129,55 +130,62 @@ def add_phi(R: np.ndarray, l: np.ndarray, f: np.ndarray, acc: np.ndarray, tmp: n
         acc[i] += tmp[i]
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def add_phi_inertia(R: np.ndarray, l: np.ndarray, P: np.ndarray, acc: np.ndarray,
                     scratch: np.ndarray) -> None:
     """acc += φ(p, k) P φ*(p, k) for a symmetric 6×6 inertia-like P given in body k's frame.
 
-    Rotation then shift:  B = blkdiag(R, R) P blkdiag(R, R)ᵀ,  then with T = [[I, l̃], [0, I]]:
-    C11 = B11 + l̃ B21 + B12 l̃ᵀ + l̃ B22 l̃ᵀ,  C12 = B12 + l̃ B22,  C22 = B22.
-    ``scratch`` is a (≥2, 6, 6) work array.
+    With P = [[A, B], [Bᵀ, C]]: rotate, A' = R A Rᵀ, B' = R B Rᵀ, C' = R C Rᵀ, then shift by l:
+        C'' = C',   B'' = B' + l̃ C',   A'' = A' + l̃ B'ᵀ + B' l̃ᵀ + l̃ C' l̃ᵀ.
+    Symmetric blocks are formed on their upper triangle only.  ``scratch``: a (≥2, 6, 6) array.
     """
-    B = scratch[0]
-    tmp = scratch[1, :3, :3]
-    for bi in range(2):
-        for bj in range(bi, 2):
-            # tmp = P_bibj Rᵀ
-            for i in range(3):
-                for j in range(3):
-                    s = 0.0
-                    for m in range(3):
-                        s += P[3 * bi + i, 3 * bj + m] * R[j, m]
-                    tmp[i, j] = s
-            for i in range(3):
-                for j in range(3):
-                    s = 0.0
-                    for m in range(3):
-                        s += R[i, m] * tmp[m, j]
-                    B[3 * bi + i, 3 * bj + j] = s
+    T = scratch[0]        # T = P blkdiag(Rᵀ, Rᵀ) on the blocks A, B, C
+    X = scratch[1]        # rotated blocks A', B', C'
     for i in range(3):
         for j in range(3):
-            B[3 + j, i] = B[i, 3 + j]
-    # L = l̃ B22 (3×3), and l̃ B21
+            T[i, j] = P[i, 0] * R[j, 0] + P[i, 1] * R[j, 1] + P[i, 2] * R[j, 2]
+            T[i, 3 + j] = P[i, 3] * R[j, 0] + P[i, 4] * R[j, 1] + P[i, 5] * R[j, 2]
+            T[3 + i, 3 + j] = P[3 + i, 3] * R[j, 0] + P[3 + i, 4] * R[j, 1] + P[3 + i, 5] * R[j, 2]
+    for i in range(3):
+        for j in range(3):
+            X[i, 3 + j] = R[i, 0] * T[0, 3 + j] + R[i, 1] * T[1, 3 + j] + R[i, 2] * T[2, 3 + j]
+        for j in range(i, 3):
+            X[i, j] = R[i, 0] * T[0, j] + R[i, 1] * T[1, j] + R[i, 2] * T[2, j]
+            X[3 + i, 3 + j] = R[i, 0] * T[3, 3 + j] + R[i, 1] * T[4, 3 + j] + R[i, 2] * T[5, 3 + j]
+    for i in range(3):
+        for j in range(i):
+            X[i, j] = X[j, i]
+            X[3 + i, 3 + j] = X[3 + j, 3 + i]
     lx, ly, lz = l[0], l[1], l[2]
-    LB22 = scratch[1, 3:, 3:]
-    LB21 = scratch[1, 3:, :3]
+    # LC = l̃ C' and LB = l̃ B'ᵀ, column by column (l × column)
     for j in range(3):
-        LB22[0, j] = ly * B[5, 3 + j] - lz * B[4, 3 + j]
-        LB22[1, j] = lz * B[3, 3 + j] - lx * B[5, 3 + j]
-        LB22[2, j] = lx * B[4, 3 + j] - ly * B[3, 3 + j]
-        LB21[0, j] = ly * B[5, j] - lz * B[4, j]
-        LB21[1, j] = lz * B[3, j] - lx * B[5, j]
-        LB21[2, j] = lx * B[4, j] - ly * B[3, j]
-    # C11 = B11 + l̃B21 + (l̃B21)ᵀ + (l̃B22) l̃ᵀ,  where row i of X l̃ᵀ is  l × X[i, :]
+        c0, c1, c2 = X[3, 3 + j], X[4, 3 + j], X[5, 3 + j]
+        T[3, j] = ly * c2 - lz * c1
+        T[4, j] = lz * c0 - lx * c2
+        T[5, j] = lx * c1 - ly * c0
+        b0, b1, b2 = X[j, 3], X[j, 4], X[j, 5]
+        T[0, j] = ly * b2 - lz * b1
+        T[1, j] = lz * b0 - lx * b2
+        T[2, j] = lx * b1 - ly * b0
     for i in range(3):
-        m0, m1, m2 = LB22[i, 0], LB22[i, 1], LB22[i, 2]
-        row = (ly * m2 - lz * m1, lz * m0 - lx * m2, lx * m1 - ly * m0)
         for j in range(3):
-            acc[i, j] += B[i, j] + LB21[i, j] + LB21[j, i] + row[j]
-            acc[i, 3 + j] += B[i, 3 + j] + LB22[i, j]
-            acc[3 + j, i] += B[i, 3 + j] + LB22[i, j]
-            acc[3 + i, 3 + j] += B[3 + i, 3 + j]
+            bij = X[i, 3 + j] + T[3 + i, j]
+            acc[i, 3 + j] += bij
+            acc[3 + j, i] += bij
+        # row i of (l̃ C') l̃ᵀ is l × (row i of l̃ C')
+        m0, m1, m2 = T[3 + i, 0], T[3 + i, 1], T[3 + i, 2]
+        row0 = ly * m2 - lz * m1
+        row1 = lz * m0 - lx * m2
+        row2 = lx * m1 - ly * m0
+        for j in range(i, 3):
+            rj = row0 if j == 0 else (row1 if j == 1 else row2)
+            aij = X[i, j] + T[i, j] + T[j, i] + rj
+            acc[i, j] += aij
+            cij = X[3 + i, 3 + j]
+            acc[3 + i, 3 + j] += cij
+            if j != i:
+                acc[j, i] += aij
+                acc[3 + j, 3 + i] += cij
 
 
 # ---------------------------------------------------------------- inertia
@@ -219,7 +227,7 @@ def rpy_to_matrix(rpy) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- φ on 6 × n blocks (M⁻¹, Ω sweeps)
-@njit(**JIT)
+@njit(**INLINE)
 def add_phi_block(R: np.ndarray, l: np.ndarray, X: np.ndarray, acc: np.ndarray) -> None:
     """acc += φ(p, k) X for a 6 × n block X of forces (columns)."""
     for c in range(X.shape[1]):
@@ -237,7 +245,7 @@ def add_phi_block(R: np.ndarray, l: np.ndarray, X: np.ndarray, acc: np.ndarray) 
         acc[5, c] += F2
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def phi_star_block(R: np.ndarray, l: np.ndarray, X: np.ndarray, out: np.ndarray) -> None:
     """out = φ*(p, k) X for a 6 × n block X of motions (columns)."""
     for c in range(X.shape[1]):
