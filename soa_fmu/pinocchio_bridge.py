@@ -84,10 +84,11 @@ def to_pinocchio(model: Model) -> PinocchioMap:
     pm = pin.Model()
     pm.name = model.name
     pm.gravity.linear = model.gravity
-    placement_in_joint: list = []     # body frame in its Pinocchio joint frame
-    joint_of: list[int] = []
+    placement_in_joint: dict = {}     # body frame in its Pinocchio joint frame
+    joint_of: dict[int, int] = {}
     joints = []
-    for k, b in enumerate(model.bodies):
+    for k in _depth_first(model):       # Pinocchio needs each subtree contiguous
+        b = model.bodies[k]
         if b.parent < 0:
             parent_jid, parent_M = 0, pin.SE3.Identity()
         else:
@@ -97,8 +98,8 @@ def to_pinocchio(model: Model) -> PinocchioMap:
         code = b.joint.code
         if code == J.FIXED:
             pm.appendBodyToJoint(parent_jid, inertia, M)
-            joint_of.append(parent_jid)
-            placement_in_joint.append(M)
+            joint_of[k] = parent_jid
+            placement_in_joint[k] = M
             continue
         if code == J.REVOLUTE:
             jm = pin.JointModelRevoluteUnaligned(b.joint.axis_vector())
@@ -114,7 +115,19 @@ def to_pinocchio(model: Model) -> PinocchioMap:
             raise ValueError(f"joint {b.joint_name!r} ({b.joint.type_name}) has no Pinocchio export")
         jid = pm.addJoint(parent_jid, jm, M, b.joint_name)
         pm.appendBodyToJoint(jid, inertia, pin.SE3.Identity())
-        joint_of.append(jid)
-        placement_in_joint.append(pin.SE3.Identity())
+        joint_of[k] = jid
+        placement_in_joint[k] = pin.SE3.Identity()
         joints.append((k, jid))
     return PinocchioMap(model, pm, joints)
+
+
+def _depth_first(model: Model) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for k, b in enumerate(model.bodies):
+        children.setdefault(b.parent, []).append(k)
+    order, stack = [], list(reversed(children.get(-1, [])))
+    while stack:
+        k = stack.pop()
+        order.append(k)
+        stack.extend(reversed(children.get(k, [])))
+    return order
