@@ -7,6 +7,7 @@
 Pipeline: model (topology, constants) → sweeps (compiled, paper notation) → algorithms → integrators
 → FMU slave / Python API / CLI.
 """
+from . import _jit_cache  # noqa: F401  (first: decides where compiled kernels are cached)
 from .joints import Fixed, Free, General, Planar, Prismatic, Revolute, Spherical
 from .model import Constraint, Frame, Model, ModelError, WORLD
 from .kinematics import (body_velocities, forward_kinematics, frame_jacobian, frame_pose,

@@ -24,7 +24,7 @@ from .kinematics import (BAD_TAU, OK, SINGULAR, as_vector, check_configuration, 
                          first_nonfinite, outward_accelerations, outward_placements,
                          outward_velocities, pack_external_forces, raise_for_status)
 from .model import Model, views
-from .spatial import JIT, add_phi, add_phi_block, add_phi_inertia, apply_phi_star, phi_star_block
+from .spatial import INLINE, JIT, add_phi, add_phi_block, add_phi_inertia, apply_phi_star, phi_star_block
 
 
 @njit(**JIT)
@@ -65,7 +65,7 @@ def invert_spd(A: np.ndarray, n: int, out: np.ndarray) -> bool:
     return True
 
 
-@njit(**JIT)
+@njit(**INLINE)
 def riccati_step_1dof(S: np.ndarray, P: np.ndarray, G: np.ndarray, Dinv: np.ndarray,
                       Pplus: np.ndarray) -> bool:
     """One joint of the Riccati sweep for r_v = 1 (the common case, written out):
@@ -129,6 +129,15 @@ def riccati_step(S: np.ndarray, v0: int, n: int, P: np.ndarray, G: np.ndarray, D
     return True
 
 
+@njit(**INLINE)
+def copy_inertias(m, w) -> None:
+    """w.P(k) ← M(k) for every body (the start of the inward inertia sweeps)."""
+    for k in range(m.parent.shape[0]):
+        for i in range(6):
+            for j in range(6):
+                w.P[k, i, j] = m.inertia[k, i, j]
+
+
 @njit(**JIT)
 def riccati_sweep(m, w) -> int:
     """P(k), D(k)⁻¹, G(k) for every body, tip to base (seed 001 eqs. 34–36; seed 000 A.1):
@@ -137,8 +146,7 @@ def riccati_sweep(m, w) -> int:
 
     Returns the index of a body whose D(k) is not positive definite, or −1."""
     nb = m.parent.shape[0]
-    for k in range(nb):
-        w.P[k] = m.inertia[k]
+    copy_inertias(m, w)
     Pplus = w.s66[3]
     for k in range(nb - 1, -1, -1):
         n = m.nv[k]
@@ -148,7 +156,9 @@ def riccati_sweep(m, w) -> int:
             ok = riccati_step(m.S, m.v0[k], n, w.P[k], w.G[k], w.Dinv[k], w.s66[2], w.s6[3], Pplus)
         else:
             ok = True
-            Pplus[:, :] = w.P[k]
+            for i in range(6):
+                for j in range(6):
+                    Pplus[i, j] = w.P[k, i, j]
         if not ok:
             return k
         p = m.parent[k]
@@ -268,8 +278,10 @@ def bias_free_kernel(mi, mf, wf, q, qd, tau, use_fext, qdd):
 def minv_kernel(mi, mf, wf, q, Minv):
     """M⁻¹ = (I − HψK)* D⁻¹ (I − HψK) (seed 001 Identity 6, eq. 46; seed 000 eq. 3.6).
 
-    The filter and smoother of Algorithm 1 run on all nv unit inputs at once: a 6 × nv block per
-    body (w.X holds Z⁺ inward, then Λ outward), so the cost is O(N · nv)."""
+    The filter and smoother of Algorithm 1 run on all nv unit inputs at once, one 6 × nv block per
+    body (w.X holds Z⁺ inward, then Λ outward).  Inward, body k's block is non-zero only on its
+    subtree's columns [v0(k), vend(k)); outward, only the upper triangle c ≥ v0(k) is formed and
+    mirrored — O(N · nv) in all, the work of the dense (I − HψK) factors skipped where they are 0."""
     m, w = views(mi, mf, wf)
     kind, i = check_configuration(m, q)
     if kind != OK:
@@ -280,54 +292,61 @@ def minv_kernel(mi, mf, wf, q, Minv):
     k = riccati_sweep(m, w)
     if k >= 0:
         return SINGULAR, k
-    w.X[:] = 0.0
     E = w.Y
+    for k in range(nb):
+        for i in range(6):
+            for c in range(m.v0[k], m.vend[k]):
+                w.X[k, i, c] = 0.0
     for k in range(nb - 1, -1, -1):
-        v0, n = m.v0[k], m.nv[k]
+        v0, n, c0, c1 = m.v0[k], m.nv[k], m.v0[k], m.vend[k]
         Z = w.X[k]
-        if n > 0:
-            # E = I(rows of k) − H(k) Z;  rows of k of M⁻¹ ← N = D⁻¹ E;  Z⁺ = Z + G E
-            for d in range(n):
-                for c in range(nv):
-                    s = 1.0 if c == v0 + d else 0.0
-                    for i in range(6):
-                        s -= m.S[v0 + d, i] * Z[i, c]
-                    E[d, c] = s
-            for d in range(n):
-                for c in range(nv):
-                    s = 0.0
-                    for e in range(n):
-                        s += w.Dinv[k, d, e] * E[e, c]
-                    Minv[v0 + d, c] = s
-            for i in range(6):
-                for c in range(nv):
-                    s = 0.0
-                    for d in range(n):
-                        s += w.G[k, i, d] * E[d, c]
-                    Z[i, c] += s
+        # E = I(rows of k) − H(k) Z;  rows of k of M⁻¹ ← N = D⁻¹ E;  Z⁺ = Z + G E   (eqs. 50–51)
+        for d in range(n):
+            for c in range(c0, c1):
+                s = 1.0 if c == v0 + d else 0.0
+                for i in range(6):
+                    s -= m.S[v0 + d, i] * Z[i, c]
+                E[d, c] = s
+        for d in range(n):
+            for c in range(c0, c1):
+                s = 0.0
+                for e in range(n):
+                    s += w.Dinv[k, d, e] * E[e, c]
+                Minv[v0 + d, c] = s
+            for c in range(c1, nv):
+                Minv[v0 + d, c] = 0.0
+        for i in range(6):
+            for c in range(c0, c1):
+                s = 0.0
+                for d in range(n):
+                    s += w.G[k, i, d] * E[d, c]
+                Z[i, c] += s
         p = m.parent[k]
         if p >= 0:
-            add_phi_block(w.R[k], w.l[k], Z, w.X[p])
+            add_phi_block(w.R[k], w.l[k], Z[:, c0:c1], w.X[p, :, c0:c1])
     for k in range(nb):
-        p = m.parent[k]
-        Lam = w.X[k]
+        # Λ(k) = φ*(p, k) Λ(p) + H*(k) M⁻¹(rows of k);  M⁻¹(rows) −= G* φ*Λ(p)   (eqs. 53–54)
+        p, v0, n, c0 = m.parent[k], m.v0[k], m.nv[k], m.v0[k]
+        Lam = w.X[k, :, c0:]
         if p < 0:
-            Lam[:] = 0.0
+            Lam[:, :] = 0.0
         else:
-            phi_star_block(w.R[k], w.l[k], w.X[p], Lam)
-        v0, n = m.v0[k], m.nv[k]
+            phi_star_block(w.R[k], w.l[k], w.X[p, :, c0:], Lam)
         for d in range(n):
-            for c in range(nv):
+            for c in range(c0, nv):
                 s = Minv[v0 + d, c]
                 for i in range(6):
-                    s -= w.G[k, i, d] * Lam[i, c]
+                    s -= w.G[k, i, d] * Lam[i, c - c0]
                 Minv[v0 + d, c] = s
         for d in range(n):
             for i in range(6):
                 sd = m.S[v0 + d, i]
                 if sd != 0.0:
-                    for c in range(nv):
-                        Lam[i, c] += sd * Minv[v0 + d, c]
+                    for c in range(c0, nv):
+                        Lam[i, c - c0] += sd * Minv[v0 + d, c]
+    for r in range(nv):
+        for c in range(r):
+            Minv[r, c] = Minv[c, r]
     return OK, 0
 
 

@@ -86,6 +86,7 @@ class ModelArrays(NamedTuple):
     v0: np.ndarray          # (nb,) first velocity index of each joint
     nq: np.ndarray          # (nb,)
     nv: np.ndarray          # (nb,)
+    vend: np.ndarray        # (nb,) one past the last velocity index of the body's subtree
     axis: np.ndarray        # (nb, 3) revolute/prismatic axis, planar normal
     basis: np.ndarray       # (nb, 3, 3) planar basis (e1, e2, n)
     S: np.ndarray           # (nv, 6) joint map H*(k) columns, body frame, one per velocity dof
@@ -153,6 +154,7 @@ def views(mi: np.ndarray, mf: np.ndarray, wf: np.ndarray):
     v0, o = _v1(mi, o, nb)
     nq, o = _v1(mi, o, nb)
     nvj, o = _v1(mi, o, nb)
+    vend, o = _v1(mi, o, nb)
     o = 0
     axis, o = _v2(mf, o, nb, 3)
     basis, o = _v3(mf, o, nb, 3, 3)
@@ -161,7 +163,7 @@ def views(mi: np.ndarray, mf: np.ndarray, wf: np.ndarray):
     Xp, o = _v2(mf, o, nb, 3)
     inertia, o = _v3(mf, o, nb, 6, 6)
     a0, o = _v1(mf, o, 6)
-    m = ModelArrays(parent, jtype, q0, v0, nq, nvj, axis, basis, S, Xr, Xp, inertia, a0)
+    m = ModelArrays(parent, jtype, q0, v0, nq, nvj, vend, axis, basis, S, Xr, Xp, inertia, a0)
     o = 0
     R, o = _v3(wf, o, nb, 3, 3)
     l, o = _v2(wf, o, nb, 3)
@@ -379,9 +381,13 @@ class Model:
             for b in self.bodies:
                 if b.joint.nv:
                     S[b.v_index:b.v_index + b.joint.nv] = b.joint.motion_subspace().T
+            vend = [b.v_index + b.joint.nv for b in self.bodies]
+            for k in range(nb - 1, -1, -1):       # children come after parents
+                if self.bodies[k].parent >= 0:
+                    vend[self.bodies[k].parent] = max(vend[self.bodies[k].parent], vend[k])
             ints = [[nb, nv], [b.parent for b in self.bodies], [b.joint.code for b in self.bodies],
                     [b.q_index for b in self.bodies], [b.v_index for b in self.bodies],
-                    [b.joint.nq for b in self.bodies], [b.joint.nv for b in self.bodies]]
+                    [b.joint.nq for b in self.bodies], [b.joint.nv for b in self.bodies], vend]
             mi = np.concatenate([np.asarray(x, dtype=np.int64) for x in ints])
             floats = [[b.joint.axis_vector() for b in self.bodies], [b.joint.basis() for b in self.bodies],
                       S, [b.rotation for b in self.bodies], [b.translation for b in self.bodies],

@@ -1,0 +1,93 @@
+"""Engine speed vs Pinocchio in one run (SPEC §6): FD, ID, M, M⁻¹ at 7 dof and on long chains,
+O(N) scaling of FD, and start-up cost (warm import + first call; cold compile of every kernel)."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import pinocchio as pin
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import median_time, table, write_result  # noqa: E402
+
+import soa_fmu as sf  # noqa: E402
+from soa_fmu.builders import random_state, serial_chain  # noqa: E402
+from soa_fmu.pinocchio_bridge import to_pinocchio  # noqa: E402
+
+BARS = {"FD": 1.0, "ID": 1.0, "M": 1.5, "M⁻¹": 1.5}
+
+
+def compare(n: int, which=("FD", "ID", "M", "M⁻¹")) -> list[list]:
+    model = serial_chain(n, seed=1)
+    pm = to_pinocchio(model)
+    pmod, data = pm.pin_model, pm.pin_model.createData()
+    q, qd = random_state(model, 2)
+    tau = np.random.default_rng(0).normal(size=n)
+    qp, vp, tp = pm.q_to_pin(q), pm.v_to_pin(qd), pm.v_to_pin(tau)
+    pairs = {
+        "FD": (lambda: sf.forward_dynamics(model, q, qd, tau), lambda: pin.aba(pmod, data, qp, vp, tp)),
+        "ID": (lambda: sf.inverse_dynamics(model, q, qd, tau), lambda: pin.rnea(pmod, data, qp, vp, tp)),
+        "M": (lambda: sf.mass_matrix(model, q), lambda: pin.crba(pmod, data, qp)),
+        "M⁻¹": (lambda: sf.mass_matrix_inverse(model, q), lambda: pin.computeMinverse(pmod, data, qp)),
+    }
+    rows = []
+    for name in which:
+        ours, ref = pairs[name]
+        ours(), ref()
+        t_ours, t_pin = median_time(ours), median_time(ref)
+        bar = BARS[name] if n == 7 else (0.6 if name == "FD" else BARS[name])
+        rows.append([name, str(n), t_ours * 1e6, t_pin * 1e6, t_ours / t_pin, f"≤ {bar}"])
+    return rows
+
+
+def startup() -> tuple[float, float]:
+    """(warm import + first FD call, cold compile of all kernels) in fresh processes, seconds."""
+    code = ("import time; t=time.perf_counter(); import numpy as np, soa_fmu as sf; "
+            "from soa_fmu.builders import serial_chain, random_state; m=serial_chain(7); "
+            "q,qd=random_state(m); sf.forward_dynamics(m,q,qd,np.zeros(7)); sf.inverse_dynamics(m,q,qd,qd); "
+            "sf.mass_matrix(m,q); sf.mass_matrix_inverse(m,q); sf.simulate(m,0.01,0.01); "
+            "print(time.perf_counter()-t)")
+    env = dict(os.environ)
+    subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)  # warm cache
+    warm = float(subprocess.run([sys.executable, "-c", code], env=env, check=True,
+                                capture_output=True, text=True).stdout)
+    with tempfile.TemporaryDirectory() as cache:
+        env["NUMBA_CACHE_DIR"] = cache
+        t0 = time.perf_counter()
+        subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+        cold = time.perf_counter() - t0
+    return warm, cold
+
+
+def fd_time(n: int) -> float:
+    """Our FD alone (Pinocchio's Data for N = 1000 needs more memory than these machines have)."""
+    model = serial_chain(n, seed=1)
+    q, qd = random_state(model, 2)
+    tau = np.zeros(n)
+    sf.forward_dynamics(model, q, qd, tau)
+    return median_time(lambda: sf.forward_dynamics(model, q, qd, tau))
+
+
+def main() -> None:
+    rows = compare(7) + compare(100) + compare(300, ("FD", "ID"))
+    t100, t1000 = fd_time(100), fd_time(1000)
+    warm, cold = startup()
+    notes = [
+        "",
+        f"FD O(N): t(1000)/t(100) = {t1000 / t100:.2f}   (bar ≤ 11; t(100) = {t100 * 1e6:.1f} µs, "
+        f"t(1000) = {t1000 * 1e6:.1f} µs)",
+        f"warm import + first calls (fresh process, cached kernels): {warm:.2f} s   (bar ≤ 1 s)",
+        f"cold compile of all kernels (empty NUMBA_CACHE_DIR): {cold:.1f} s   (bar ≤ 60 s)",
+        f"model: serial chain of revolute joints (random axes/inertias); pinocchio {pin.__version__}; "
+        "times are medians of 9 runs, called from Python",
+    ]
+    write_result("core.txt", table("Engine vs Pinocchio (µs per call)",
+                                   ["algorithm", "N", "soa_fmu µs", "pin µs", "ratio", "bar"], rows, notes))
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,27 @@
+"""`make bench`: run every benchmark script in this folder, then print one summary of the tables."""
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+
+def main() -> int:
+    failed = []
+    for script in sorted(HERE.glob("bench_*.py")):
+        print(f"### {script.name}", flush=True)
+        if subprocess.run([sys.executable, str(script)], cwd=HERE.parent).returncode != 0:
+            failed.append(script.name)
+    summary = "\n".join(p.read_text() for p in sorted((HERE / "results").glob("*.txt"))
+                        if p.name != "summary.txt")
+    (HERE / "results" / "summary.txt").write_text(summary)
+    print(f"\nall tables: {HERE / 'results'}")
+    if failed:
+        print("FAILED: " + ", ".join(failed), file=sys.stderr)
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

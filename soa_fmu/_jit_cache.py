@@ -1,0 +1,87 @@
+"""Where the engine's compiled kernels are cached.
+
+Numba keys a cached kernel on the folder of its source file and on the hash of that one file.  Both
+are wrong for this engine:
+
+* a kernel inlines helpers from other modules (``model.views``, ``spatial``): when only a helper
+  changes, numba would load a stale kernel with the old memory layout — a crash, not an error;
+* an FMU importer extracts the engine to a new temporary folder every time, so numba would compile
+  everything again on every instantiation.
+
+This module registers a cache locator for the engine's own modules that stamps every kernel with the
+hash of ALL engine sources and keeps the cache in one stable place per engine version:
+``$SOA_FMU_CACHE_DIR``, else ``$NUMBA_CACHE_DIR/soa_fmu``, else ``~/.cache/soa_fmu`` (XDG), in a
+sub-folder named by that hash.  If no such folder is writable, numba's own locators are used.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+from pathlib import Path
+
+from numba.core import caching
+
+PACKAGE_DIR = Path(__file__).resolve().parent
+
+
+def source_digest() -> str:
+    """SHA-256 (first 16 hex digits) of every engine source file, names and contents."""
+    h = hashlib.sha256()
+    for p in sorted(PACKAGE_DIR.glob("*.py")):
+        h.update(p.name.encode())
+        h.update(p.read_bytes())
+    return h.hexdigest()[:16]
+
+
+DIGEST = source_digest()
+
+
+def cache_dir() -> Path:
+    """The folder holding this engine version's compiled kernels."""
+    base = os.environ.get("SOA_FMU_CACHE_DIR")
+    if not base and os.environ.get("NUMBA_CACHE_DIR"):
+        base = os.path.join(os.environ["NUMBA_CACHE_DIR"], "soa_fmu")
+    if not base:
+        base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
+                            "soa_fmu")
+    return Path(base) / DIGEST
+
+
+class EngineCacheLocator(caching._CacheLocator):
+    """Numba cache locator for soa_fmu's modules: stable folder, whole-engine source stamp."""
+
+    def __init__(self, py_func, py_file):
+        self._py_file = py_file
+        self._lineno = py_func.__code__.co_firstlineno
+        self._cache_path = str(cache_dir())
+
+    def get_cache_path(self) -> str:
+        return self._cache_path
+
+    def get_source_stamp(self) -> str:
+        return DIGEST
+
+    def get_disambiguator(self) -> str:
+        return str(self._lineno)
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        try:
+            if Path(py_file).resolve().parent != PACKAGE_DIR:
+                return None
+            self = cls(py_func, py_file)
+            self.ensure_cache_path()
+        except OSError:
+            return None
+        return self
+
+
+def install() -> None:
+    """Put this engine copy's locator first in numba's list (idempotent; each copy of the engine —
+    an installed package, an FMU's bundle — claims only the files of its own folder)."""
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+    if EngineCacheLocator not in impl._locator_classes:
+        impl._locator_classes.insert(0, EngineCacheLocator)
+
+
+install()
