@@ -17,6 +17,7 @@ from .mass_matrix import mass_matrix
 from .articulated import forward_dynamics, forward_dynamics_bias_free, mass_matrix_inverse
 from .energy import kinetic_energy, potential_energy, spatial_momentum, total_energy
 from .integrators import IntegrationError, Simulator, simulate
+from .loading import ModelWarning, load_model
 
 __version__ = "0.1.0"
 
@@ -28,4 +29,5 @@ __all__ = [
     "forward_dynamics", "forward_dynamics_bias_free", "mass_matrix_inverse",
     "kinetic_energy", "potential_energy", "total_energy", "spatial_momentum",
     "Simulator", "simulate", "IntegrationError",
+    "load_model", "ModelWarning",
 ]

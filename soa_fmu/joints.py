@@ -37,10 +37,11 @@ TYPE_NAMES = ("fixed", "revolute", "prismatic", "spherical", "free", "planar", "
 
 def _unit(v, what: str) -> np.ndarray:
     a = np.asarray(v, dtype=float).reshape(3)
-    n = np.linalg.norm(a)
-    if not np.all(np.isfinite(a)) or n < 1e-12:
-        raise ValueError(f"{what}: axis {list(a)} must be finite and non-zero")
-    return a / n
+    big = np.abs(a).max() if np.all(np.isfinite(a)) else np.inf
+    if not np.isfinite(big) or big < 1e-12:
+        raise ValueError(f"{what}: axis {a.tolist()} must be finite and non-zero")
+    a = a / big                      # scale first: the norm of a huge axis would overflow
+    return a / np.linalg.norm(a)
 
 
 @dataclass
@@ -80,7 +81,7 @@ class Revolute(Joint):
 
     def __post_init__(self):
         self.code, self.nq, self.nv = REVOLUTE, 1, 1
-        self.axis = tuple(_unit(self.axis, "revolute joint"))
+        self.axis = tuple(_unit(self.axis, "revolute joint").tolist())
 
     def motion_subspace(self):
         return np.r_[self.axis, 0.0, 0.0, 0.0].reshape(6, 1)
@@ -95,7 +96,7 @@ class Prismatic(Joint):
 
     def __post_init__(self):
         self.code, self.nq, self.nv = PRISMATIC, 1, 1
-        self.axis = tuple(_unit(self.axis, "prismatic joint"))
+        self.axis = tuple(_unit(self.axis, "prismatic joint").tolist())
 
     def motion_subspace(self):
         return np.r_[0.0, 0.0, 0.0, self.axis].reshape(6, 1)
@@ -140,7 +141,7 @@ class Planar(Joint):
 
     def __post_init__(self):
         self.code, self.nq, self.nv = PLANAR, 3, 3
-        self.axis = tuple(_unit(self.axis, "planar joint"))
+        self.axis = tuple(_unit(self.axis, "planar joint").tolist())
 
     def basis(self):
         n = np.array(self.axis)

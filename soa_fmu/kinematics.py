@@ -267,7 +267,7 @@ def frame_pose(model: Model, q, frame: str) -> tuple[np.ndarray, np.ndarray]:
     """(R, p) of a body or named frame in world: x_world = R x_frame + p."""
     k, Rf, pf = model.frame_placement(frame)
     if k < 0:
-        return np.eye(3), np.zeros(3)
+        return Rf.copy(), pf.copy()
     w = forward_kinematics(model, q)
     return w.Rw[k] @ Rf, w.pw[k] + w.Rw[k] @ pf
 

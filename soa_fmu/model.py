@@ -279,11 +279,12 @@ class Model:
         return len(self.bodies) - 1
 
     def add_frame(self, name: str, body: str, rotation=None, translation=(0.0, 0.0, 0.0)) -> Frame:
-        """Name a frame fixed on ``body`` (placement in the body frame)."""
+        """Name a frame fixed on ``body`` (placement in the body frame); ``body="world"`` gives a
+        frame fixed in world (an anchor for loop closures)."""
         if name in self.frames or name in self._body_names() or name == WORLD:
             raise ModelError(f"duplicate frame name {name!r}")
-        fr = Frame(name, self.body_index(body), _rotation(rotation, f"frame {name!r}"),
-                   _vec3(translation, f"frame {name!r} origin"))
+        fr = Frame(name, -1 if body == WORLD else self.body_index(body),
+                   _rotation(rotation, f"frame {name!r}"), _vec3(translation, f"frame {name!r} origin"))
         self.frames[name] = fr
         return fr
 
@@ -297,7 +298,11 @@ class Model:
             raise ModelError(f"duplicate constraint name {name!r}")
         for fr in (frame_a, frame_b):
             self.frame_placement(fr)   # raises if unknown
-        c = Constraint(name, kind, frame_a, frame_b, J._unit(axis, f"constraint {name!r}"), active)
+        try:
+            unit_axis = J._unit(axis, f"constraint {name!r}")
+        except ValueError as e:
+            raise ModelError(str(e)) from None
+        c = Constraint(name, kind, frame_a, frame_b, unit_axis, active)
         self.constraints.append(c)
         return c
 
@@ -312,7 +317,8 @@ class Model:
         raise ModelError(f"unknown body {name!r}")
 
     def frame_placement(self, name: str) -> tuple[int, np.ndarray, np.ndarray]:
-        """(body index, rotation, translation) of a frame or body name; world is body −1."""
+        """(body index, rotation, translation) of a frame or body name; world (and a frame fixed in
+        world) has body index −1."""
         if name == WORLD:
             return -1, np.eye(3), np.zeros(3)
         if name in self.frames:

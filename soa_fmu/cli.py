@@ -1,0 +1,98 @@
+"""``soa-describe MODEL_FILE``: print a model's tree, joints, coordinates, masses, frames, constraints.
+
+Also ``python -m soa_fmu.cli MODEL_FILE``.  A bad file exits with status 1 and one line on stderr.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+
+from .loading import load_model
+from .model import WORLD, Model, ModelError
+
+
+def _num(x: float) -> str:
+    return f"{x:.6g}"
+
+
+def _vec(v) -> str:
+    return "(" + ", ".join(_num(float(x)) for x in v) + ")"
+
+
+def _coordinates(names: list[str]) -> str:
+    return names[0] if len(names) == 1 else f"{names[0]} … {names[-1]}"
+
+
+def describe(model: Model) -> str:
+    """A readable multi-line description of ``model``."""
+    out = [f"{model.name}" + (f"  ({model.source})" if model.source else ""),
+           f"  {model.nbodies} bodies, nq = {model.nq}, nv = {model.nv}, "
+           f"total mass {_num(model.total_mass)} kg, gravity {_vec(model.gravity)} m/s²",
+           "", "tree (body: joint type 'name', coordinates; mass):", WORLD]
+    children: dict[int, list[int]] = {}
+    for k, b in enumerate(model.bodies):
+        children.setdefault(b.parent, []).append(k)
+    qnames, vnames = model.position_names, model.velocity_names
+
+    def walk(parent: int, depth: int) -> None:
+        for k in children.get(parent, []):
+            b, j = model.bodies[k], model.bodies[k].joint
+            line = f"{'  ' * depth}{b.name}: {j.type_name} {b.joint_name!r}"
+            if j.nv:
+                axis = j.axis_vector()
+                if np.any(axis):
+                    line += f" axis {_vec(axis)}"
+                q = qnames[b.q_index:b.q_index + j.nq]
+                line += f", q: {_coordinates(q)}"
+                if j.nq != j.nv:
+                    line += f" ({j.nq}), qd: {_coordinates(vnames[b.v_index:b.v_index + j.nv])} ({j.nv})"
+            line += f"; {_num(b.mass)} kg" if b.mass else "; massless"
+            out.append(line)
+            walk(k, depth + 1)
+
+    walk(-1, 1)
+    if model.frames:
+        out += ["", "frames:"]
+        out += [f"  {f.name} on {model.bodies[f.body].name} at {_vec(f.translation)}"
+                for f in model.frames.values()]
+    if model.constraints:
+        out += ["", "constraints:"]
+        out += [f"  {c.name}: {c.kind} ({c.size} rows) {c.frame_a} -> {c.frame_b}"
+                + (f", axis {_vec(c.axis)}" if c.kind in ("hinge", "soft_finger") else "")
+                + ("" if c.active else ", inactive") for c in model.constraints]
+    if model.initial_q is not None or model.initial_qd is not None:
+        out += ["", "initial state:"]
+        for label, x, names in (("q", model.initial_q, qnames), ("qd", model.initial_qd, vnames)):
+            if x is not None:
+                out += textwrap.wrap(", ".join(f"{n}={_num(v)}" for n, v in zip(names, x)), 100,
+                                     initial_indent=f"  {label}: ", subsequent_indent="      ")
+    return "\n".join(out)
+
+
+def describe_main(argv: list[str] | None = None) -> int:
+    """Entry point of ``soa-describe``; returns the exit status."""
+    parser = argparse.ArgumentParser(prog="soa-describe", description="Describe a model file "
+                                     "(.urdf or native .toml): tree, joints, masses, frames, constraints.")
+    parser.add_argument("model_file")
+    parser.add_argument("--floating-base", action="store_true",
+                        help="attach the root link to world by a free joint (URDF)")
+    args = parser.parse_args(argv)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            model = load_model(args.model_file, floating_base=args.floating_base)
+    except ModelError as e:
+        print(f"soa-describe: error: {' '.join(str(e).split())}", file=sys.stderr)
+        return 1
+    for w in caught:
+        print(f"soa-describe: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+    print(describe(model))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(describe_main())

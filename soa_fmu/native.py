@@ -1,0 +1,372 @@
+"""Native model files (TOML, read with ``tomllib``): everything URDF cannot say.
+
+Every joint type of :mod:`soa_fmu.joints`, named frames, loop closures and grasps, the initial state,
+gravity, and URDF includes (optionally prefixed, placed anywhere, several times).  The format is
+documented, with examples, in docs/model_files.md.  The reader is strict: unknown keys, wrong types,
+non-finite numbers and unknown names are errors that name the file, the element path (e.g.
+``bodies[3].joint.axis``) and, where it can be found, the line.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import tomllib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from . import joints as J
+from .loading import MAX_MAGNITUDE, finite_numbers, parents_first, read_bounded, singular_joint
+from .model import CONSTRAINT_KINDS, WORLD, Model, ModelError, check_inertia
+from .spatial import rpy_to_matrix
+from .urdf import UrdfRobot, add_urdf, parse_urdf
+
+KEYS = {
+    "top": {"name", "gravity", "urdf", "floating_base", "include", "bodies", "frames", "constraints",
+            "initial"},
+    "include": {"urdf", "prefix", "parent", "xyz", "rpy", "floating_base"},
+    "body": {"name", "parent", "mass", "com", "inertia", "joint"},
+    "frame": {"name", "body", "xyz", "rpy"},
+    "constraint": {"name", "kind", "frame_a", "frame_b", "axis", "active"},
+    "initial": {"q", "qd"},
+    "limits": {"lower", "upper", "velocity", "effort", "damping", "friction"},
+}
+JOINT_KEYS = {"type", "name", "xyz", "rpy", "limits"}
+JOINT_TYPES: dict[str, tuple[type[J.Joint], set[str]]] = {     # type -> (class, its own keys)
+    "fixed": (J.Fixed, set()),
+    "revolute": (J.Revolute, {"axis"}),
+    "prismatic": (J.Prismatic, {"axis"}),
+    "spherical": (J.Spherical, set()),
+    "free": (J.Free, set()),
+    "planar": (J.Planar, {"axis"}),
+    "general": (J.General, {"S"}),
+}
+INERTIA_KEYS = ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
+
+
+class _Reader:
+    """One native file being read; ``error`` builds located ModelErrors."""
+
+    def __init__(self, path: str, text: str):
+        self.path, self.text = path, text
+        self.where_of_body: dict[str, str] = {}
+
+    # ------------------------------------------------------------ errors and checked access
+    def error(self, where: str, problem: str) -> ModelError:
+        line = _line_of(self.text, where)
+        return ModelError(f"{self.path}{f':{line}' if line else ''}: {where}: {problem}")
+
+    def table(self, value, where: str, keys: set[str]) -> dict:
+        if not isinstance(value, dict):
+            raise self.error(where, f"expected a table, got {_kind(value)}")
+        unknown = sorted(set(value) - keys)
+        if unknown:
+            raise self.error(f"{where}.{unknown[0]}" if where else unknown[0],
+                             f"unknown key (expected one of {', '.join(sorted(keys))})")
+        return value
+
+    def tables(self, doc: dict, key: str, keys: set[str]) -> list[tuple[str, dict]]:
+        value = doc.get(key, [])
+        if not isinstance(value, list):
+            raise self.error(key, f"expected an array of tables ([[{key}]]), got {_kind(value)}")
+        return [(f"{key}[{i}]", self.table(v, f"{key}[{i}]", keys)) for i, v in enumerate(value)]
+
+    def get(self, t: dict, key: str, where: str, kind: type, default: Any = ...) -> Any:
+        if key not in t:
+            if default is ...:
+                raise self.error(where, f"missing required key {key!r}")
+            return default
+        value = t[key]
+        if kind is float:
+            return self.number(value, f"{where}.{key}")
+        if not isinstance(value, kind):
+            raise self.error(f"{where}.{key}", f"expected a {_TYPE_NAMES.get(kind, kind.__name__)}, "
+                                               f"got {_kind(value)}")
+        return value
+
+    def name(self, t: dict, key: str, where: str, default: Any = ...) -> str:
+        value = self.get(t, key, where, str, default)
+        if not value:
+            raise self.error(f"{where}.{key}", "expected a non-empty name")
+        return value
+
+    def number(self, value, where: str, limit: float = MAX_MAGNITUDE) -> float:
+        """A finite number (of magnitude at most ``limit``)."""
+        try:
+            return finite_numbers([value], 1, limit)[0]
+        except ValueError as e:
+            raise self.error(where, str(e)) from None
+
+    def numbers(self, value, where: str, n: int | None) -> np.ndarray:
+        """An array of (exactly ``n``) finite numbers."""
+        if not isinstance(value, list):
+            raise self.error(where, f"expected an array of {n or ''} numbers, got {_kind(value)}")
+        try:
+            return np.array(finite_numbers(value, n), dtype=float)
+        except ValueError as e:
+            raise self.error(where, str(e)) from None
+
+    def vector(self, t: dict, key: str, where: str, default=(0.0, 0.0, 0.0)) -> np.ndarray:
+        return self.numbers(t[key], f"{where}.{key}", 3) if key in t else np.array(default, dtype=float)
+
+    def placement(self, t: dict, where: str) -> tuple[np.ndarray, np.ndarray]:
+        """(rotation, translation) from optional ``rpy`` (radians, URDF convention) and ``xyz``."""
+        return rpy_to_matrix(self.vector(t, "rpy", where)), self.vector(t, "xyz", where)
+
+    def axis(self, t: dict, key: str, where: str, default=None) -> np.ndarray:
+        if key not in t and default is not None:
+            return np.array(default, dtype=float)
+        a = self.numbers(self.get(t, key, where, object), f"{where}.{key}", 3)
+        if np.linalg.norm(a) < 1e-12:
+            raise self.error(f"{where}.{key}", f"zero-length axis {list(a)}")
+        return a
+
+    # ------------------------------------------------------------ sections
+    def include(self, model: Model, item: "_Item") -> None:
+        spec, where = item.spec, item.where
+        R, t = self.placement(spec, where)
+        floating = self.get(spec, "floating_base", where, bool, False)
+        try:
+            add_urdf(model, item.robot, prefix=spec.get("prefix", ""), parent=item.parent,
+                     rotation=R, translation=t, floating_base=floating)
+        except ValueError as e:
+            raise self.error(where, str(e)) from None
+        for name in item.names:
+            self.where_of_body[name] = f"{where} ({spec['urdf']})"
+
+    def body(self, model: Model, item: "_Item") -> None:
+        spec, where, name = item.spec, item.where, item.names[0]
+        mass = self.get(spec, "mass", where, float, 0.0)
+        if mass < 0:
+            raise self.error(f"{where}.mass", f"negative mass {mass}")
+        inertia = self.inertia(spec.get("inertia"), f"{where}.inertia")
+        try:
+            check_inertia(mass, inertia, "inertia")
+        except ModelError as e:
+            raise self.error(f"{where}.inertia", str(e).removeprefix("inertia: ")) from None
+        jw = f"{where}.joint"
+        jspec = self.get(spec, "joint", where, dict)
+        jtype = self.get(jspec, "type", jw, str)
+        if jtype not in JOINT_TYPES:
+            raise self.error(f"{jw}.type", f"unknown joint type {jtype!r} (expected one of "
+                                           f"{', '.join(JOINT_TYPES)})")
+        cls, extra = JOINT_TYPES[jtype]
+        self.table(jspec, jw, JOINT_KEYS | extra)
+        args = {}
+        if "axis" in extra:
+            args["axis"] = self.axis(jspec, "axis", jw)
+        if "S" in extra:
+            args["S"] = self.matrix_s(self.get(jspec, "S", jw, list), f"{jw}.S")
+        try:
+            joint = cls(**args)
+        except ValueError as e:
+            raise self.error(jw, str(e)) from None
+        lw = f"{jw}.limits"
+        lim = self.table(jspec.get("limits", {}), lw, KEYS["limits"])
+        limits = {k: self.number(v, f"{lw}.{k}", limit=math.inf) for k, v in lim.items()}
+        R, t = self.placement(jspec, jw)
+        jname, com = self.name(jspec, "name", jw, name), self.vector(spec, "com", where)
+        try:
+            model.add_body(name, item.parent, joint, joint_name=jname, rotation=R, translation=t,
+                           mass=mass, com=com, inertia=inertia, limits=limits)
+        except ValueError as e:
+            raise self.error(where, str(e)) from None
+        self.where_of_body[name] = where
+
+    def inertia(self, value, where: str) -> np.ndarray:
+        """[ixx, iyy, izz] (principal), a 3×3 matrix, or {ixx, iyy, izz, ixy=0, ixz=0, iyz=0}."""
+        if value is None:
+            return np.zeros((3, 3))
+        if isinstance(value, dict):
+            self.table(value, where, set(INERTIA_KEYS))
+            xx, yy, zz, xy, xz, yz = (self.get(value, k, where, float, ... if k in INERTIA_KEYS[:3]
+                                               else 0.0) for k in INERTIA_KEYS)
+            return np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+        if isinstance(value, list) and value and all(isinstance(r, list) for r in value):
+            if len(value) != 3:
+                raise self.error(where, f"a 3×3 matrix needs 3 rows, got {len(value)}")
+            return np.array([self.numbers(r, f"{where}[{i}]", 3) for i, r in enumerate(value)])
+        return np.diag(self.numbers(value, where, 3))
+
+    def matrix_s(self, rows: list, where: str) -> np.ndarray:
+        """The 6 × r joint map of a general joint, given as 6 rows of r numbers."""
+        if len(rows) != 6 or not all(isinstance(r, list) for r in rows):
+            raise self.error(where, "expected 6 rows (a 6×r matrix: one column per dof)")
+        r = len(rows[0])
+        return np.array([self.numbers(row, f"{where}[{i}]", r) for i, row in enumerate(rows)])
+
+    def frame(self, model: Model, spec: dict, where: str) -> None:
+        R, t = self.placement(spec, where)
+        name, body = self.name(spec, "name", where), self.name(spec, "body", where)
+        try:
+            model.add_frame(name, body, R, t)
+        except ValueError as e:
+            raise self.error(where, str(e)) from None
+
+    def constraint(self, model: Model, spec: dict, where: str) -> None:
+        kind = self.get(spec, "kind", where, str)
+        if kind not in CONSTRAINT_KINDS:
+            raise self.error(f"{where}.kind", f"unknown constraint kind {kind!r} (expected one of "
+                                              f"{', '.join(CONSTRAINT_KINDS)})")
+        args = (self.name(spec, "name", where), kind, self.name(spec, "frame_a", where),
+                self.name(spec, "frame_b", where), self.axis(spec, "axis", where, (0.0, 0.0, 1.0)),
+                self.get(spec, "active", where, bool, True))
+        try:
+            model.add_constraint(*args)
+        except ValueError as e:
+            raise self.error(where, str(e)) from None
+
+    def initial(self, model: Model, spec: dict) -> None:
+        self.table(spec, "initial", KEYS["initial"])
+        if "q" in spec:
+            q = self.state(model, spec["q"], "initial.q", model.neutral_configuration(), "nq")
+            for jname, s in model.quaternion_slices():
+                n = np.linalg.norm(q[s:s + 4])
+                if abs(n - 1.0) > 1e-6:
+                    raise self.error("initial.q", f"quaternion of joint {jname!r} "
+                                                  f"(q[{s + 1}..{s + 4}]) has norm {n:.9g}, not 1")
+                q[s:s + 4] /= n
+            model.initial_q = q
+        if "qd" in spec:
+            model.initial_qd = self.state(model, spec["qd"], "initial.qd", np.zeros(model.nv), "nv")
+
+    def state(self, model: Model, value, where: str, x: np.ndarray, size: str) -> np.ndarray:
+        """A full vector, or {joint name: value(s)} over the given default ``x``."""
+        if not isinstance(value, dict):
+            return self.numbers(value, where, len(x))
+        joints = {b.joint_name: b for b in model.bodies}
+        for jname, v in value.items():
+            b = joints.get(jname)
+            if b is None:
+                raise self.error(f"{where}.{jname}", "unknown joint")
+            n = getattr(b.joint, size)
+            if n == 0:
+                raise self.error(f"{where}.{jname}", f"{b.joint.type_name} joint has no coordinates")
+            s = b.q_index if size == "nq" else b.v_index
+            x[s:s + n] = self.numbers(v, f"{where}.{jname}", n) if n > 1 or isinstance(v, list) \
+                else self.number(v, f"{where}.{jname}")
+        return x
+
+
+@dataclass
+class _Item:
+    """An include or a body: what it hangs from and the body names it adds."""
+
+    where: str
+    spec: dict
+    parent: str
+    names: list[str]
+    robot: UrdfRobot | None = None
+
+
+def load_native(path: str | os.PathLike, floating_base: bool = False) -> Model:
+    """Read a native TOML model file (see docs/model_files.md) into a Model."""
+    path = os.fspath(path)
+    try:
+        text = read_bounded(path).decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ModelError(f"{path}: not a UTF-8 text file (byte {e.start})") from None
+    try:
+        doc = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ModelError(f"{path}: malformed TOML: {e}") from None
+    rd = _Reader(path, text)
+    rd.table(doc, "", KEYS["top"])
+    includes = rd.tables(doc, "include", KEYS["include"])
+    if "urdf" in doc:       # shorthand for an unprefixed include at the world origin
+        includes.insert(0, ("urdf", {"urdf": doc["urdf"], "floating_base": floating_base
+                                     or rd.get(doc, "floating_base", "", bool, False)}))
+    elif floating_base or "floating_base" in doc:
+        raise rd.error("floating_base", "applies only to a top-level 'urdf' include; give each "
+                                        "[[include]] its own floating_base, or use a 'free' joint")
+    items = [_include_item(rd, where, spec) for where, spec in includes]
+    items += [_Item(where, spec, rd.name(spec, "parent", where, WORLD), [rd.name(spec, "name", where)])
+              for where, spec in rd.tables(doc, "bodies", KEYS["body"])]
+    name = rd.name(doc, "name", "", items[0].robot.name if "urdf" in doc else Path(path).stem)
+    model = Model(name)
+    model.source = path
+    if "gravity" in doc:
+        model.gravity = rd.numbers(doc["gravity"], "gravity", 3)
+    for item in _tree_order(rd, items):
+        (rd.include if item.robot else rd.body)(model, item)
+    for where, spec in rd.tables(doc, "frames", KEYS["frame"]):
+        rd.frame(model, spec, where)
+    for where, spec in rd.tables(doc, "constraints", KEYS["constraint"]):
+        rd.constraint(model, spec, where)
+    bad = singular_joint(model)
+    if bad is not None:
+        b = model.bodies[bad[0]]
+        raise rd.error(rd.where_of_body.get(b.name, b.name),
+                       f"joint {b.joint_name!r} (body {b.name!r}) {bad[1]}")
+    if "initial" in doc:
+        rd.initial(model, doc["initial"])
+    return model
+
+
+def _include_item(rd: _Reader, where: str, spec: dict) -> _Item:
+    """Parse an included URDF (its link names are needed to order the tree)."""
+    file = rd.get(spec, "urdf", where, str)
+    prefix = rd.get(spec, "prefix", where, str, "")
+    try:
+        robot = parse_urdf(Path(rd.path).parent / file)      # an absolute ``file`` stays absolute
+    except ModelError as e:
+        raise rd.error(where, str(e)) from None
+    names = [prefix + n for n in robot.links if n != WORLD or robot.root != WORLD]
+    return _Item(where, spec, rd.name(spec, "parent", where, WORLD), names, robot)
+
+
+def _tree_order(rd: _Reader, items: list[_Item]) -> list[_Item]:
+    """Includes and bodies, parents before children (includes first, then file order)."""
+    known: dict[str, str] = {}
+    for item in items:
+        for name in item.names:
+            if name in known:
+                raise rd.error(item.where, f"duplicate body name {name!r} (also in {known[name]})")
+            known[name] = item.where
+    for item in items:
+        if item.parent != WORLD and item.parent not in known:
+            raise rd.error(f"{item.where}.parent", f"unknown parent body {item.parent!r}")
+    ordered = parents_first(items, lambda it: it.parent, lambda it: it.names, [WORLD])
+    if len(ordered) < len(items):
+        left = [it.where for it in items if it not in ordered]
+        raise rd.error(left[0], f"not connected to world: the parents of {', '.join(left)} form a cycle")
+    return ordered
+
+
+def _line_of(text: str, where: str) -> int | None:
+    """Best-effort line of an element path (tomllib gives none after parsing): for ``array[n].a.b``
+    the n-th ``[[array]]`` header, then the first lines below it (before the next header of that
+    kind) that mention ``a``, then ``b``; for ``key.a`` the line that sets ``key`` or opens ``[key]``."""
+    m = re.match(r"(\w+)(?:\[(\d+)\])?(.*)", where)
+    if not m:
+        return None
+    key, index, segments = m.group(1), m.group(2), re.findall(r"\.(\w+)", m.group(3))
+    lines = text.splitlines()
+    pattern = (rf"\s*\[\[\s*{key}\s*\]\]" if index is not None
+               else rf"\s*(\[\s*{key}\s*[\].]|{key}\s*=)")
+    hits = [i for i, line in enumerate(lines) if re.match(pattern, line)]
+    n = int(index or 0)
+    if n >= len(hits):
+        return None
+    end = next((i for i in range(hits[n] + 1, len(lines))
+                if re.match(r"\s*\[\[" if index is not None else r"\s*\[(?!\s*" + key + r"\b)",
+                            lines[i])), len(lines))
+    pos = hits[n]
+    for seg in segments:
+        found = next((i for i in range(pos, end) if re.search(rf"(^|[{{,\s.\[]){seg}\s*[=\]]", lines[i])),
+                     None)
+        if found is None:
+            break
+        pos = found
+    return pos + 1
+
+
+def _kind(value) -> str:
+    return {dict: "a table", list: "an array", str: "a string", bool: "a boolean"}.get(
+        type(value), type(value).__name__)
+
+
+_TYPE_NAMES = {str: "string", bool: "boolean (true/false)", dict: "table", list: "array"}

@@ -1,0 +1,333 @@
+"""URDF reader: links, joints and inertials of a ``<robot>`` -> :class:`~soa_fmu.model.Model`.
+
+Read: ``<link>`` ``<inertial>`` (mass, origin xyz/rpy, full inertia tensor about the centre of mass;
+the inertial rpy rotates the tensor into the link frame, J = R J' Rᵀ), ``<joint>`` of type revolute,
+continuous (a revolute joint, one coordinate), prismatic, fixed, floating (free joint) and planar
+(``axis`` = plane normal), its ``origin`` (xyz, rpy) and ``axis`` (default 1 0 0).  ``<limit>``,
+``<dynamics>`` and ``<safety_controller>`` are kept as metadata in ``Body.limits``.  A ``mimic`` joint
+is read as an independent joint with a :class:`~soa_fmu.loading.ModelWarning`.  Geometry, materials,
+transmissions and simulator tags carry no dynamics and are ignored.
+
+Bodies are named by their links, joints by their URDF names.  The root link hangs from world by a
+fixed joint, or by a free joint ``root_joint`` when ``floating_base=True``.  **Joint order** (hence the
+order of q, qd, tau): the order in which the joints appear in the file, parents before children (a
+stable topological sort by file position).
+
+The file is untrusted input: it is read up to :data:`~soa_fmu.loading.MAX_FILE_BYTES`, DTDs and entity
+declarations are refused before parsing (billion laughs, XXE), and lxml runs without entity
+resolution, network or DTD loading.  Every error names the file, the line and the element.
+"""
+from __future__ import annotations
+
+import math
+import os
+import re
+import warnings
+from dataclasses import dataclass, field
+
+import numpy as np
+from lxml import etree
+
+from . import joints as J
+from .loading import (MAX_MAGNITUDE, ModelWarning, finite_numbers, parents_first, read_bounded,
+                      singular_joint)
+from .model import WORLD, Model, ModelError, check_inertia
+from .spatial import rpy_to_matrix
+
+JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
+LIMIT_ATTRIBUTES = {"limit": ("lower", "upper", "velocity", "effort"),
+                    "dynamics": ("damping", "friction"),
+                    "safety_controller": ("soft_lower_limit", "soft_upper_limit", "k_position",
+                                          "k_velocity")}
+ROOT_JOINT = "root_joint"
+
+
+@dataclass
+class UrdfLink:
+    name: str
+    line: int
+    mass: float = 0.0
+    com: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))  # about the com, link axes
+
+
+@dataclass
+class UrdfJoint:
+    name: str
+    line: int
+    type: str
+    parent: str
+    child: str
+    rotation: np.ndarray        # joint frame in the parent link frame
+    translation: np.ndarray
+    axis: np.ndarray
+    limits: dict
+
+
+@dataclass
+class UrdfRobot:
+    """The parsed file: links by name (file order) and joints, parents before children."""
+
+    path: str
+    name: str
+    root: str
+    links: dict[str, UrdfLink]
+    joints: list[UrdfJoint]
+
+
+class _Located:
+    """Builds ModelErrors that name the file, the line and the element."""
+
+    def __init__(self, path: str):
+        self.path = path
+
+    def error(self, el, problem: str, attr: str | None = None) -> ModelError:
+        return ModelError(f"{self.path}:{el.sourceline}: {_describe(el)}"
+                          f"{f' {attr}' if attr else ''}: {problem}")
+
+    def attr(self, el, name: str, default: str | None = None) -> str:
+        value = el.get(name)
+        if value is None:
+            if default is None:
+                raise self.error(el, "missing required attribute", name)
+            return default
+        return value
+
+    def numbers(self, el, name: str, n: int, default: str | None, limit: float = MAX_MAGNITUDE
+                ) -> np.ndarray:
+        try:
+            return np.array(finite_numbers(self.attr(el, name, default), n, limit))
+        except ValueError as e:
+            raise self.error(el, str(e), name) from None
+
+    def number(self, el, name: str, default: str | None = None, limit: float = MAX_MAGNITUDE) -> float:
+        return float(self.numbers(el, name, 1, default, limit)[0])
+
+    def one(self, parent, tag: str, required: bool = False):
+        found = list(parent.iterchildren(tag))
+        if len(found) > 1:
+            raise self.error(found[1], f"more than one <{tag}> in this <{parent.tag}>")
+        if not found and required:
+            raise self.error(parent, f"missing required <{tag}> element")
+        return found[0] if found else None
+
+    def origin(self, parent) -> tuple[np.ndarray, np.ndarray]:
+        """(rotation, translation) of an optional ``<origin xyz rpy>`` child."""
+        el = self.one(parent, "origin")
+        if el is None:
+            return np.eye(3), np.zeros(3)
+        return rpy_to_matrix(self.numbers(el, "rpy", 3, "0 0 0")), self.numbers(el, "xyz", 3, "0 0 0")
+
+
+def _describe(el) -> str:
+    """``joint 'elbow' <axis>``: the element and the named link/joint it belongs to."""
+    owner = next((a for a in el.iterancestors() if a.tag in ("link", "joint")), None)
+    own = f"<{el.tag}>" if el.get("name") is None else f"{el.tag} {el.get('name')!r}"
+    if el.tag in ("link", "joint", "robot") or owner is None:
+        return own
+    return f"{owner.tag} {owner.get('name')!r} <{el.tag}>"
+
+
+# ---------------------------------------------------------------- parsing
+_ENCODING = re.compile(rb"(?:\xef\xbb\xbf)?\s*<\?xml[^>]*encoding\s*=\s*[\"']([^\"']*)[\"']")
+_ENCODINGS = {b"utf-8", b"utf8", b"us-ascii", b"ascii", b"iso-8859-1", b"latin-1", b"latin1"}
+
+
+def _parse_xml(path: str, data: bytes):
+    for marker in (b"<!DOCTYPE", b"<!ENTITY"):
+        i = data.find(marker)
+        if i >= 0:
+            line = data.count(b"\n", 0, i) + 1
+            raise ModelError(f"{path}:{line}: {marker.decode()[2:]} declarations are not allowed in "
+                             "a URDF file (entity expansion / external entities are refused)")
+    declared = _ENCODING.match(data)
+    if b"\x00" in data[:4096] or (declared and declared.group(1).lower() not in _ENCODINGS):
+        raise ModelError(f"{path}: a URDF file must be UTF-8 (or ASCII / ISO-8859-1) encoded")
+    parser = etree.XMLParser(resolve_entities=False, no_network=True, huge_tree=False, load_dtd=False,
+                             remove_comments=True)
+    try:
+        root = etree.fromstring(data, parser)
+    except etree.XMLSyntaxError as e:
+        msg = (e.msg or str(e)).split(" (<string>")[0]
+        raise ModelError(f"{path}:{e.lineno}: malformed XML: {msg}") from None
+    if root is None:
+        raise ModelError(f"{path}: empty XML document")
+    if root.getroottree().docinfo.internalDTD is not None:
+        raise ModelError(f"{path}: DTD declarations are not allowed in a URDF file")
+    return root
+
+
+def _parse_link(loc: _Located, el) -> UrdfLink:
+    link = UrdfLink(loc.attr(el, "name"), el.sourceline)
+    inertial = loc.one(el, "inertial")
+    if inertial is None:
+        return link
+    R, link.com = loc.origin(inertial)
+    mass_el = loc.one(inertial, "mass", required=True)
+    link.mass = loc.number(mass_el, "value")
+    if link.mass < 0:
+        raise loc.error(mass_el, f"negative mass {link.mass}", "value")
+    i_el = loc.one(inertial, "inertia", required=True)
+    xx, xy, xz, yy, yz, zz = (loc.number(i_el, a) for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
+    link.inertia = R @ np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]) @ R.T
+    try:
+        check_inertia(link.mass, link.inertia, "inertia")
+    except ModelError as e:
+        raise loc.error(i_el, str(e).removeprefix("inertia: ")) from None
+    return link
+
+
+def _parse_joint(loc: _Located, el) -> UrdfJoint:
+    name, jtype = loc.attr(el, "name"), loc.attr(el, "type")
+    if jtype not in JOINT_TYPES:
+        raise loc.error(el, f"unknown joint type {jtype!r} (expected one of {', '.join(JOINT_TYPES)})",
+                        "type")
+    parent = loc.attr(loc.one(el, "parent", required=True), "link")
+    child = loc.attr(loc.one(el, "child", required=True), "link")
+    if parent == child:
+        raise loc.error(el, f"parent and child are the same link {parent!r}")
+    R, t = loc.origin(el)
+    axis = np.array([1.0, 0.0, 0.0])
+    axis_el = loc.one(el, "axis")
+    if axis_el is not None:
+        axis = loc.numbers(axis_el, "xyz", 3, "1 0 0")
+        if jtype not in ("fixed", "floating") and np.linalg.norm(axis) < 1e-12:
+            raise loc.error(axis_el, f"zero-length axis {axis_el.get('xyz')!r}", "xyz")
+    limits: dict = {"continuous": True} if jtype == "continuous" else {}
+    for tag, names in LIMIT_ATTRIBUTES.items():
+        sub = loc.one(el, tag)
+        if sub is not None:
+            limits.update({a: loc.number(sub, a, limit=math.inf) for a in names if sub.get(a) is not None})
+    mimic = loc.one(el, "mimic")
+    if mimic is not None:
+        limits["mimic"] = {"joint": loc.attr(mimic, "joint"),
+                           "multiplier": loc.number(mimic, "multiplier", "1"),
+                           "offset": loc.number(mimic, "offset", "0")}
+    return UrdfJoint(name, el.sourceline, jtype, parent, child, R, t, axis, limits)
+
+
+def parse_urdf(path: str | os.PathLike) -> UrdfRobot:
+    """Parse and check a URDF file (no Model yet): tree structure, numbers, inertias."""
+    path = os.fspath(path)
+    loc = _Located(path)
+    root = _parse_xml(path, read_bounded(path))
+    if root.tag != "robot":
+        raise loc.error(root, "the root element must be <robot>")
+    name = loc.attr(root, "name")
+    links: dict[str, UrdfLink] = {}
+    for el in root.iterchildren("link"):
+        link = _parse_link(loc, el)
+        if link.name in links:
+            raise loc.error(el, f"duplicate link name (first defined on line {links[link.name].line})")
+        links[link.name] = link
+    if not links:
+        raise loc.error(root, "no <link> elements")
+    joints: list[UrdfJoint] = []
+    seen: dict[str, UrdfJoint] = {}
+    parent_joint: dict[str, UrdfJoint] = {}
+    for el in root.iterchildren("joint"):
+        j = _parse_joint(loc, el)
+        if j.name in seen:
+            raise loc.error(el, f"duplicate joint name (first defined on line {seen[j.name].line})")
+        for role, link in (("parent", j.parent), ("child", j.child)):
+            if link not in links:
+                raise loc.error(el.find(role), f"unknown {role} link {link!r}", "link")
+        if j.child in parent_joint:
+            first = parent_joint[j.child]
+            raise loc.error(el, f"link {j.child!r} has two parents: joint {first.name!r} (line "
+                                f"{first.line}) and this one; a URDF must be a tree")
+        seen[j.name] = parent_joint[j.child] = j
+        joints.append(j)
+    roots = [n for n in links if n not in parent_joint]
+    if len(roots) > 1:
+        where = ", ".join(f"{n!r} (line {links[n].line})" for n in roots[:5])
+        raise ModelError(f"{path}: more than one root link: {where}; the links must form one tree "
+                         "connected by joints")
+    ordered = parents_first(joints, lambda j: j.parent, lambda j: (j.child,), roots)
+    if len(ordered) < len(joints):
+        raise _cycle_error(path, joints, parent_joint, {j.name for j in ordered})
+    _warn_mimic(path, ordered)
+    return UrdfRobot(path, name, roots[0], links, ordered)
+
+
+def _cycle_error(path: str, joints, parent_joint, placed: set[str]) -> ModelError:
+    j = next(j for j in joints if j.name not in placed)
+    chain = [j.child]
+    while j.parent not in chain:
+        chain.append(j.parent)
+        j = parent_joint.get(j.parent, j)
+    chain = chain[chain.index(j.parent):] + [j.parent]
+    return ModelError(f"{path}:{j.line}: joint {j.name!r}: the links form a cycle "
+                      f"({' -> '.join(reversed(chain))}); a URDF must be a tree")
+
+
+def _warn_mimic(path: str, joints: list[UrdfJoint]) -> None:
+    mimics = [j for j in joints if "mimic" in j.limits]
+    if mimics:
+        listed = ", ".join(f"{j.name!r} (line {j.line}) mimics {j.limits['mimic']['joint']!r}"
+                           for j in mimics[:4])
+        more = f" and {len(mimics) - 4} more" if len(mimics) > 4 else ""
+        warnings.warn(f"{path}: mimic joints are read as independent joints (the coupling is not "
+                      f"enforced): {listed}{more}", ModelWarning, stacklevel=2)
+
+
+# ---------------------------------------------------------------- Model building
+def _joint(j: UrdfJoint) -> J.Joint:
+    if j.type in ("revolute", "continuous"):
+        return J.Revolute(j.axis)
+    if j.type == "prismatic":
+        return J.Prismatic(j.axis)
+    if j.type == "planar":
+        return J.Planar(j.axis)
+    if j.type == "floating":
+        return J.Free()
+    return J.Fixed()
+
+
+def add_urdf(model: Model, robot: UrdfRobot, *, prefix: str = "", parent: str = WORLD,
+             rotation=None, translation=(0.0, 0.0, 0.0), floating_base: bool = False) -> None:
+    """Add the robot's links as bodies of ``model`` (names prefixed by ``prefix``), its root placed
+    at (rotation, translation) in ``parent``, by a fixed joint or a free joint ``<prefix>root_joint``."""
+    R0 = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float)
+    t0 = np.asarray(translation, dtype=float)
+    root = robot.links[robot.root]
+
+    def add(link: UrdfLink, joint: J.Joint, jname: str, at: str, R, t, limits: dict, line: int):
+        try:
+            model.add_body(prefix + link.name, at, joint, joint_name=jname, rotation=R, translation=t,
+                           mass=link.mass, com=link.com, inertia=link.inertia, limits=limits)
+        except ValueError as e:
+            raise ModelError(f"{robot.path}:{line}: {e}") from None
+
+    if robot.root == WORLD:      # a massless link named "world" is the world itself
+        if floating_base:
+            raise ModelError(f"{robot.path}:{root.line}: the root link is 'world'; it cannot be "
+                             "given a floating base")
+        placed = {WORLD: (parent, R0, t0)}
+    else:
+        names = {j.name for j in robot.joints}
+        jname = ROOT_JOINT
+        while jname in names:
+            jname = "_" + jname
+        add(root, J.Free() if floating_base else J.Fixed(), prefix + jname, parent, R0, t0, {},
+            root.line)
+        placed = {}
+    for j in robot.joints:
+        at, R, t = placed.get(j.parent, (prefix + j.parent, np.eye(3), np.zeros(3)))
+        add(robot.links[j.child], _joint(j), prefix + j.name, at, R @ j.rotation, t + R @ j.translation,
+            j.limits, j.line)
+
+
+def load_urdf(path: str | os.PathLike, floating_base: bool = False) -> Model:
+    """Read a URDF file into a new Model named after the robot (``model.source = path``)."""
+    robot = parse_urdf(path)
+    model = Model(robot.name)
+    model.source = robot.path
+    add_urdf(model, robot, floating_base=floating_base)
+    bad = singular_joint(model)
+    if bad is not None:
+        b = model.bodies[bad[0]]
+        line = next((j.line for j in robot.joints if j.name == b.joint_name), robot.links[b.name].line)
+        raise ModelError(f"{robot.path}:{line}: joint {b.joint_name!r} (child link {b.name!r}) "
+                         f"{bad[1]}")
+    return model
