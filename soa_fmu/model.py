@@ -210,14 +210,17 @@ def _rotation(R, what: str) -> np.ndarray:
     return R
 
 
-def check_inertia(mass: float, inertia: np.ndarray, what: str) -> None:
-    """Physical validity: m ≥ 0, J symmetric positive semi-definite, triangle inequality."""
+def check_inertia(mass: float, inertia: np.ndarray, what: str, physical: bool = True) -> None:
+    """Validity: m ≥ 0, J finite and symmetric; and when ``physical``, J positive semi-definite
+    with principal moments obeying the triangle inequality."""
     if not np.isfinite(mass) or mass < 0:
         raise ModelError(f"{what}: mass must be finite and ≥ 0, got {mass}")
     if inertia.shape != (3, 3) or not np.all(np.isfinite(inertia)):
         raise ModelError(f"{what}: inertia must be a finite 3×3 matrix")
     if np.abs(inertia - inertia.T).max() > 1e-9 * max(1.0, np.abs(inertia).max()):
         raise ModelError(f"{what}: inertia tensor is not symmetric")
+    if not physical:
+        return
     ev = np.linalg.eigvalsh(inertia)
     tol = 1e-12 * max(1.0, ev.max())
     if ev.min() < -tol:
@@ -248,10 +251,14 @@ class Model:
     def add_body(self, name: str, parent: str = WORLD, joint: J.Joint | None = None, *,
                  joint_name: str | None = None, rotation=None, translation=(0.0, 0.0, 0.0),
                  mass: float = 0.0, com=(0.0, 0.0, 0.0), inertia=None,
-                 limits: dict | None = None) -> int:
+                 limits: dict | None = None, physical: bool = True) -> int:
         """Add body ``name`` attached to ``parent`` by ``joint`` placed at (rotation, translation)
         in the parent frame; (mass, com, inertia about the com) in the body frame.  Returns its
-        index.  Parents must be added before their children."""
+        index.  Parents must be added before their children.
+
+        ``physical=False`` accepts an inertia tensor that is not positive semi-definite or breaks
+        the triangle inequality (as some published robot files do); it must still be finite and
+        symmetric, with m ≥ 0."""
         if not isinstance(name, str) or not name:
             raise ModelError(f"body name must be a non-empty string, got {name!r}")
         if name == WORLD or name in self._body_names():
@@ -266,7 +273,7 @@ class Model:
             raise ModelError(f"duplicate joint name {jname!r}")
         p = -1 if parent == WORLD else self.body_index(parent)
         inertia = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
-        check_inertia(float(mass), inertia, f"body {name!r}")
+        check_inertia(float(mass), inertia, f"body {name!r}", physical)
         body = Body(name, p, joint, jname, _rotation(rotation, f"joint {jname!r}"),
                     _vec3(translation, f"joint {jname!r} origin"), float(mass),
                     _vec3(com, f"body {name!r} centre of mass"), inertia, limits=dict(limits or {}))
