@@ -357,8 +357,11 @@ def forward_dynamics(model: Model, q, qd, tau, f_ext=None) -> np.ndarray:
     qd = as_vector(qd, model.nv, "qd")
     tau = as_vector(tau, model.nv, "tau")
     use = pack_external_forces(model, model.workspace(), f_ext) if f_ext else False
+    mi, mf, wf = model.packed()
     qdd = np.empty(model.nv)
-    raise_for_status(model, *aba_kernel(*model.packed(), q, qd, tau, use, qdd))
+    kind, index = aba_kernel(mi, mf, wf, q, qd, tau, use, qdd)
+    if kind:
+        raise_for_status(model, kind, index)
     return qdd
 
 

@@ -71,8 +71,11 @@ def inverse_dynamics(model: Model, q, qd, qdd, f_ext=None) -> np.ndarray:
     qd = as_vector(qd, model.nv, "qd")
     qdd = as_vector(qdd, model.nv, "qdd")
     use = pack_external_forces(model, model.workspace(), f_ext) if f_ext else False
+    mi, mf, wf = model.packed()
     tau = np.empty(model.nv)
-    raise_for_status(model, *rnea_kernel(*model.packed(), q, qd, qdd, use, tau))
+    kind, index = rnea_kernel(mi, mf, wf, q, qd, qdd, use, tau)
+    if kind:
+        raise_for_status(model, kind, index)
     return tau
 
 
