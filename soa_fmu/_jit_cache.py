@@ -9,14 +9,15 @@ are wrong for this engine:
   everything again on every instantiation.
 
 This module registers a cache locator for the engine's own modules that stamps every kernel with the
-hash of ALL engine sources and keeps the cache in one stable place per engine version:
-``$SOA_FMU_CACHE_DIR``, else ``$NUMBA_CACHE_DIR/soa_fmu``, else ``~/.cache/soa_fmu`` (XDG), in a
-sub-folder named by that hash.  If no such folder is writable, numba's own locators are used.
+hash of its module AND of every engine module that module imports (transitively), and keeps the
+cache in one stable place: ``$SOA_FMU_CACHE_DIR``, else ``$NUMBA_CACHE_DIR/soa_fmu``, else
+``~/.cache/soa_fmu`` (XDG).  If that folder is not writable, numba's own locators are used.
 """
 from __future__ import annotations
 
 import hashlib
 import os
+import re
 from pathlib import Path
 
 from numba.core import caching
@@ -24,27 +25,50 @@ from numba.core import caching
 PACKAGE_DIR = Path(__file__).resolve().parent
 
 
-def source_digest() -> str:
-    """SHA-256 (first 16 hex digits) of every engine source file, names and contents."""
-    h = hashlib.sha256()
-    for p in sorted(PACKAGE_DIR.glob("*.py")):
-        h.update(p.name.encode())
-        h.update(p.read_bytes())
-    return h.hexdigest()[:16]
+_IMPORT = re.compile(rb"^\s*from \.(\w*) import ([\w, ()]+)", re.M)
 
 
-DIGEST = source_digest()
+def module_digests() -> dict[str, str]:
+    """Per engine module: SHA-256 (16 hex digits) of its source and of every engine module it
+    imports, transitively — a kernel is stale exactly when one of these files changed."""
+    sources = {p.stem: p.read_bytes() for p in sorted(PACKAGE_DIR.glob("*.py"))}
+    deps: dict[str, set[str]] = {}
+    for name, src in sources.items():
+        found = set()
+        for module, names in _IMPORT.findall(src):
+            if module:
+                found.add(module.decode())
+            else:                                   # from . import joints as J
+                found.update(n.split()[0] for n in names.decode().strip("()").split(",") if n.strip())
+        deps[name] = found & sources.keys()
+    digests = {}
+    for name in sources:
+        closure, stack = set(), [name]
+        while stack:
+            mod = stack.pop()
+            if mod not in closure:
+                closure.add(mod)
+                stack.extend(deps[mod])
+        h = hashlib.sha256()
+        for mod in sorted(closure):
+            h.update(mod.encode())
+            h.update(sources[mod])
+        digests[name] = h.hexdigest()[:16]
+    return digests
+
+
+DIGESTS = module_digests()
 
 
 def cache_dir() -> Path:
-    """The folder holding this engine version's compiled kernels."""
+    """The folder holding the engine's compiled kernels (each stamped with its module digest)."""
     base = os.environ.get("SOA_FMU_CACHE_DIR")
     if not base and os.environ.get("NUMBA_CACHE_DIR"):
         base = os.path.join(os.environ["NUMBA_CACHE_DIR"], "soa_fmu")
     if not base:
         base = os.path.join(os.environ.get("XDG_CACHE_HOME") or os.path.expanduser("~/.cache"),
                             "soa_fmu")
-    return Path(base) / DIGEST
+    return Path(base)
 
 
 class EngineCacheLocator(caching._CacheLocator):
@@ -59,7 +83,7 @@ class EngineCacheLocator(caching._CacheLocator):
         return self._cache_path
 
     def get_source_stamp(self) -> str:
-        return DIGEST
+        return DIGESTS[Path(self._py_file).stem]
 
     def get_disambiguator(self) -> str:
         return str(self._lineno)
