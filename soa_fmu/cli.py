@@ -80,11 +80,15 @@ def describe_main(argv: list[str] | None = None) -> int:
     parser.add_argument("model_file")
     parser.add_argument("--floating-base", action="store_true",
                         help="attach the root link to world by a free joint (URDF)")
+    parser.add_argument("--lenient", action="store_true",
+                        help="accept link inertias that are not physically possible (not positive "
+                             "semi-definite, or breaking the triangle inequality), with a warning each")
     args = parser.parse_args(argv)
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = load_model(args.model_file, floating_base=args.floating_base)
+            model = load_model(args.model_file, floating_base=args.floating_base,
+                               strict=not args.lenient)
     except ModelError as e:
         print(f"soa-describe: error: {' '.join(str(e).split())}", file=sys.stderr)
         return 1

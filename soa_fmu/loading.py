@@ -15,32 +15,38 @@ from pathlib import Path
 
 import numpy as np
 
-from .model import Model, ModelError
+from .model import Model, ModelError, check_inertia
 from .spatial import phi_matrix, spatial_inertia
 
 MAX_FILE_BYTES = 20 * 1024 * 1024     # model files are text; anything larger is refused
 MAX_MAGNITUDE = 1e12                  # |x| of a physical model number (SI units); beyond: refused
 T = TypeVar("T")
+LENIENT_NOTE = " (accepted with strict=False: not the inertia of a rigid body)"   # ends such warnings
 
 
 class ModelWarning(UserWarning):
     """A model file construct that was read with a simplification (e.g. a URDF ``mimic`` joint)."""
 
 
-def load_model(path: str | os.PathLike, floating_base: bool = False) -> Model:
+def load_model(path: str | os.PathLike, floating_base: bool = False, strict: bool = True) -> Model:
     """Read a ``.urdf`` or ``.toml`` model file.
 
     ``floating_base=True`` attaches the root body to world by a free joint named ``root_joint``
     (URDF; for a native file it applies to its top-level ``urdf`` include).  Raises
     :class:`~soa_fmu.model.ModelError` naming the file, line/element and problem.
+
+    ``strict=False`` accepts a body whose inertia fails only the physical checks (not positive
+    semi-definite, or breaking the triangle inequality — as in some published robot files), with one
+    :class:`ModelWarning` per such body naming file, line, link and problem.  Everything else
+    (NaN, negative mass, asymmetric tensor, bad XML, a massless moving subtree, …) is still an error.
     """
     suffix = Path(path).suffix.lower()
     if suffix == ".urdf":
         from .urdf import load_urdf
-        return load_urdf(path, floating_base=floating_base)
+        return load_urdf(path, floating_base=floating_base, strict=strict)
     if suffix == ".toml":
         from .native import load_native
-        return load_native(path, floating_base=floating_base)
+        return load_native(path, floating_base=floating_base, strict=strict)
     raise ModelError(f"{os.fspath(path)}: unknown model file type {suffix or '(no suffix)'!r} "
                      "(expected .urdf or .toml)")
 
@@ -84,6 +90,21 @@ def finite_numbers(values, n: int | None = None, limit: float = MAX_MAGNITUDE) -
     return out
 
 
+def inertia_problem(mass: float, inertia: np.ndarray, strict: bool) -> str:
+    """Check a body's mass and inertia about its centre of mass.  Raises ModelError ("inertia: …")
+    if m < 0 or J is not finite and symmetric, and, when ``strict``, if J is not positive
+    semi-definite or breaks the triangle inequality; with ``strict=False`` returns that physical
+    problem instead ("" for a physical inertia)."""
+    check_inertia(mass, inertia, "inertia", physical=False)
+    try:
+        check_inertia(mass, inertia, "inertia")
+    except ModelError as e:
+        if strict:
+            raise
+        return str(e).removeprefix("inertia: ")
+    return ""
+
+
 def singular_joint(model: Model) -> tuple[int, str] | None:
     """(body index, reason) of the first moving joint whose joint-space inertia H* r(k) H is
     singular at the neutral configuration (r(k): composite inertia of body k and its descendants),
@@ -103,7 +124,11 @@ def singular_joint(model: Model) -> tuple[int, str] | None:
         if mass[k] <= 0.0:
             return k, "moves only massless bodies (no mass in it or its descendants)"
         S = b.joint.motion_subspace()
-        if np.linalg.eigvalsh(S.T @ Ic[k] @ S).min() <= 1e-12 * np.abs(Ic[k]).max():
+        lam, scale = np.linalg.eigvalsh(S.T @ Ic[k] @ S).min(), np.abs(Ic[k]).max()
+        if lam < -1e-9 * max(1.0, scale):   # only with non-physical link inertias (strict=False)
+            return k, ("has negative inertia along one of its dofs (the joint-space inertia of its "
+                       "subtree is indefinite at the neutral configuration)")
+        if lam <= 1e-12 * scale:
             return k, ("has no inertia along one of its dofs (the joint-space inertia of its subtree "
                        "is singular at the neutral configuration: point masses on the joint axis?)")
     return None

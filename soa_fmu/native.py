@@ -4,7 +4,9 @@ Every joint type of :mod:`soa_fmu.joints`, named frames, loop closures and grasp
 gravity, and URDF includes (optionally prefixed, placed anywhere, several times).  The format is
 documented, with examples, in docs/model_files.md.  The reader is strict: unknown keys, wrong types,
 non-finite numbers and unknown names are errors that name the file, the element path (e.g.
-``bodies[3].joint.axis``) and, where it can be found, the line.
+``bodies[3].joint.axis``) and, where it can be found, the line.  ``strict = false`` at the top level
+(or ``load_native(..., strict=False)``) accepts inertias that fail only the physical checks, in the
+file's bodies and its URDF includes, with a ModelWarning each (see :mod:`soa_fmu.urdf`).
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import math
 import os
 import re
 import tomllib
+import warnings
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,14 +22,15 @@ from typing import Any
 import numpy as np
 
 from . import joints as J
-from .loading import MAX_MAGNITUDE, finite_numbers, parents_first, read_bounded, singular_joint
-from .model import CONSTRAINT_KINDS, WORLD, Model, ModelError, check_inertia
+from .loading import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
+                      parents_first, read_bounded, singular_joint)
+from .model import CONSTRAINT_KINDS, WORLD, Model, ModelError
 from .spatial import rpy_to_matrix
-from .urdf import UrdfRobot, add_urdf, parse_urdf
+from .urdf import UrdfRobot, add_urdf, parse_urdf, warn_unphysical
 
 KEYS = {
-    "top": {"name", "gravity", "urdf", "floating_base", "include", "bodies", "frames", "constraints",
-            "initial"},
+    "top": {"name", "gravity", "urdf", "floating_base", "strict", "include", "bodies", "frames",
+            "constraints", "initial"},
     "include": {"urdf", "prefix", "parent", "xyz", "rpy", "floating_base"},
     "body": {"name", "parent", "mass", "com", "inertia", "joint"},
     "frame": {"name", "body", "xyz", "rpy"},
@@ -52,6 +56,7 @@ class _Reader:
 
     def __init__(self, path: str, text: str):
         self.path, self.text = path, text
+        self.strict = True          # False: accept non-physical inertias (with a ModelWarning each)
         self.where_of_body: dict[str, str] = {}
 
     # ------------------------------------------------------------ errors and checked access
@@ -79,12 +84,12 @@ class _Reader:
             if default is ...:
                 raise self.error(where, f"missing required key {key!r}")
             return default
-        value = t[key]
+        value, path = t[key], f"{where}.{key}" if where else key
         if kind is float:
-            return self.number(value, f"{where}.{key}")
+            return self.number(value, path)
         if not isinstance(value, kind):
-            raise self.error(f"{where}.{key}", f"expected a {_TYPE_NAMES.get(kind, kind.__name__)}, "
-                                               f"got {_kind(value)}")
+            raise self.error(path, f"expected a {_TYPE_NAMES.get(kind, kind.__name__)}, "
+                                   f"got {_kind(value)}")
         return value
 
     def name(self, t: dict, key: str, where: str, default: Any = ...) -> str:
@@ -144,9 +149,12 @@ class _Reader:
             raise self.error(f"{where}.mass", f"negative mass {mass}")
         inertia = self.inertia(spec.get("inertia"), f"{where}.inertia")
         try:
-            check_inertia(mass, inertia, "inertia")
+            problem = inertia_problem(mass, inertia, self.strict)
         except ModelError as e:
             raise self.error(f"{where}.inertia", str(e).removeprefix("inertia: ")) from None
+        if problem:
+            warnings.warn(f"{self.error(f'{where}.inertia', f'body {name!r}: {problem}')}{LENIENT_NOTE}",
+                          ModelWarning, stacklevel=2)
         jw = f"{where}.joint"
         jspec = self.get(spec, "joint", where, dict)
         jtype = self.get(jspec, "type", jw, str)
@@ -171,7 +179,7 @@ class _Reader:
         jname, com = self.name(jspec, "name", jw, name), self.vector(spec, "com", where)
         try:
             model.add_body(name, item.parent, joint, joint_name=jname, rotation=R, translation=t,
-                           mass=mass, com=com, inertia=inertia, limits=limits)
+                           mass=mass, com=com, inertia=inertia, limits=limits, physical=not problem)
         except ValueError as e:
             raise self.error(where, str(e)) from None
         self.where_of_body[name] = where
@@ -262,8 +270,10 @@ class _Item:
     robot: UrdfRobot | None = None
 
 
-def load_native(path: str | os.PathLike, floating_base: bool = False) -> Model:
-    """Read a native TOML model file (see docs/model_files.md) into a Model."""
+def load_native(path: str | os.PathLike, floating_base: bool = False, strict: bool = True) -> Model:
+    """Read a native TOML model file (see docs/model_files.md) into a Model.  The file is read
+    leniently (non-physical inertias accepted with a ModelWarning) if ``strict=False`` or the file
+    says ``strict = false``."""
     path = os.fspath(path)
     try:
         text = read_bounded(path).decode("utf-8")
@@ -275,6 +285,7 @@ def load_native(path: str | os.PathLike, floating_base: bool = False) -> Model:
         raise ModelError(f"{path}: malformed TOML: {e}") from None
     rd = _Reader(path, text)
     rd.table(doc, "", KEYS["top"])
+    rd.strict = rd.get(doc, "strict", "", bool, True) and strict
     includes = rd.tables(doc, "include", KEYS["include"])
     if "urdf" in doc:       # shorthand for an unprefixed include at the world origin
         includes.insert(0, ("urdf", {"urdf": doc["urdf"], "floating_base": floating_base
@@ -311,9 +322,10 @@ def _include_item(rd: _Reader, where: str, spec: dict) -> _Item:
     file = rd.get(spec, "urdf", where, str)
     prefix = rd.get(spec, "prefix", where, str, "")
     try:
-        robot = parse_urdf(Path(rd.path).parent / file)      # an absolute ``file`` stays absolute
+        robot = parse_urdf(Path(rd.path).parent / file, rd.strict)   # an absolute file stays absolute
     except ModelError as e:
         raise rd.error(where, str(e)) from None
+    warn_unphysical(robot, str(rd.error(where, "")))
     names = [prefix + n for n in robot.links if n != WORLD or robot.root != WORLD]
     return _Item(where, spec, rd.name(spec, "parent", where, WORLD), names, robot)
 

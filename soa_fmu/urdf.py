@@ -8,6 +8,12 @@ continuous (a revolute joint, one coordinate), prismatic, fixed, floating (free 
 is read as an independent joint with a :class:`~soa_fmu.loading.ModelWarning`.  Geometry, materials,
 transmissions and simulator tags carry no dynamics and are ignored.
 
+``strict=False`` reads a link whose inertia fails only the physical checks (not positive
+semi-definite, or principal moments breaking the triangle inequality; several published robot files
+have such links) with one :class:`~soa_fmu.loading.ModelWarning` per link naming file, line, link and
+problem; the body is added with ``Model.add_body(..., physical=False)``.  Every other problem is still
+an error.
+
 Bodies are named by their links, joints by their URDF names.  The root link hangs from world by a
 fixed joint, or by a free joint ``root_joint`` when ``floating_base=True``.  **Joint order** (hence the
 order of q, qd, tau): the order in which the joints appear in the file, parents before children (a
@@ -29,9 +35,9 @@ import numpy as np
 from lxml import etree
 
 from . import joints as J
-from .loading import (MAX_MAGNITUDE, ModelWarning, finite_numbers, parents_first, read_bounded,
-                      singular_joint)
-from .model import WORLD, Model, ModelError, check_inertia
+from .loading import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
+                      parents_first, read_bounded, singular_joint)
+from .model import WORLD, Model, ModelError
 from .spatial import rpy_to_matrix
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
@@ -49,6 +55,7 @@ class UrdfLink:
     mass: float = 0.0
     com: np.ndarray = field(default_factory=lambda: np.zeros(3))
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))  # about the com, link axes
+    unphysical: str = ""    # strict=False: why the inertia fails the physical checks (located)
 
 
 @dataclass
@@ -157,7 +164,7 @@ def _parse_xml(path: str, data: bytes):
     return root
 
 
-def _parse_link(loc: _Located, el) -> UrdfLink:
+def _parse_link(loc: _Located, el, strict: bool) -> UrdfLink:
     link = UrdfLink(loc.attr(el, "name"), el.sourceline)
     inertial = loc.one(el, "inertial")
     if inertial is None:
@@ -171,9 +178,11 @@ def _parse_link(loc: _Located, el) -> UrdfLink:
     xx, xy, xz, yy, yz, zz = (loc.number(i_el, a) for a in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
     link.inertia = R @ np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]]) @ R.T
     try:
-        check_inertia(link.mass, link.inertia, "inertia")
+        problem = inertia_problem(link.mass, link.inertia, strict)
     except ModelError as e:
         raise loc.error(i_el, str(e).removeprefix("inertia: ")) from None
+    if problem:
+        link.unphysical = str(loc.error(i_el, problem))
     return link
 
 
@@ -206,8 +215,10 @@ def _parse_joint(loc: _Located, el) -> UrdfJoint:
     return UrdfJoint(name, el.sourceline, jtype, parent, child, R, t, axis, limits)
 
 
-def parse_urdf(path: str | os.PathLike) -> UrdfRobot:
-    """Parse and check a URDF file (no Model yet): tree structure, numbers, inertias."""
+def parse_urdf(path: str | os.PathLike, strict: bool = True) -> UrdfRobot:
+    """Parse and check a URDF file (no Model yet): tree structure, numbers, inertias.  With
+    ``strict=False`` a non-physical inertia is kept and explained in ``UrdfLink.unphysical`` (the
+    caller warns: :func:`warn_unphysical`)."""
     path = os.fspath(path)
     loc = _Located(path)
     root = _parse_xml(path, read_bounded(path))
@@ -216,7 +227,7 @@ def parse_urdf(path: str | os.PathLike) -> UrdfRobot:
     name = loc.attr(root, "name")
     links: dict[str, UrdfLink] = {}
     for el in root.iterchildren("link"):
-        link = _parse_link(loc, el)
+        link = _parse_link(loc, el, strict)
         if link.name in links:
             raise loc.error(el, f"duplicate link name (first defined on line {links[link.name].line})")
         links[link.name] = link
@@ -271,6 +282,14 @@ def _warn_mimic(path: str, joints: list[UrdfJoint]) -> None:
                       f"enforced): {listed}{more}", ModelWarning, stacklevel=2)
 
 
+def warn_unphysical(robot: UrdfRobot, context: str = "") -> None:
+    """One ModelWarning per link read with a non-physical inertia (``strict=False``); ``context``
+    (e.g. the including native file and element) prefixes the message."""
+    for link in robot.links.values():
+        if link.unphysical:
+            warnings.warn(f"{context}{link.unphysical}{LENIENT_NOTE}", ModelWarning, stacklevel=2)
+
+
 # ---------------------------------------------------------------- Model building
 def _joint(j: UrdfJoint) -> J.Joint:
     if j.type in ("revolute", "continuous"):
@@ -295,7 +314,8 @@ def add_urdf(model: Model, robot: UrdfRobot, *, prefix: str = "", parent: str = 
     def add(link: UrdfLink, joint: J.Joint, jname: str, at: str, R, t, limits: dict, line: int):
         try:
             model.add_body(prefix + link.name, at, joint, joint_name=jname, rotation=R, translation=t,
-                           mass=link.mass, com=link.com, inertia=link.inertia, limits=limits)
+                           mass=link.mass, com=link.com, inertia=link.inertia, limits=limits,
+                           physical=not link.unphysical)
         except ValueError as e:
             raise ModelError(f"{robot.path}:{line}: {e}") from None
 
@@ -318,9 +338,11 @@ def add_urdf(model: Model, robot: UrdfRobot, *, prefix: str = "", parent: str = 
             j.limits, j.line)
 
 
-def load_urdf(path: str | os.PathLike, floating_base: bool = False) -> Model:
-    """Read a URDF file into a new Model named after the robot (``model.source = path``)."""
-    robot = parse_urdf(path)
+def load_urdf(path: str | os.PathLike, floating_base: bool = False, strict: bool = True) -> Model:
+    """Read a URDF file into a new Model named after the robot (``model.source = path``);
+    ``strict=False``: see the module docstring."""
+    robot = parse_urdf(path, strict)
+    warn_unphysical(robot)
     model = Model(robot.name)
     model.source = robot.path
     add_urdf(model, robot, floating_base=floating_base)

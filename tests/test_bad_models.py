@@ -262,6 +262,11 @@ TOML_CASES = {
     "floating base without urdf": ("floating_base = true\n" + CHAIN,
                                    r"m\.toml:1: floating_base: applies only to a top-level 'urdf'"),
     "not a table": ("bodies = 3\n", r"m\.toml:1: bodies: expected an array of tables"),
+    "asymmetric inertia": (CHAIN.replace("inertia = [0.1, 0.1, 0.1]",
+                                         "inertia = [[0.1, 0.05, 0], [0, 0.1, 0], [0, 0, 0.1]]", 1),
+                           r"m\.toml:6: bodies\[0\]\.inertia: inertia tensor is not symmetric"),
+    "strict not a boolean": ('strict = "no"\n' + CHAIN,
+                             r"m\.toml:1: strict: expected a boolean \(true/false\), got a string"),
 }
 
 
@@ -275,6 +280,64 @@ def test_bad_native(tmp_path, case):
     msg = str(err.value)
     assert msg.startswith(str(path)), msg
     assert re.search(expected, msg), msg
+
+
+# ---------------------------------------------------------------- strict=False
+PHYSICAL_ONLY = {"inertia not PSD", "triangle inequality"}     # the cases strict=False accepts
+
+
+@pytest.mark.parametrize("suffix, case", [(".urdf", c) for c in sorted(URDF_CASES)]
+                         + [(".toml", c) for c in sorted(TOML_CASES)])
+def test_strict_false_accepts_only_non_physical_inertias(tmp_path, suffix, case):
+    text, expected = (URDF_CASES if suffix == ".urdf" else TOML_CASES)[case]
+    path = tmp_path / f"m{suffix}"
+    path.write_text(text)
+    if case not in PHYSICAL_ONLY:            # NaN, negative mass, bad XML, massless subtree, ...
+        with pytest.raises(ModelError) as err:
+            load_model(path, strict=False)
+        assert str(err.value).startswith(str(path)) and re.search(expected, str(err.value))
+        return
+    with pytest.warns(sf.ModelWarning) as caught:
+        model = load_model(path, strict=False)
+    assert len(caught) == 1
+    msg = str(caught[0].message)        # the strict error, naming the body, plus a note
+    if suffix == ".toml":
+        expected = expected.replace(r"\.inertia: ", r"\.inertia: body 'a': ")
+    assert msg.startswith(str(path)) and re.search(expected, msg), msg
+    assert "link 'base' <inertia>" in msg if suffix == ".urdf" else "body 'a'" in msg
+    assert msg.endswith("(accepted with strict=False: not the inertia of a rigid body)")
+    q, z = model.neutral_configuration(), np.zeros(model.nv)
+    assert np.all(np.isfinite(sf.forward_dynamics(model, q, z, z)))
+
+
+def test_strict_key_of_a_native_file(tmp_path):
+    path = tmp_path / "m.toml"
+    path.write_text("strict = false\n" + TOML_CASES["triangle inequality"][0])
+    with pytest.warns(sf.ModelWarning, match=r"m\.toml:7: bodies\[0\]\.inertia: body 'a': principal "
+                                         r"inertias .* triangle inequality"):
+        assert load_model(path).nv == 2
+    path.write_text("strict = true\n" + TOML_CASES["triangle inequality"][0])
+    with pytest.raises(ModelError, match=r"m\.toml:7: bodies\[0\]\.inertia: principal inertias"):
+        load_model(path)
+
+
+def test_strict_false_still_checks_the_joint_space_inertia(tmp_path):
+    # a non-PSD link inertia can make a joint's inertia negative (D < 0 at the neutral configuration)
+    path = tmp_path / "m.urdf"
+    path.write_text(ARM.replace('ixx="0.1"', 'ixx="-0.1"', 2))
+    with pytest.raises(ModelError, match=r"m\.urdf:9: joint 'shoulder' \(child link 'upper'\) has "
+                                         r"negative inertia along one of its dofs"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            load_model(path, strict=False)
+
+
+@pytest.mark.parametrize("text", [BILLION_LAUGHS, '<robot name="r">\n<!ENTITY x SYSTEM "f">\n</robot>'])
+def test_strict_false_still_refuses_hostile_xml(tmp_path, text):
+    path = tmp_path / "bomb.urdf"
+    path.write_text(text)
+    with pytest.raises(ModelError, match=r"bomb\.urdf:2: (DOCTYPE|ENTITY) declarations are not allowed"):
+        load_model(path, strict=False)
 
 
 def test_error_in_an_included_urdf_names_both_files(tmp_path):

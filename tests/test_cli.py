@@ -61,6 +61,24 @@ def test_mimic_warning_is_one_line(tmp_path, capsys):
     assert len(err) == 1 and err[0].startswith("soa-describe: warning: ") and "'j2'" in err[0]
 
 
+def test_lenient_reads_non_physical_inertias(tmp_path, capsys):
+    link = ('<link name="{}"><inertial><mass value="1"/><inertia ixx="{}" ixy="0" ixz="0" iyy="1" '
+            'iyz="0" izz="1"/></inertial></link>\n')
+    path = tmp_path / "m.urdf"        # link 'b': principal inertias 3, 1, 1 (no rigid body has them)
+    path.write_text(f'<robot name="r">\n{link.format("a", 1)}{link.format("b", 3)}'
+                    '<joint name="j" type="revolute"><parent link="a"/><child link="b"/></joint></robot>')
+    assert describe_main([str(path)]) == 1
+    out, err = capsys.readouterr()
+    assert out == "" and err.startswith(f"soa-describe: error: {path}:3: link 'b' <inertia>: principal "
+                                        "inertias [1. 1. 3.] violate the triangle inequality")
+    assert describe_main([str(path), "--lenient"]) == 0
+    out, err = capsys.readouterr()
+    assert "    b: revolute 'j' axis (1, 0, 0), q: j; 1 kg" in out.splitlines()
+    assert err == (f"soa-describe: warning: {path}:3: link 'b' <inertia>: principal inertias [1. 1. 3.] "
+                   "violate the triangle inequality (accepted with strict=False: not the inertia of a "
+                   "rigid body)\n")
+
+
 @pytest.mark.parametrize("good", [True, False])
 def test_python_dash_m(tmp_path, good):
     path = example_path("slider_crank.toml") if good else tmp_path / "missing.urdf"

@@ -85,3 +85,92 @@ def test_invalid_real_robot_files_are_refused_clearly(folder, file, line, messag
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", ModelWarning)
             load_model(path)
+
+
+# Files whose only problem is inertias that no rigid body can have (not positive semi-definite, or
+# breaking the triangle inequality): read with strict=False, one ModelWarning per such link.
+# name: (folder, file, floating base, {offending link: line})
+NON_PHYSICAL = {
+    "pr2": ("pr2_description/urdf", "pr2.urdf", True,
+            {"sensor_mount_link": 786, "double_stereo_link": 877}),
+    "tiago": ("tiago_description/robots", "tiago_no_hand.urdf", False,
+              {"base_antenna_left_link": 180, "base_antenna_right_link": 209}),
+    "tiago_dual": ("tiago_description/robots", "tiago_dual.urdf", False,
+                   {"base_antenna_left_link": 179, "base_antenna_right_link": 208}),
+    "allegro": ("allegro_hand_description/urdf", "allegro_right_hand.urdf", False,
+                {"link_3.0": 143, "link_7.0": 281, "link_11.0": 419, "link_15.0": 565}),
+    "anymal": ("anymal_b_simple_description/robots", "anymal.urdf", True, {"base": 105}),
+    "anymal_c": ("anymal_c_simple_description/urdf", "anymal.urdf", True,
+                 {"depth_camera_front_camera": 203, "depth_camera_rear_camera": 354,
+                  "depth_camera_left_camera": 527, "depth_camera_right_camera": 605, "hatch": 1704}),
+    "go1": ("go1_description/urdf", "go1.urdf", True, {"base": 19}),
+    "b1": ("b1_description/urdf", "b1.urdf", True, {"base": 16}),
+    "hyq": ("hyq_description/robots", "hyq_no_sensors.urdf", True,
+            {"base_link": 84, "lf_foot": 223, "rf_foot": 438, "lh_foot": 653, "rh_foot": 868}),
+    "romeo_small": ("romeo_description/urdf", "romeo_small.urdf", True,
+                    {"RShoulderYawLink": 550, "RElbowYawLink": 588}),
+    "alex": ("alex_description/urdf", "alex_psyonic_hands.urdf", True,
+             {"LeftPsyonicAbilityBaseLink": 945, "Left_thumb_base": 964,
+              "RightPsyonicAbilityBaseLink": 1323, "Right_thumb_base": 1342}),
+}
+PHYSICAL_PROBLEM = (r"(principal inertias .* violate the triangle inequality|inertia tensor is not "
+                    r"positive semi-definite \(eigenvalues .*\))")
+
+
+@pytest.mark.parametrize("name", sorted(NON_PHYSICAL))
+def test_non_physical_inertias_load_with_strict_false(name):
+    from soa_fmu.model import ModelError
+    folder, file, floating, bad_links = NON_PHYSICAL[name]
+    path = robot_path(folder, file)
+    first = min(bad_links, key=bad_links.get)
+    with pytest.raises(ModelError, match=f"^{re.escape(str(path))}:{bad_links[first]}: link "
+                                         f"{re.escape(repr(first))} <inertia>: {PHYSICAL_PROBLEM}$"):
+        load_model(path, floating_base=floating)                 # strict=True: refused, as before
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = load_model(path, floating_base=floating, strict=False)
+    messages = [str(w.message) for w in caught
+                if w.category is ModelWarning and "mimic joints" not in str(w.message)]
+    assert len(messages) == len(bad_links), messages               # one per offending link
+    for msg, (link, line) in zip(messages, sorted(bad_links.items(), key=lambda kv: kv[1])):
+        assert re.fullmatch(f"{re.escape(str(path))}:{line}: link {re.escape(repr(link))} <inertia>: "
+                            f"{PHYSICAL_PROBLEM} \\(accepted with strict=False: .*\\)", msg), msg
+    pmodel = (pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating
+              else pin.buildModelFromUrdf(str(path)))
+    assert model.nv == pmodel.nv
+    err_fd, err_id = compare_dynamics(model, pmodel, n_states=10, seed=5)
+    print(f"{name}: nv={model.nv} max rel. error FD {err_fd:.2e}, ID {err_id:.2e}")
+    assert err_fd <= 1e-9 and err_id <= 1e-9
+
+
+def test_massless_fingers_are_refused_even_with_strict_false():
+    # romeo's hand joints (LHand, RHand and their 22 mimic finger joints) move only massless links:
+    # its mass matrix is singular whatever the inertias, so strict=False does not help
+    from soa_fmu.model import ModelError
+    path = robot_path("romeo_description/urdf", "romeo.urdf")
+    with pytest.raises(ModelError, match=f"^{re.escape(str(path))}:1443: joint 'LHand' \\(child "
+                                         "link 'LFinger11Link'\\) moves only massless bodies"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", ModelWarning)
+            load_model(path, strict=False)
+
+
+def test_native_include_with_strict_false(tmp_path):
+    urdf = robot_path("pr2_description/urdf", "pr2.urdf")
+    path = tmp_path / "pr2.toml"
+    path.write_text(f'name = "pr2"\nstrict = false\n\n[[include]]\nurdf = "{urdf}"\nprefix = "a_"\n')
+    with pytest.warns(ModelWarning) as caught:
+        model = load_model(path)
+    messages = [str(w.message) for w in caught if "mimic joints" not in str(w.message)]
+    assert len(messages) == 2
+    assert messages[0].startswith(f"{path}:4: include[0]: {urdf}:786: link 'sensor_mount_link' "
+                                  "<inertia>: principal inertias")
+    assert "a_sensor_mount_link" in {b.name for b in model.bodies}
+    path.write_text(path.read_text().replace("strict = false\n", ""))
+    from soa_fmu.model import ModelError
+    with pytest.raises(ModelError, match=f"{re.escape(str(path))}:3: include\\[0\\]: .*pr2\\.urdf:786: "
+                                         "link 'sensor_mount_link'"):
+        load_model(path)
+    with pytest.warns(ModelWarning) as caught:
+        assert load_model(path, strict=False).nv == model.nv
+    assert sum("sensor_mount_link" in str(w.message) for w in caught) == 1
