@@ -18,6 +18,9 @@ from .articulated import forward_dynamics, forward_dynamics_bias_free, mass_matr
 from .energy import kinetic_energy, potential_energy, spatial_momentum, total_energy
 from .integrators import IntegrationError, Simulator, simulate
 from .loading import ModelWarning, load_model
+from .sensitivities import christoffel_symbols, coriolis_matrix, mass_matrix_derivative
+from .linearization import (configuration_difference, forward_dynamics_derivatives,
+                            inverse_dynamics_derivatives, linearize)
 
 __version__ = "0.1.0"
 
@@ -30,4 +33,7 @@ __all__ = [
     "kinetic_energy", "potential_energy", "total_energy", "spatial_momentum",
     "Simulator", "simulate", "IntegrationError",
     "load_model", "ModelWarning",
+    "mass_matrix_derivative", "christoffel_symbols", "coriolis_matrix",
+    "inverse_dynamics_derivatives", "forward_dynamics_derivatives", "linearize",
+    "configuration_difference",
 ]
