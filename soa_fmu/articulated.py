@@ -21,10 +21,11 @@ from numba import njit
 
 from .inverse_dynamics import inward_forces, project_forces
 from .kinematics import (BAD_TAU, OK, SINGULAR, as_vector, check_configuration, check_state,
-                         first_nonfinite, outward_accelerations, outward_placements,
+                         first_nonfinite, outward_accelerations, outward_placements, outward_positions,
                          outward_velocities, pack_external_forces, raise_for_status)
+from .mass_matrix import inertias_to_world, joint_maps_to_world
 from .model import Model, views
-from .spatial import INLINE, JIT, add_phi, add_phi_block, add_phi_inertia, apply_phi_star, phi_star_block
+from .spatial import INLINE, JIT, add_phi, add_phi_inertia, apply_phi_star
 
 
 @njit(**JIT)
@@ -168,6 +169,35 @@ def riccati_sweep(m, w) -> int:
 
 
 @njit(**JIT)
+def riccati_sweep_inertial(m, w) -> int:
+    """The Riccati sweep of :func:`riccati_sweep` in the inertial frame (world axes, world origin):
+    with M_𝕀(k) and H*_𝕀(k) = w.Sw, every φ(k, c) is the identity, so P(k) = Σ_c P⁺(c) + M_𝕀(k)
+    is a plain sum (seed 001 eq. 35).  Needs the world placements; fills w.Sw, w.P, w.Dinv, w.G."""
+    joint_maps_to_world(m, w, w.Sw)
+    inertias_to_world(m, w)
+    Pplus = w.s66[3]
+    for k in range(m.parent.shape[0] - 1, -1, -1):
+        n = m.nv[k]
+        if n == 1:
+            ok = riccati_step_1dof(w.Sw[m.v0[k]], w.P[k], w.G[k], w.Dinv[k], Pplus)
+        elif n > 1:
+            ok = riccati_step(w.Sw, m.v0[k], n, w.P[k], w.G[k], w.Dinv[k], w.s66[2], w.s6[3], Pplus)
+        else:
+            ok = True
+            for i in range(6):
+                for j in range(6):
+                    Pplus[i, j] = w.P[k, i, j]
+        if not ok:
+            return k
+        p = m.parent[k]
+        if p >= 0:
+            for i in range(6):
+                for j in range(6):
+                    w.P[p, i, j] += Pplus[i, j]
+    return -1
+
+
+@njit(**JIT)
 def innovations_filter(m, w, T: np.ndarray, with_bias: bool, use_fext: bool) -> None:
     """Tip-to-base filter (seed 001 eqs. 49–51 / 63–65; seed 000 A.2): z in w.f (as z⁺), ε, ν."""
     nb = m.parent.shape[0]
@@ -278,72 +308,74 @@ def bias_free_kernel(mi, mf, wf, q, qd, tau, use_fext, qdd):
 def minv_kernel(mi, mf, wf, q, Minv):
     """M⁻¹ = (I − HψK)* D⁻¹ (I − HψK) (seed 001 Identity 6, eq. 46; seed 000 eq. 3.6).
 
-    The filter and smoother of Algorithm 1 run on all nv unit inputs at once, one 6 × nv block per
-    body (w.X holds Z⁺ inward, then Λ outward).  Inward, body k's block is non-zero only on its
-    subtree's columns [v0(k), vend(k)); outward, only the upper triangle c ≥ v0(k) is formed and
-    mirrored — O(N · nv) in all, the work of the dense (I − HψK) factors skipped where they are 0."""
+    The filter and smoother of Algorithm 1 (eqs. 49–54) run on all nv unit inputs at once, one
+    6 × nv block per body (w.X holds Z⁺ inward, then Λ outward), in the inertial frame where the
+    block propagations φ and φ* are identities.  Inward, body k's block is non-zero only on its
+    subtree's columns [v0(k), vend(k)); outward only the upper triangle c ≥ v0(k) is formed and then
+    mirrored: O(N · nv) in all."""
     m, w = views(mi, mf, wf)
     kind, i = check_configuration(m, q)
     if kind != OK:
         return kind, i
     nb = m.parent.shape[0]
     nv = Minv.shape[0]
-    outward_placements(m, w, q)
-    k = riccati_sweep(m, w)
+    outward_positions(m, w, q)
+    k = riccati_sweep_inertial(m, w)
     if k >= 0:
         return SINGULAR, k
-    E = w.Y
+    # C-layout views of the same memory, so the column loops below vectorize
+    H, E, X = np.ascontiguousarray(w.Sw), np.ascontiguousarray(w.Y), np.ascontiguousarray(w.X)
     for k in range(nb):
         for i in range(6):
             for c in range(m.v0[k], m.vend[k]):
-                w.X[k, i, c] = 0.0
+                X[k, i, c] = 0.0
     for k in range(nb - 1, -1, -1):
         v0, n, c0, c1 = m.v0[k], m.nv[k], m.v0[k], m.vend[k]
-        Z = w.X[k]
+        Z = X[k]
         # E = I(rows of k) − H(k) Z;  rows of k of M⁻¹ ← N = D⁻¹ E;  Z⁺ = Z + G E   (eqs. 50–51)
-        for d in range(n):
+        for d in range(n):                 # (inner loops run along contiguous columns)
             for c in range(c0, c1):
-                s = 1.0 if c == v0 + d else 0.0
-                for i in range(6):
-                    s -= m.S[v0 + d, i] * Z[i, c]
-                E[d, c] = s
-        for d in range(n):
-            for c in range(c0, c1):
-                s = 0.0
-                for e in range(n):
-                    s += w.Dinv[k, d, e] * E[e, c]
-                Minv[v0 + d, c] = s
-            for c in range(c1, nv):
-                Minv[v0 + d, c] = 0.0
-        for i in range(6):
-            for c in range(c0, c1):
-                s = 0.0
-                for d in range(n):
-                    s += w.G[k, i, d] * E[d, c]
-                Z[i, c] += s
-        p = m.parent[k]
-        if p >= 0:
-            add_phi_block(w.R[k], w.l[k], Z[:, c0:c1], w.X[p, :, c0:c1])
-    for k in range(nb):
-        # Λ(k) = φ*(p, k) Λ(p) + H*(k) M⁻¹(rows of k);  M⁻¹(rows) −= G* φ*Λ(p)   (eqs. 53–54)
-        p, v0, n, c0 = m.parent[k], m.v0[k], m.nv[k], m.v0[k]
-        Lam = w.X[k, :, c0:]
-        if p < 0:
-            Lam[:, :] = 0.0
-        else:
-            phi_star_block(w.R[k], w.l[k], w.X[p, :, c0:], Lam)
+                E[d, c] = 0.0
+            E[d, v0 + d] = 1.0
+            for i in range(6):
+                h = H[v0 + d, i]
+                if h != 0.0:
+                    for c in range(c0, c1):
+                        E[d, c] -= h * Z[i, c]
         for d in range(n):
             for c in range(c0, nv):
-                s = Minv[v0 + d, c]
-                for i in range(6):
-                    s -= w.G[k, i, d] * Lam[i, c - c0]
-                Minv[v0 + d, c] = s
+                Minv[v0 + d, c] = 0.0
+            for e in range(n):
+                g = w.Dinv[k, d, e]
+                for c in range(c0, c1):
+                    Minv[v0 + d, c] += g * E[e, c]
+        p = m.parent[k]
+        if p >= 0:
+            for i in range(6):
+                for c in range(c0, c1):
+                    X[p, i, c] += Z[i, c]
+                for d in range(n):
+                    g = w.G[k, i, d]
+                    for c in range(c0, c1):
+                        X[p, i, c] += g * E[d, c]
+    for k in range(nb):
+        # Λ(k) = Λ(p) + H*(k) M⁻¹(rows of k),  M⁻¹(rows) −= G* Λ(p)   (eqs. 53–54)
+        p, v0, n, c0 = m.parent[k], m.v0[k], m.nv[k], m.v0[k]
+        Lam = X[k]
+        for i in range(6):
+            for c in range(c0, nv):
+                Lam[i, c] = 0.0 if p < 0 else X[p, i, c]
         for d in range(n):
             for i in range(6):
-                sd = m.S[v0 + d, i]
+                g = w.G[k, i, d]
+                for c in range(c0, nv):
+                    Minv[v0 + d, c] -= g * Lam[i, c]
+        for d in range(n):
+            for i in range(6):
+                sd = H[v0 + d, i]
                 if sd != 0.0:
                     for c in range(c0, nv):
-                        Lam[i, c - c0] += sd * Minv[v0 + d, c]
+                        Lam[i, c] += sd * Minv[v0 + d, c]
     for r in range(nv):
         for c in range(r):
             Minv[r, c] = Minv[c, r]

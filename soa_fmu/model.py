@@ -120,6 +120,7 @@ class Workspace(NamedTuple):
     nu: np.ndarray       # (nv,) weighted residuals ν
     s6: np.ndarray       # (4, 6) 6-vector scratch
     s66: np.ndarray      # (4, 6, 6) 6×6 scratch
+    Sw: np.ndarray       # (nv, 6) joint maps H* in the inertial frame (world axes, world origin)
 
 
 # ---------------------------------------------------------------- flat buffers for the compiled code
@@ -186,12 +187,14 @@ def views(mi: np.ndarray, mf: np.ndarray, wf: np.ndarray):
     nu, o = _v1(wf, o, nv)
     s6, o = _v2(wf, o, 4, 6)
     s66, o = _v3(wf, o, 4, 6, 6)
-    w = Workspace(R, l, Rw, pw, Rj, tj, V, a, b, alpha, f, fext, P, Dinv, G, X, Y, eps, nu, s6, s66)
+    Sw, o = _v2(wf, o, nv, 6)
+    w = Workspace(R, l, Rw, pw, Rj, tj, V, a, b, alpha, f, fext, P, Dinv, G, X, Y, eps, nu, s6, s66,
+                  Sw)
     return m, w
 
 
 def workspace_size(nb: int, nv: int) -> int:
-    return nb * (9 + 3 + 9 + 3 + 9 + 3 + 6 * 6 + 36 * 3 + 6 * nv) + 6 * nv + 2 * nv + 24 + 144
+    return nb * (9 + 3 + 9 + 3 + 9 + 3 + 6 * 6 + 36 * 3 + 6 * nv) + 6 * nv + 2 * nv + 24 + 144 + 6 * nv
 
 
 def _vec3(x, what: str) -> np.ndarray:
