@@ -21,6 +21,11 @@ from .loading import ModelWarning, load_model
 from .sensitivities import christoffel_symbols, coriolis_matrix, mass_matrix_derivative
 from .linearization import (configuration_difference, forward_dynamics_derivatives,
                             inverse_dynamics_derivatives, linearize)
+from .operational_space import (correction_accelerations, operational_space_inertia,
+                                operational_space_inertia_inverse)
+from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,
+                          constrained_forward_dynamics, constraint_jacobian, constraint_residuals,
+                          project_velocities)
 
 __version__ = "0.1.0"
 
@@ -36,4 +41,7 @@ __all__ = [
     "mass_matrix_derivative", "christoffel_symbols", "coriolis_matrix",
     "inverse_dynamics_derivatives", "forward_dynamics_derivatives", "linearize",
     "configuration_difference",
+    "operational_space_inertia", "operational_space_inertia_inverse", "correction_accelerations",
+    "constrained_forward_dynamics", "constraint_residuals", "constraint_jacobian",
+    "project_velocities", "ConstrainedResult", "ConstraintError", "ConstraintWarning",
 ]

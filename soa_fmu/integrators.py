@@ -28,6 +28,17 @@ from .spatial import JIT
 
 METHODS = ("rk4", "euler", "dop853")
 DIVERGED = 100
+_IDENTITY = np.eye(4)          # the default constraint anchor (shared, read-only)
+_IDENTITY.flags.writeable = False
+_constraints = None            # soa_fmu.constraints, imported on first use (tree models never load it)
+
+
+def constraints_module():
+    global _constraints
+    if _constraints is None:
+        from . import constraints
+        _constraints = constraints
+    return _constraints
 
 
 class IntegrationError(RuntimeError):
@@ -164,6 +175,12 @@ class Simulator:
         self.stabilization = (0.0, 0.0)
         self.constraint_forces = {c.name: np.zeros(c.size) for c in model.constraints}
         self.constraint_residuals = {c.name: 0.0 for c in model.constraints}
+        # target pose of frame_b in frame_a per constraint (identity: the frames coincide); a
+        # constraint switched on during the run is re-anchored at the current relative pose and the
+        # velocities are projected onto it (an inelastic grasp), see _switch_constraints
+        self.anchors = {c.name: _IDENTITY for c in model.constraints}
+        self.reanchor_on_activate = True
+        self._was_active = dict(self.active)
         raise_for_status(model, *check_state(model.arrays(), self.q, self.qd))
         self.update_outputs()
 
@@ -188,16 +205,52 @@ class Simulator:
         """True when any loop closure / grasp is switched on."""
         return any(self.active.values())
 
-    def acceleration(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-        """β̇ at (θ, β) with the held inputs (and active constraints, updating their forces)."""
+    def acceleration(self, q: np.ndarray, qd: np.ndarray, t: float | None = None) -> np.ndarray:
+        """β̇ at (θ, β) and time t (default: self.t) with the held inputs (and active constraints,
+        updating their forces and residuals)."""
         if not self.constrained():
+            self._clear_constraint_outputs()
             return forward_dynamics(self.model, q, qd, self.tau, self.f_ext or None)
-        from .constraints import constrained_forward_dynamics
-        res = constrained_forward_dynamics(self.model, q, qd, self.tau, self.f_ext or None,
-                                           active=self.active, u=self.u,
-                                           stabilization=self.stabilization)
+        res = constraints_module().constrained_forward_dynamics(
+            self.model, q, qd, self.tau, self.f_ext or None, active=self.active, u=self.u,
+            stabilization=self.stabilization, anchors=self._anchors_at(t))
         self.constraint_forces, self.constraint_residuals = res.forces, res.residuals
         return res.qdd
+
+    # -------------------------------------------------------------- constraints in time
+    def _clear_constraint_outputs(self) -> None:
+        """Released constraints carry no force and report no residual."""
+        if any(self.constraint_residuals.values()) or any(f.any() for f in
+                                                         self.constraint_forces.values()):
+            self.constraint_forces = {c.name: np.zeros(c.size) for c in self.model.constraints}
+            self.constraint_residuals = {c.name: 0.0 for c in self.model.constraints}
+
+    def _anchors_at(self, t: float | None) -> dict | None:
+        """Constraint targets at time t: each anchor moved by its held prescribed velocity Ũ since
+        self.t (so the position error stays zero while A Ṽ = Ũ); None when all are the identity."""
+        dt = 0.0 if t is None else t - self.t
+        out = {}
+        for name, T in self.anchors.items():
+            if dt != 0.0 and self.active.get(name) and self.u[name].any():
+                T = constraints_module().advance_anchor(self.model, name, T, self.u[name], dt)
+            out[name] = T
+        if all(T is _IDENTITY for T in out.values()):
+            return None
+        return out
+
+    def _switch_constraints(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
+        """Grasp / release at time t: a constraint switched on since the last step is re-anchored at
+        the current relative pose (``reanchor_on_activate``) and β is projected so that A J β = Ũ for
+        every active constraint (the velocity jump of an inelastic grasp).  Returns β."""
+        switched_on = [n for n, a in self.active.items() if a and not self._was_active.get(n, False)]
+        if switched_on:
+            C = constraints_module()
+            if self.reanchor_on_activate:
+                for n in switched_on:
+                    self.anchors[n] = C.relative_pose(self.model, q, n)
+            qd = C.project_velocities(self.model, q, qd, active=self.active, u=self.u)
+        self._was_active = dict(self.active)
+        return qd
 
     def update_outputs(self) -> None:
         """Recompute the reported accelerations at the current state."""
@@ -210,14 +263,41 @@ class Simulator:
             raise ValueError(f"step size must be finite and > 0, got {h}")
         q, qd = self.q.copy(), self.qd.copy()
         method = self.options.method
-        if method == "dop853":
-            qdd = self._step_adaptive(q, qd, h)
+        if not self.model.constraints:
+            if method == "dop853":
+                qdd = self._step_adaptive(q, qd, h)
+            else:
+                nsub = max(1, math.ceil(h / self.options.max_step - 1e-9))
+                qdd = self._step_fixed(method, q, qd, h / nsub, nsub)
         else:
-            nsub = max(1, math.ceil(h / self.options.max_step - 1e-9))
-            step = self._step_python if self.constrained() else self._step_fixed
-            qdd = step(method, q, qd, h / nsub, nsub)
+            qd, qdd = self._step_with_constraints(method, q, qd, h)
         self.q, self.qd, self.qdd = q, qd, qdd
         self.t += h
+
+    def _step_with_constraints(self, method, q, qd, h):
+        """One step of a model with constraints: switch them (grasp / release) at t, integrate
+        (compiled tree kernels when none is active), move the anchors by Ũ h.  On failure the
+        constraint state is restored and a ConstraintError becomes an IntegrationError."""
+        saved = (dict(self.anchors), dict(self._was_active), self.constraint_forces,
+                 self.constraint_residuals)
+        try:
+            qd = self._switch_constraints(q, qd)
+            if method == "dop853":
+                qdd = self._step_adaptive(q, qd, h)
+            else:
+                nsub = max(1, math.ceil(h / self.options.max_step - 1e-9))
+                if self.constrained():
+                    qdd = self._step_python(method, q, qd, h / nsub, nsub)
+                else:
+                    qdd = self._step_fixed(method, q, qd, h / nsub, nsub)
+                    self._clear_constraint_outputs()
+            self.anchors = self._anchors_at(self.t + h) or self.anchors
+        except BaseException as e:
+            self.anchors, self._was_active, self.constraint_forces, self.constraint_residuals = saved
+            if isinstance(e, constraints_module().ConstraintError):
+                raise IntegrationError(str(e)) from e
+            raise
+        return qd, qdd
 
     def _step_fixed(self, method, q, qd, hs, nsub) -> np.ndarray:
         model = self.model
@@ -242,27 +322,28 @@ class Simulator:
         qdot = np.empty(nq)
         qn = np.empty(nq)
 
-        def rates(qs, vs):
+        def rates(qs, vs, t):
             normalize_quaternions(m, qs)
             configuration_rate(m, qs, vs, qdot)
-            return qdot.copy(), self.acceleration(qs, vs)
+            return qdot.copy(), self.acceleration(qs, vs, t)
 
-        for _ in range(nsub):
+        for i in range(nsub):
+            t = self.t + i * hs
             if method == "euler":
-                qd += hs * self.acceleration(q, qd)
+                qd += hs * self.acceleration(q, qd, t)
                 integrate_configuration(m, q, hs * qd, qn)
                 q[:] = qn
             else:
-                k1q, k1v = rates(q.copy(), qd)
-                k2q, k2v = rates(q + 0.5 * hs * k1q, qd + 0.5 * hs * k1v)
-                k3q, k3v = rates(q + 0.5 * hs * k2q, qd + 0.5 * hs * k2v)
-                k4q, k4v = rates(q + hs * k3q, qd + hs * k3v)
+                k1q, k1v = rates(q.copy(), qd, t)
+                k2q, k2v = rates(q + 0.5 * hs * k1q, qd + 0.5 * hs * k1v, t + 0.5 * hs)
+                k3q, k3v = rates(q + 0.5 * hs * k2q, qd + 0.5 * hs * k2v, t + 0.5 * hs)
+                k4q, k4v = rates(q + hs * k3q, qd + hs * k3v, t + hs)
                 q += hs / 6.0 * (k1q + 2 * k2q + 2 * k3q + k4q)
                 qd += hs / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
                 normalize_quaternions(m, q)
             if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
                 raise IntegrationError("the step diverged (non-finite state); reduce the step size")
-        return self.acceleration(q, qd)
+        return self.acceleration(q, qd, self.t + nsub * hs)
 
     def _step_adaptive(self, q, qd, h) -> np.ndarray:
         from scipy.integrate import solve_ivp
@@ -270,11 +351,11 @@ class Simulator:
         nq = model.nq
         qdot = np.empty(nq)
 
-        def rhs(_t, y):
+        def rhs(t, y):
             qs = y[:nq].copy()
             normalize_quaternions(m, qs)
             configuration_rate(m, qs, y[nq:], qdot)
-            return np.concatenate([qdot, self.acceleration(qs, y[nq:])])
+            return np.concatenate([qdot, self.acceleration(qs, y[nq:], t)])
 
         t1 = self.t + h
         first = min(self.last_h, t1 - self.t) if self.last_h > 0 else None
@@ -287,7 +368,7 @@ class Simulator:
         q[:] = sol.y[:nq, -1]
         qd[:] = sol.y[nq:, -1]
         normalize_quaternions(m, q)
-        return self.acceleration(q, qd)
+        return self.acceleration(q, qd, t1)
 
     # -------------------------------------------------------------- state capture
     def get_state(self) -> dict:
@@ -299,6 +380,9 @@ class Simulator:
                 "stabilization": tuple(self.stabilization),
                 "constraint_forces": {k: v.copy() for k, v in self.constraint_forces.items()},
                 "constraint_residuals": dict(self.constraint_residuals),
+                "anchors": {k: v.copy() for k, v in self.anchors.items()},
+                "was_active": dict(self._was_active),
+                "reanchor_on_activate": self.reanchor_on_activate,
                 "method": self.options.method,
                 "max_step": self.options.max_step, "rtol": self.options.rtol,
                 "atol": self.options.atol}
@@ -314,6 +398,10 @@ class Simulator:
         self.stabilization = tuple(s["stabilization"])
         self.constraint_forces = {k: v.copy() for k, v in s["constraint_forces"].items()}
         self.constraint_residuals = dict(s["constraint_residuals"])
+        self.anchors = {k: _IDENTITY if np.array_equal(v, _IDENTITY) else v.copy()
+                        for k, v in s["anchors"].items()}
+        self._was_active = dict(s["was_active"])
+        self.reanchor_on_activate = bool(s["reanchor_on_activate"])
         self.options = IntegratorOptions(s["method"], s["max_step"], s["rtol"], s["atol"])
 
 

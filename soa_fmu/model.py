@@ -130,17 +130,17 @@ class Workspace(NamedTuple):
 # ``w.P``.  ``views`` is plain numpy (as_strided views cost nothing, unlike reshape in numba) and is
 # compiled inline into every entry point; from Python it gives the same views of the same memory.
 @register_jitable
-def _v1(buf, o, n):
+def view1(buf, o, n):
     return buf[o:o + n], o + n
 
 
 @register_jitable
-def _v2(buf, o, a, b):
+def view2(buf, o, a, b):
     return as_strided(buf[o:], shape=(a, b), strides=(8 * b, 8)), o + a * b
 
 
 @register_jitable
-def _v3(buf, o, a, b, c):
+def view3(buf, o, a, b, c):
     return as_strided(buf[o:], shape=(a, b, c), strides=(8 * b * c, 8 * c, 8)), o + a * b * c
 
 
@@ -149,45 +149,45 @@ def views(mi: np.ndarray, mf: np.ndarray, wf: np.ndarray):
     """(ModelArrays, Workspace): named views into the flat buffers (mi, mf, wf)."""
     nb, nv = mi[0], mi[1]
     o = 2
-    parent, o = _v1(mi, o, nb)
-    jtype, o = _v1(mi, o, nb)
-    q0, o = _v1(mi, o, nb)
-    v0, o = _v1(mi, o, nb)
-    nq, o = _v1(mi, o, nb)
-    nvj, o = _v1(mi, o, nb)
-    vend, o = _v1(mi, o, nb)
+    parent, o = view1(mi, o, nb)
+    jtype, o = view1(mi, o, nb)
+    q0, o = view1(mi, o, nb)
+    v0, o = view1(mi, o, nb)
+    nq, o = view1(mi, o, nb)
+    nvj, o = view1(mi, o, nb)
+    vend, o = view1(mi, o, nb)
     o = 0
-    axis, o = _v2(mf, o, nb, 3)
-    basis, o = _v3(mf, o, nb, 3, 3)
-    S, o = _v2(mf, o, nv, 6)
-    Xr, o = _v3(mf, o, nb, 3, 3)
-    Xp, o = _v2(mf, o, nb, 3)
-    inertia, o = _v3(mf, o, nb, 6, 6)
-    a0, o = _v1(mf, o, 6)
+    axis, o = view2(mf, o, nb, 3)
+    basis, o = view3(mf, o, nb, 3, 3)
+    S, o = view2(mf, o, nv, 6)
+    Xr, o = view3(mf, o, nb, 3, 3)
+    Xp, o = view2(mf, o, nb, 3)
+    inertia, o = view3(mf, o, nb, 6, 6)
+    a0, o = view1(mf, o, 6)
     m = ModelArrays(parent, jtype, q0, v0, nq, nvj, vend, axis, basis, S, Xr, Xp, inertia, a0)
     o = 0
-    R, o = _v3(wf, o, nb, 3, 3)
-    l, o = _v2(wf, o, nb, 3)
-    Rw, o = _v3(wf, o, nb, 3, 3)
-    pw, o = _v2(wf, o, nb, 3)
-    Rj, o = _v3(wf, o, nb, 3, 3)
-    tj, o = _v2(wf, o, nb, 3)
-    V, o = _v2(wf, o, nb, 6)
-    a, o = _v2(wf, o, nb, 6)
-    b, o = _v2(wf, o, nb, 6)
-    alpha, o = _v2(wf, o, nb, 6)
-    f, o = _v2(wf, o, nb, 6)
-    fext, o = _v2(wf, o, nb, 6)
-    P, o = _v3(wf, o, nb, 6, 6)
-    Dinv, o = _v3(wf, o, nb, 6, 6)
-    G, o = _v3(wf, o, nb, 6, 6)
-    X, o = _v3(wf, o, nb, 6, nv)
-    Y, o = _v2(wf, o, 6, nv)
-    eps, o = _v1(wf, o, nv)
-    nu, o = _v1(wf, o, nv)
-    s6, o = _v2(wf, o, 4, 6)
-    s66, o = _v3(wf, o, 4, 6, 6)
-    Sw, o = _v2(wf, o, nv, 6)
+    R, o = view3(wf, o, nb, 3, 3)
+    l, o = view2(wf, o, nb, 3)
+    Rw, o = view3(wf, o, nb, 3, 3)
+    pw, o = view2(wf, o, nb, 3)
+    Rj, o = view3(wf, o, nb, 3, 3)
+    tj, o = view2(wf, o, nb, 3)
+    V, o = view2(wf, o, nb, 6)
+    a, o = view2(wf, o, nb, 6)
+    b, o = view2(wf, o, nb, 6)
+    alpha, o = view2(wf, o, nb, 6)
+    f, o = view2(wf, o, nb, 6)
+    fext, o = view2(wf, o, nb, 6)
+    P, o = view3(wf, o, nb, 6, 6)
+    Dinv, o = view3(wf, o, nb, 6, 6)
+    G, o = view3(wf, o, nb, 6, 6)
+    X, o = view3(wf, o, nb, 6, nv)
+    Y, o = view2(wf, o, 6, nv)
+    eps, o = view1(wf, o, nv)
+    nu, o = view1(wf, o, nv)
+    s6, o = view2(wf, o, 4, 6)
+    s66, o = view3(wf, o, 4, 6, 6)
+    Sw, o = view2(wf, o, nv, 6)
     w = Workspace(R, l, Rw, pw, Rj, tj, V, a, b, alpha, f, fext, P, Dinv, G, X, Y, eps, nu, s6, s66,
                   Sw)
     return m, w

@@ -67,7 +67,7 @@ from numba.extending import register_jitable
 from .kinematics import (OK, as_vector, check_configuration, check_state, outward_positions,
                          outward_velocities, raise_for_status)
 from .mass_matrix import mass_matrix
-from .model import Model, _v2, _v3, views
+from .model import Model, view2, view3, views
 from .operators import build_operators
 from .spatial import INLINE, JIT, add_phi_inertia, cross_force, cross_motion, skew
 
@@ -99,21 +99,21 @@ def sensitivity_views(mi: np.ndarray, sf: np.ndarray) -> SensitivityWorkspace:
     """Named views into the flat sensitivity buffer (compiled inline into every entry point)."""
     nb, nv = mi[0], mi[1]
     o = 0
-    s, o = _v2(sf, o, nv, 6)
-    F, o = _v2(sf, o, nv, 6)
-    RI, o = _v3(sf, o, nb, 6, 6)
-    Rdot, o = _v3(sf, o, nb, 6, 6)
-    h, o = _v2(sf, o, nb, 6)
-    v, o = _v2(sf, o, nb, 6)
-    acc, o = _v2(sf, o, nb, 6)
-    f, o = _v2(sf, o, nb, 6)
-    u, o = _v2(sf, o, nv, 6)
-    y, o = _v2(sf, o, nv, 6)
-    z, o = _v2(sf, o, nv, 6)
-    zb, o = _v2(sf, o, nv, 6)
-    K, o = _v2(sf, o, nv, 6)
-    cv, o = _v2(sf, o, nv, 6)
-    t6, o = _v2(sf, o, 4, 6)
+    s, o = view2(sf, o, nv, 6)
+    F, o = view2(sf, o, nv, 6)
+    RI, o = view3(sf, o, nb, 6, 6)
+    Rdot, o = view3(sf, o, nb, 6, 6)
+    h, o = view2(sf, o, nb, 6)
+    v, o = view2(sf, o, nb, 6)
+    acc, o = view2(sf, o, nb, 6)
+    f, o = view2(sf, o, nb, 6)
+    u, o = view2(sf, o, nv, 6)
+    y, o = view2(sf, o, nv, 6)
+    z, o = view2(sf, o, nv, 6)
+    zb, o = view2(sf, o, nv, 6)
+    K, o = view2(sf, o, nv, 6)
+    cv, o = view2(sf, o, nv, 6)
+    t6, o = view2(sf, o, 4, 6)
     return SensitivityWorkspace(s, F, RI, Rdot, h, v, acc, f, u, y, z, zb, K, cv, t6)
 
 
