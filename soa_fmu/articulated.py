@@ -140,48 +140,28 @@ def copy_inertias(m, w) -> None:
 
 
 @njit(**JIT)
-def riccati_sweep(m, w) -> int:
+def riccati_sweep(m, w, inertial: bool = False) -> int:
     """P(k), D(k)⁻¹, G(k) for every body, tip to base (seed 001 eqs. 34–36; seed 000 A.1):
 
         P(k) = Σ_c φ(k, c) P⁺(c) φ*(k, c) + M(k),   P⁺ = τ̄ P = P − G D G*   (so ψ P ψ* = φ P⁺ φ*)
 
-    Returns the index of a body whose D(k) is not positive definite, or −1."""
-    nb = m.parent.shape[0]
-    copy_inertias(m, w)
-    Pplus = w.s66[3]
-    for k in range(nb - 1, -1, -1):
-        n = m.nv[k]
-        if n == 1:
-            ok = riccati_step_1dof(m.S[m.v0[k]], w.P[k], w.G[k], w.Dinv[k], Pplus)
-        elif n > 1:
-            ok = riccati_step(m.S, m.v0[k], n, w.P[k], w.G[k], w.Dinv[k], w.s66[2], w.s6[3], Pplus)
-        else:
-            ok = True
-            for i in range(6):
-                for j in range(6):
-                    Pplus[i, j] = w.P[k, i, j]
-        if not ok:
-            return k
-        p = m.parent[k]
-        if p >= 0:
-            add_phi_inertia(w.R[k], w.l[k], Pplus, w.P[p], w.s66)
-    return -1
-
-
-@njit(**JIT)
-def riccati_sweep_inertial(m, w) -> int:
-    """The Riccati sweep of :func:`riccati_sweep` in the inertial frame (world axes, world origin):
-    with M_𝕀(k) and H*_𝕀(k) = w.Sw, every φ(k, c) is the identity, so P(k) = Σ_c P⁺(c) + M_𝕀(k)
-    is a plain sum (seed 001 eq. 35).  Needs the world placements; fills w.Sw, w.P, w.Dinv, w.G."""
-    joint_maps_to_world(m, w, w.Sw)
-    inertias_to_world(m, w)
+    in body frames, or with ``inertial`` in the inertial frame (world axes and origin: M_𝕀(k),
+    H*_𝕀(k) = w.Sw; every φ(k, c) is then the identity and the sum is plain — needs the world
+    placements).  Returns the index of a body whose D(k) is not positive definite, or −1."""
+    if inertial:
+        joint_maps_to_world(m, w, w.Sw)
+        inertias_to_world(m, w)
+        S = w.Sw
+    else:
+        copy_inertias(m, w)
+        S = m.S
     Pplus = w.s66[3]
     for k in range(m.parent.shape[0] - 1, -1, -1):
         n = m.nv[k]
         if n == 1:
-            ok = riccati_step_1dof(w.Sw[m.v0[k]], w.P[k], w.G[k], w.Dinv[k], Pplus)
+            ok = riccati_step_1dof(S[m.v0[k]], w.P[k], w.G[k], w.Dinv[k], Pplus)
         elif n > 1:
-            ok = riccati_step(w.Sw, m.v0[k], n, w.P[k], w.G[k], w.Dinv[k], w.s66[2], w.s6[3], Pplus)
+            ok = riccati_step(S, m.v0[k], n, w.P[k], w.G[k], w.Dinv[k], w.s66[2], w.s6[3], Pplus)
         else:
             ok = True
             for i in range(6):
@@ -190,10 +170,14 @@ def riccati_sweep_inertial(m, w) -> int:
         if not ok:
             return k
         p = m.parent[k]
-        if p >= 0:
+        if p < 0:
+            continue
+        if inertial:
             for i in range(6):
                 for j in range(6):
                     w.P[p, i, j] += Pplus[i, j]
+        else:
+            add_phi_inertia(w.R[k], w.l[k], Pplus, w.P[p], w.s66)
     return -1
 
 
@@ -320,7 +304,7 @@ def minv_kernel(mi, mf, wf, q, Minv):
     nb = m.parent.shape[0]
     nv = Minv.shape[0]
     outward_positions(m, w, q)
-    k = riccati_sweep_inertial(m, w)
+    k = riccati_sweep(m, w, True)
     if k >= 0:
         return SINGULAR, k
     # C-layout views of the same memory, so the column loops below vectorize

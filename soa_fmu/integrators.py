@@ -84,6 +84,18 @@ def tree_acceleration(m, w, q, qd, tau, use_fext, qdd) -> int:
 
 
 @njit(**JIT)
+def final_acceleration(m, w, q, qd, tau, use_fext, qdd):
+    """qdd ← β̇ at the end of a step (reported at t + h), and the step's status."""
+    k = tree_acceleration(m, w, q, qd, tau, use_fext, qdd)
+    if k >= 0:
+        return SINGULAR, k
+    i = first_nonfinite(qd)
+    if i >= 0 or first_nonfinite(q) >= 0:
+        return DIVERGED, max(i, 0)
+    return OK, 0
+
+
+@njit(**JIT)
 def rk4_kernel(mi, mf, wf, q, qd, tau, use_fext, h, nsub, qdd):
     """``nsub`` RK4 steps of size h on (θ, β) in place; qdd ← β̇ at the final state."""
     m, w = views(mi, mf, wf)
@@ -110,13 +122,7 @@ def rk4_kernel(mi, mf, wf, q, qd, tau, use_fext, h, nsub, qdd):
         for i in range(nv):
             qd[i] += h / 6.0 * (kv[0, i] + 2.0 * kv[1, i] + 2.0 * kv[2, i] + kv[3, i])
         normalize_quaternions(m, q)
-    k = tree_acceleration(m, w, q, qd, tau, use_fext, qdd)
-    if k >= 0:
-        return SINGULAR, k
-    i = first_nonfinite(qd)
-    if i >= 0 or first_nonfinite(q) >= 0:
-        return DIVERGED, max(i, 0)
-    return OK, 0
+    return final_acceleration(m, w, q, qd, tau, use_fext, qdd)
 
 
 @njit(**JIT)
@@ -134,13 +140,7 @@ def euler_kernel(mi, mf, wf, q, qd, tau, use_fext, h, nsub, qdd):
             dv[i] = h * qd[i]
         integrate_configuration(m, q, dv, qn)
         q[:] = qn
-    k = tree_acceleration(m, w, q, qd, tau, use_fext, qdd)
-    if k >= 0:
-        return SINGULAR, k
-    i = first_nonfinite(qd)
-    if i >= 0 or first_nonfinite(q) >= 0:
-        return DIVERGED, max(i, 0)
-    return OK, 0
+    return final_acceleration(m, w, q, qd, tau, use_fext, qdd)
 
 
 # ---------------------------------------------------------------- the simulator
