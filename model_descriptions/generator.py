@@ -1,0 +1,149 @@
+"""modelDescription.xml (FMI 2.0 Co-Simulation) from the FMU variable table, with lxml.
+
+The variables come from :func:`soa_fmu.fmu_variables.build_table` — the same rows the slave binds —
+so the XML cannot drift from what the FMU does.  Unlike pythonfmu's own generator this writes
+``UnitDefinitions`` (SI base-unit exponents) and a unit on every Real, an explicit variability on
+every variable, ``ModelStructure`` with ``Outputs`` and ``InitialUnknowns`` and their dependencies,
+and the Co-Simulation capability flags the slave really has.
+
+``needsExecutionTool="false"``: in FMI 2.0 the flag marks *tool coupling* FMUs, which only hold the
+communication to a separately running simulation tool.  This FMU contains its model and engine and
+executes them in the importer's own process; it needs a Python 3.11 runtime library and packages
+(numpy, numba, scipy) the way a native FMU needs its C runtime — documented in docs/fmu.md and in
+the ``description`` attribute, not signalled by this flag.
+
+:func:`validate` checks a document against the FMI 2.0 XSD shipped with fmpy (lxml.etree.XMLSchema).
+"""
+from __future__ import annotations
+
+import datetime
+from pathlib import Path
+
+from lxml import etree
+
+from soa_fmu.fmu_variables import UNITS, VariableTable
+
+FMI2_XSD = "fmi2ModelDescription.xsd"
+SI_BASE = ("kg", "m", "s", "A", "K", "mol", "cd", "rad")
+
+COSIMULATION_FLAGS = {
+    "needsExecutionTool": "false",
+    "canHandleVariableCommunicationStepSize": "true",
+    "canInterpolateInputs": "false",
+    "maxOutputDerivativeOrder": "0",
+    "canRunAsynchronuously": "false",
+    "canBeInstantiatedOnlyOncePerProcess": "false",
+    "canNotUseMemoryManagementFunctions": "true",
+    "canGetAndSetFMUstate": "true",
+    "canSerializeFMUstate": "true",
+    "providesDirectionalDerivative": "false",
+}
+
+
+def _fmt(value) -> str:
+    """An XML attribute value: xs:double as the shortest round-trip repr, xs:boolean lower case."""
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, float):
+        return repr(value)
+    return str(value)
+
+
+def model_description(table: VariableTable, *, model_name: str, identifier: str, guid: str,
+                      description: str = "", log_categories: dict[str, str] | None = None,
+                      step_size: float | None = None, tolerance: float | None = None,
+                      generation_tool: str = "soa_fmu", version: str | None = None,
+                      timestamp: datetime.datetime | None = None) -> etree._Element:
+    """The ``fmiModelDescription`` element (FMI 2.0, Co-Simulation only)."""
+    stamp = (timestamp or datetime.datetime.now(datetime.timezone.utc)).replace(microsecond=0)
+    root = etree.Element("fmiModelDescription", {
+        "fmiVersion": "2.0",
+        "modelName": model_name,
+        "guid": guid,
+        "description": description,
+        "generationTool": generation_tool,
+        "generationDateAndTime": stamp.isoformat().replace("+00:00", "Z"),
+        "variableNamingConvention": "structured",
+    })
+    if version:
+        root.set("version", version)
+    etree.SubElement(root, "CoSimulation", {"modelIdentifier": identifier, **COSIMULATION_FLAGS})
+
+    units = etree.SubElement(root, "UnitDefinitions")
+    for name in table.units_used():
+        unit = etree.SubElement(units, "Unit", {"name": name})
+        exps = UNITS[name]
+        etree.SubElement(unit, "BaseUnit", {k: str(exps[k]) for k in SI_BASE if exps.get(k)})
+
+    if log_categories:
+        cats = etree.SubElement(root, "LogCategories")
+        for name, text in log_categories.items():
+            etree.SubElement(cats, "Category", {"name": name, "description": text})
+
+    experiment = {"startTime": "0.0"}
+    if step_size is not None:
+        experiment["stepSize"] = _fmt(float(step_size))
+    if tolerance is not None:
+        experiment["tolerance"] = _fmt(float(tolerance))
+    etree.SubElement(root, "DefaultExperiment", experiment)
+
+    variables = etree.SubElement(root, "ModelVariables")
+    for position, v in enumerate(table.variables):
+        if v.value_reference != position:
+            raise ValueError("variable table out of order: value reference != position")
+        attrs = {"name": v.name, "valueReference": str(v.value_reference),
+                 "description": v.description, "causality": v.causality,
+                 "variability": v.variability}
+        if v.initial is not None:
+            attrs["initial"] = v.initial
+        sv = etree.SubElement(variables, "ScalarVariable", attrs)
+        type_attrs = {}
+        if v.type == "Real":
+            if v.unit is None:
+                raise ValueError(f"Real variable {v.name} has no unit")
+            type_attrs["unit"] = v.unit
+        if v.start is not None:
+            type_attrs["start"] = _fmt(float(v.start) if v.type == "Real" else v.start)
+        etree.SubElement(sv, v.type, type_attrs)
+
+    structure = etree.SubElement(root, "ModelStructure")
+    outputs = table.output_dependencies()
+    if outputs:
+        node = etree.SubElement(structure, "Outputs")
+        for vr, deps in outputs.items():
+            etree.SubElement(node, "Unknown", {"index": str(vr + 1),
+                                               "dependencies": " ".join(str(d + 1) for d in deps)})
+    initial = table.initial_dependencies()
+    if initial:
+        node = etree.SubElement(structure, "InitialUnknowns")
+        for vr, deps in initial.items():
+            etree.SubElement(node, "Unknown", {"index": str(vr + 1),
+                                               "dependencies": " ".join(str(d + 1) for d in deps)})
+    return root
+
+
+def to_bytes(root: etree._Element) -> bytes:
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", pretty_print=True)
+
+
+def schema_path() -> Path:
+    """The FMI 2.0 XSD: vendored in ./schema/fmi2 if present, else the copy shipped with fmpy."""
+    vendored = Path(__file__).parent / "schema" / "fmi2" / FMI2_XSD
+    if vendored.exists():
+        return vendored
+    import fmpy
+    return Path(fmpy.__file__).parent / "schema" / "fmi2" / FMI2_XSD
+
+
+_SCHEMA: etree.XMLSchema | None = None
+
+
+def validate(xml: bytes | etree._Element) -> list[str]:
+    """Problems found by the FMI 2.0 XSD (an empty list when the document is valid)."""
+    global _SCHEMA
+    if _SCHEMA is None:
+        _SCHEMA = etree.XMLSchema(etree.parse(str(schema_path())))
+    doc = etree.fromstring(xml) if isinstance(xml, bytes) else xml
+    if _SCHEMA.validate(doc):
+        return []
+    return [f"line {e.line}: {e.message}" for e in _SCHEMA.error_log]

@@ -1,0 +1,397 @@
+"""The FMU's variable table: ONE source of truth for the slave and for modelDescription.xml.
+
+:func:`build_table` turns a :class:`~soa_fmu.model.Model` (plus the build options) into a list of
+:class:`Variable` rows.  The slave (:mod:`soa_fmu.fmu_slave`) binds every row to its storage through
+``group``/``index`` (e.g. ``("tau", 2)`` is ``Simulator.tau[2]``); the generator
+(:mod:`model_descriptions.generator`) writes the same rows, their units and their dependencies
+(:meth:`VariableTable.output_dependencies`, :meth:`VariableTable.initial_dependencies`) to XML.
+
+Layout (SPEC §4).  Value references are unique over all types and equal to the 0-based position in
+``ModelVariables`` (so the XML index of a variable is ``value_reference + 1``).  Reals come first,
+grouped as: parameters, inputs, outputs computed by every step (``q``, ``qd``, ``qdd``, constraint
+forces and residuals), outputs computed on demand (``energy``, frame poses); then the Boolean inputs
+(``<constraint>.active``); then the String parameter ``integrator``.  Vectors use 1-based structured
+names in ``model.position_names`` / ``model.velocity_names`` order.
+
+Units are SI; a coordinate's unit follows from its joint type (angle or length, quaternion
+components are "1"); generalized forces are N.m for rotational and N for translational dofs.
+"""
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+
+import numpy as np
+
+from . import joints as J
+from .model import Model
+
+FORMAT_VERSION = 1
+METHODS = ("rk4", "euler", "dop853")          # Simulator methods (see soa_fmu.integrators)
+
+# Unit name -> SI base-unit exponents (FMI 2.0 §2.2.2: kg, m, s, A, K, mol, cd, rad).
+UNITS: dict[str, dict[str, int]] = {
+    "1": {},
+    "s": {"s": 1},
+    "rad": {"rad": 1},
+    "m": {"m": 1},
+    "rad/s": {"rad": 1, "s": -1},
+    "m/s": {"m": 1, "s": -1},
+    "rad/s2": {"rad": 1, "s": -2},
+    "m/s2": {"m": 1, "s": -2},
+    "N": {"kg": 1, "m": 1, "s": -2},
+    "N.m": {"kg": 1, "m": 2, "s": -2},
+    "J": {"kg": 1, "m": 2, "s": -2},
+    "1/s": {"s": -1},
+}
+
+# What each dof kind means: (coordinate, rate, acceleration, generalized force) units.
+ANGULAR = ("rad", "rad/s", "rad/s2", "N.m")
+LINEAR = ("m", "m/s", "m/s2", "N")
+
+# Constraint rows: spatial order [angular; linear] (ω first, as everywhere in the engine).
+CONSTRAINT_ROWS = {
+    "weld": ("rx", "ry", "rz", "x", "y", "z"),
+    "ball": ("x", "y", "z"),
+    "hinge": ("r1", "r2", "x", "y", "z"),
+    "soft_finger": ("rn", "x", "y", "z"),
+}
+
+_BNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_QCHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
+              "!#$%&()*+,-./:;<>=?@[]^{}|~ ")
+
+
+class TableError(ValueError):
+    """A model that cannot be expressed as FMU variables (e.g. an unusable frame name)."""
+
+
+@dataclass(frozen=True)
+class Variable:
+    """One FMI scalar variable and its binding to the slave's storage."""
+
+    name: str
+    value_reference: int
+    type: str                    # "Real" | "Integer" | "Boolean" | "String"
+    causality: str               # "parameter" | "input" | "output"
+    variability: str             # "fixed" | "tunable" | "discrete" | "continuous"
+    initial: str | None          # "exact" | "calculated" | None (inputs: not allowed in FMI 2.0)
+    unit: str | None             # a key of UNITS for every Real, None otherwise
+    start: object                # float | int | bool | str | None (outputs: None)
+    description: str
+    group: str                   # binding: the engine quantity ("tau", "q", "f_ext:tool", ...)
+    index: int                   # binding: 0-based position inside the group
+
+
+def structured_name(part: str, what: str) -> str:
+    """``part`` as one component of an FMI 'structured' name: itself when it is a plain
+    identifier, else quoted ('...'); TableError when FMI cannot express it."""
+    if _BNAME.match(part):
+        return part
+    if part and all(c in _QCHARS for c in part):
+        return f"'{part}'"
+    raise TableError(f"{what} {part!r} cannot be used in an FMI variable name (use letters, digits "
+                     "and _ . - etc.; no quotes, backslashes or non-ASCII characters)")
+
+
+# ---------------------------------------------------------------- per-coordinate meaning
+def coordinate_labels(model: Model):
+    """Per joint coordinate: (position labels+units, velocity labels+units) in model order.
+
+    Returns two lists of (joint name, joint type, what, kind) where ``kind`` is ANGULAR, LINEAR or
+    None (a quaternion component, unit "1")."""
+    pos, vel = [], []
+    for b in model.bodies:
+        j, name, t = b.joint, b.joint_name, b.joint.type_name
+        if j.code == J.REVOLUTE:
+            pos += [(name, t, "angle", ANGULAR)]
+            vel += [(name, t, "rotation", ANGULAR)]
+        elif j.code == J.PRISMATIC:
+            pos += [(name, t, "displacement", LINEAR)]
+            vel += [(name, t, "translation", LINEAR)]
+        elif j.code == J.SPHERICAL:
+            pos += [(name, t, f"quaternion {c}", None) for c in "wxyz"]
+            vel += [(name, t, f"rotation about body {c}", ANGULAR) for c in "xyz"]
+        elif j.code == J.FREE:
+            pos += [(name, t, f"quaternion {c}", None) for c in "wxyz"]
+            pos += [(name, t, f"position {c} (parent frame)", LINEAR) for c in "xyz"]
+            vel += [(name, t, f"rotation about body {c}", ANGULAR) for c in "xyz"]
+            vel += [(name, t, f"translation along body {c}", LINEAR) for c in "xyz"]
+        elif j.code == J.PLANAR:
+            pos += [(name, t, "angle about the normal", ANGULAR),
+                    (name, t, "position along e1", LINEAR), (name, t, "position along e2", LINEAR)]
+            vel += [(name, t, "rotation about the normal", ANGULAR),
+                    (name, t, "translation along e1", LINEAR),
+                    (name, t, "translation along e2", LINEAR)]
+        elif j.code == J.GENERAL:
+            S = j.motion_subspace()
+            for k in range(S.shape[1]):
+                kind = ANGULAR if np.linalg.norm(S[:3, k]) > 0 else LINEAR
+                what = f"coordinate {k + 1} ({'rotation' if kind is ANGULAR else 'translation'})"
+                pos.append((name, t, what, kind))
+                vel.append((name, t, what, kind))
+        elif j.nq or j.nv:       # a joint type this table does not know yet
+            raise TableError(f"joint {name!r}: unsupported joint type {t!r} for the FMU")
+    return pos, vel
+
+
+def exposed_frames(model: Model) -> list[str]:
+    """Frames with external-force inputs and pose outputs: every named frame, then every leaf
+    body (a body without children) that can move (a moving joint between it and world), in model
+    order."""
+    has_child = {b.parent for b in model.bodies}
+
+    def moves(k: int) -> bool:
+        while k >= 0:
+            if model.bodies[k].joint.nv:
+                return True
+            k = model.bodies[k].parent
+        return False
+
+    leaves = [b.name for k, b in enumerate(model.bodies) if k not in has_child and moves(k)]
+    return list(model.frames) + [n for n in leaves if n not in model.frames]
+
+
+# ---------------------------------------------------------------- the table
+class VariableTable:
+    """The rows plus the lookups the slave and the generator need."""
+
+    def __init__(self, variables: list[Variable], model: Model, frames: list[str],
+                 joints_of_q: list[set[int]], frame_ancestry_q: dict[str, list[int]]):
+        self.variables = variables
+        self.by_name = {v.name: v for v in variables}
+        self.frames = frames
+        self._joints_of_q = joints_of_q
+        self._frame_q = frame_ancestry_q
+        self.groups: dict[str, tuple[int, int]] = {}
+        for v in variables:
+            first, n = self.groups.get(v.group, (v.value_reference, 0))
+            if v.value_reference != first + n:
+                raise AssertionError(f"group {v.group} is not contiguous")
+            self.groups[v.group] = (first, n + 1)
+        self.n_real = sum(v.type == "Real" for v in variables)
+        self.n_boolean = sum(v.type == "Boolean" for v in variables)
+        self.n_string = sum(v.type == "String" for v in variables)
+        self.n_integer = sum(v.type == "Integer" for v in variables)
+        self.constraints = [c.name for c in model.constraints]
+
+    def __len__(self) -> int:
+        return len(self.variables)
+
+    def __iter__(self):
+        return iter(self.variables)
+
+    def group_slice(self, group: str) -> slice:
+        first, n = self.groups[group]
+        return slice(first, first + n)
+
+    def vrs(self, group: str) -> list[int]:
+        first, n = self.groups.get(group, (0, 0))
+        return list(range(first, first + n))
+
+    def units_used(self) -> list[str]:
+        used = {v.unit for v in self.variables if v.unit is not None}
+        return [u for u in UNITS if u in used]
+
+    def digest(self) -> str:
+        """Hash of everything an importer sees (names, references, types, attributes, units,
+        starts): the slave checks at instantiation that it registers exactly the built table."""
+        h = hashlib.sha256()
+        for v in self.variables:
+            h.update(repr((v.name, v.value_reference, v.type, v.causality, v.variability,
+                           v.initial, v.unit, v.start, v.group, v.index)).encode())
+        return h.hexdigest()
+
+    # ------------------------------------------------------------ ModelStructure
+    def output_dependencies(self) -> dict[int, list[int]]:
+        """Output value reference -> input value references it depends on at the same instant
+        (direct feedthrough).  States and quantities of the state only (q, qd, energy, poses,
+        residuals) depend on no input; accelerations and constraint forces depend on all inputs
+        (β̇ = M⁻¹(τ − bias + Jᵀf) couples every joint force, external force and constraint)."""
+        inputs = [v.value_reference for v in self.variables if v.causality == "input"]
+        deps = {}
+        for v in self.variables:
+            if v.causality != "output":
+                continue
+            feedthrough = v.group == "qdd" or v.group.startswith("f:")
+            deps[v.value_reference] = list(inputs) if feedthrough else []
+        # (a residual is a function of q, and of the constraint's on/off switch)
+        for c in self.constraints:
+            err, active = self.groups[f"err:{c}"][0], self.groups[f"active:{c}"][0]
+            deps[err] = [active]
+        return deps
+
+    def initial_dependencies(self) -> dict[int, list[int]]:
+        """InitialUnknowns (every output is initial="calculated") -> the knowns (inputs and
+        parameters) it depends on during initialization."""
+        vr = {g: self.vrs(g) for g in self.groups}
+        inputs = [v.value_reference for v in self.variables if v.causality == "input"]
+        stab = vr.get("stabilization", [])
+        deps = {}
+        for v in self.variables:
+            if v.causality != "output":
+                continue
+            g = v.group
+            if g == "q":          # the start value, normalized per quaternion joint
+                d = [vr["q0"][i] for i in sorted(self._joints_of_q[v.index])]
+            elif g == "qd":
+                d = [vr["qd0"][v.index]]
+            elif g == "energy":
+                d = vr["g"] + vr.get("q0", []) + vr.get("qd0", [])
+            elif g.startswith("pose:"):
+                d = [vr["q0"][i] for i in self._frame_q[g[5:]]]
+            elif g.startswith("err:"):
+                d = vr.get("q0", []) + vr[f"active:{g[4:]}"]
+            else:                 # qdd, constraint forces
+                d = vr["g"] + vr.get("q0", []) + vr.get("qd0", []) + stab + inputs
+            deps[v.value_reference] = sorted(set(d))
+        return deps
+
+
+def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3) -> VariableTable:
+    """The FMU variables of ``model`` (see the module docstring for the layout)."""
+    if integrator not in METHODS:
+        raise TableError(f"unknown integrator {integrator!r} (expected one of {', '.join(METHODS)})")
+    if not (np.isfinite(max_step) and max_step > 0):
+        raise TableError(f"max_step must be finite and > 0, got {max_step}")
+    rows: list[Variable] = []
+
+    def add(name, type_, causality, variability, initial, unit, start, description, group, index):
+        rows.append(Variable(name, len(rows), type_, causality, variability, initial, unit, start,
+                             description, group, index))
+
+    pos, vel = coordinate_labels(model)
+    nq, nv = model.nq, model.nv
+    q_start = model.initial_q if model.initial_q is not None else model.neutral_configuration()
+    qd_start = model.initial_qd if model.initial_qd is not None else np.zeros(nv)
+    frames = exposed_frames(model)
+    fnames = {f: structured_name(f, "frame") for f in frames}
+    cnames = {c.name: structured_name(c.name, "constraint") for c in model.constraints}
+
+    def qdesc(i):
+        j, t, what, _ = pos[i]
+        return f"{what} of joint '{j}' ({t})"
+
+    def vdesc(i):
+        j, t, what, _ = vel[i]
+        return f"{what} of joint '{j}' ({t})"
+
+    def unit(kind, k):
+        return "1" if kind is None else kind[k]
+
+    # ---------------- parameters
+    for k, c in enumerate("xyz"):
+        add(f"g[{k + 1}]", "Real", "parameter", "tunable", "exact", "m/s2",
+            float(model.gravity[k]), f"gravity acceleration, world {c}", "g", k)
+    for i in range(nq):
+        add(f"q0[{i + 1}]", "Real", "parameter", "fixed", "exact", unit(pos[i][3], 0),
+            float(q_start[i]), f"initial {qdesc(i)}", "q0", i)
+    for i in range(nv):
+        add(f"qd0[{i + 1}]", "Real", "parameter", "fixed", "exact", unit(vel[i][3], 1),
+            float(qd_start[i]), f"initial rate: {vdesc(i)}", "qd0", i)
+    add("max_step", "Real", "parameter", "tunable", "exact", "s", float(max_step),
+        "rk4/euler: largest internal step (a communication step is split into equal sub-steps "
+        "no longer than this)", "max_step", 0)
+    add("rtol", "Real", "parameter", "tunable", "exact", "1", 1e-8,
+        "dop853: relative error tolerance", "rtol", 0)
+    add("atol", "Real", "parameter", "tunable", "exact", "1", 1e-10,
+        "dop853: absolute error tolerance", "atol", 0)
+    if model.constraints:
+        add("stabilization[1]", "Real", "parameter", "tunable", "exact", "1/s", 0.0,
+            "Baumgarte gain alpha on the constraint velocity error (e'' + 2 alpha e' + beta^2 e "
+            "= 0; alpha = beta is critically damped)", "stabilization", 0)
+        add("stabilization[2]", "Real", "parameter", "tunable", "exact", "1/s", 0.0,
+            "Baumgarte gain beta on the constraint position error (e'' + 2 alpha e' + beta^2 e "
+            "= 0)", "stabilization", 1)
+
+    # ---------------- inputs
+    for i in range(nv):
+        kind = vel[i][3]
+        what = "joint torque" if kind is ANGULAR else "joint force"
+        add(f"tau[{i + 1}]", "Real", "input", "continuous", None, kind[3], 0.0,
+            f"{what} on dof {i + 1}: {vdesc(i)}", "tau", i)
+    for c in model.constraints:
+        rows_ = CONSTRAINT_ROWS[c.kind]
+        for k, r in enumerate(rows_):
+            add(f"{cnames[c.name]}.u[{k + 1}]", "Real", "input", "continuous", None,
+                "rad/s" if r.startswith("r") else "m/s", 0.0,
+                f"prescribed relative velocity of {c.kind} constraint '{c.name}', row {r} "
+                f"({c.frame_a} -> {c.frame_b})", f"u:{c.name}", k)
+    for f in frames:
+        for k, (r, u) in enumerate(zip(("Nx", "Ny", "Nz", "Fx", "Fy", "Fz"),
+                                       ("N.m",) * 3 + ("N",) * 3)):
+            kind = "moment" if u == "N.m" else "force"
+            add(f"{fnames[f]}.f_ext[{k + 1}]", "Real", "input", "continuous", None, u, 0.0,
+                f"external {kind} {r[1]} on frame '{f}' (frame axes, at the frame origin)",
+                f"f_ext:{f}", k)
+
+    # ---------------- outputs computed by every step
+    for i in range(nq):
+        add(f"q[{i + 1}]", "Real", "output", "continuous", "calculated", unit(pos[i][3], 0), None,
+            qdesc(i), "q", i)
+    for i in range(nv):
+        add(f"qd[{i + 1}]", "Real", "output", "continuous", "calculated", unit(vel[i][3], 1), None,
+            f"rate: {vdesc(i)}", "qd", i)
+    for i in range(nv):
+        add(f"qdd[{i + 1}]", "Real", "output", "continuous", "calculated", unit(vel[i][3], 2), None,
+            f"acceleration: {vdesc(i)}", "qdd", i)
+    for c in model.constraints:
+        for k, r in enumerate(CONSTRAINT_ROWS[c.kind]):
+            add(f"{cnames[c.name]}.f[{k + 1}]", "Real", "output", "continuous", "calculated",
+                "N.m" if r.startswith("r") else "N", None,
+                f"constraint force of {c.kind} constraint '{c.name}', row {r}", f"f:{c.name}", k)
+        add(f"{cnames[c.name]}.err", "Real", "output", "continuous", "calculated", "1", None,
+            f"position residual of {c.kind} constraint '{c.name}': norm of its position error "
+            "(m and rad mixed; 0 when switched off)", f"err:{c.name}", 0)
+
+    # ---------------- outputs computed on demand
+    add("energy", "Real", "output", "continuous", "calculated", "J", None,
+        "total mechanical energy (kinetic + gravitational potential)", "energy", 0)
+    for f in frames:
+        for k, c in enumerate("xyz"):
+            add(f"{fnames[f]}.position[{k + 1}]", "Real", "output", "continuous", "calculated", "m",
+                None, f"origin of frame '{f}' in world, {c}", f"pose:{f}", k)
+        for k, c in enumerate("wxyz"):
+            add(f"{fnames[f]}.orientation[{k + 1}]", "Real", "output", "continuous", "calculated",
+                "1", None, f"orientation of frame '{f}' in world, unit quaternion {c}",
+                f"pose:{f}", 3 + k)
+
+    # ---------------- Booleans and Strings
+    for c in model.constraints:
+        add(f"{cnames[c.name]}.active", "Boolean", "input", "discrete", None, None, bool(c.active),
+            f"{c.kind} constraint '{c.name}' switched on ({c.frame_a} -> {c.frame_b})",
+            f"active:{c.name}", 0)
+    add("integrator", "String", "parameter", "tunable", "exact", None, integrator,
+        "integration method: rk4 (fixed step), euler (semi-implicit, fixed step) or dop853 "
+        "(adaptive, rtol/atol)", "integrator", 0)
+
+    # bindings the generator needs for honest dependencies
+    joints_of_q: list[set[int]] = [{i} for i in range(nq)]     # q[i] <- q0 it is built from
+    for _, i in model.quaternion_slices():                       # normalized per quaternion
+        for k in range(i, i + 4):
+            joints_of_q[k] = set(range(i, i + 4))
+    frame_q = {}
+    for f in frames:
+        k = model.frame_placement(f)[0]
+        qs = []
+        while k >= 0:
+            b = model.bodies[k]
+            qs += range(b.q_index, b.q_index + b.joint.nq)
+            k = b.parent
+        frame_q[f] = sorted(qs)
+    return VariableTable(rows, model, frames, joints_of_q, frame_q)
+
+
+# FMI log categories of the slave (written to LogCategories; the slave logs under these names).
+LOG_CATEGORIES = {
+    "logStatusWarning": "Messages with status fmi2Warning (e.g. a communication point that does not "
+                        "match the FMU's time).",
+    "logStatusDiscard": "Messages with status fmi2Discard: a step that failed or was refused; the "
+                        "state is unchanged.",
+    "logStatusError": "Messages with status fmi2Error: rejected inputs/parameters (value not applied) "
+                      "and failed calls.",
+    "logStatusFatal": "Messages with status fmi2Fatal.",
+    "logAll": "All messages.",
+    "logDebug": "Python tracebacks of failed calls and diagnostics (engine location, timings).",
+}

@@ -1,0 +1,85 @@
+/* A minimal non-Python FMI 2.0 co-simulation host (the role OMSimulator or a Simulink-style
+ * master plays): loads an extracted FMU's binary with dlopen and drives one instance.
+ *
+ *   fmu_host <unzip dir> <model identifier> <steps> <h> <tau> <n_tau> <vr_tau0> <n_q> <vr_q0>
+ *
+ * Sets tau[1..n_tau] (value references vr_tau0 ...) to <tau>, takes <steps> steps of size <h>,
+ * then prints q[1..n_q] (references vr_q0 ...) one per line with 17 digits.  Exit status 0 on
+ * success; the FMU's log goes to stderr.  Built and run by tests/test_fmu_runtime.py with
+ * LD_PRELOAD=libpython3.11.so (pythonfmu's binary does not link libpython itself).
+ */
+#include <dlfcn.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef void *fmi2Component;
+typedef unsigned int fmi2ValueReference;
+typedef int fmi2Status;
+typedef struct {
+    void (*logger)(void *, const char *, fmi2Status, const char *, const char *, ...);
+    void *(*allocateMemory)(size_t, size_t);
+    void (*freeMemory)(void *);
+    void (*stepFinished)(void *, fmi2Status);
+    void *componentEnvironment;
+} fmi2CallbackFunctions;
+
+static void logger(void *env, const char *instance, fmi2Status status, const char *category,
+                   const char *message, ...) {
+    (void)env;
+    /* the message is passed through, not used as a format (it may contain '%') */
+    fprintf(stderr, "[%s|%d|%s] %s\n", instance, status, category ? category : "", message);
+}
+
+#define LOAD(name) name##_t name = (name##_t)dlsym(lib, #name); \
+    if (!name) { fprintf(stderr, "missing %s\n", #name); return 2; }
+
+typedef fmi2Component (*fmi2Instantiate_t)(const char *, int, const char *, const char *,
+                                            const fmi2CallbackFunctions *, int, int);
+typedef fmi2Status (*fmi2SetupExperiment_t)(fmi2Component, int, double, double, int, double);
+typedef fmi2Status (*fmi2EnterInitializationMode_t)(fmi2Component);
+typedef fmi2Status (*fmi2ExitInitializationMode_t)(fmi2Component);
+typedef fmi2Status (*fmi2SetReal_t)(fmi2Component, const fmi2ValueReference *, size_t,
+                                    const double *);
+typedef fmi2Status (*fmi2GetReal_t)(fmi2Component, const fmi2ValueReference *, size_t, double *);
+typedef fmi2Status (*fmi2DoStep_t)(fmi2Component, double, double, int);
+typedef fmi2Status (*fmi2Terminate_t)(fmi2Component);
+typedef void (*fmi2FreeInstance_t)(fmi2Component);
+
+int main(int argc, char **argv) {
+    if (argc != 10) {
+        fprintf(stderr, "usage: fmu_host dir identifier steps h tau n_tau vr_tau0 n_q vr_q0\n");
+        return 2;
+    }
+    const char *dir = argv[1], *ident = argv[2];
+    int steps = atoi(argv[3]), n_tau = atoi(argv[6]), n_q = atoi(argv[8]);
+    double h = atof(argv[4]), tau = atof(argv[5]);
+    unsigned vr_tau0 = (unsigned)atoi(argv[7]), vr_q0 = (unsigned)atoi(argv[9]);
+    char path[4096], uri[4096];
+    snprintf(path, sizeof path, "%s/binaries/linux64/%s.so", dir, ident);
+    snprintf(uri, sizeof uri, "file://%s/resources", dir);
+    void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+    if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
+    LOAD(fmi2Instantiate) LOAD(fmi2SetupExperiment) LOAD(fmi2EnterInitializationMode)
+    LOAD(fmi2ExitInitializationMode) LOAD(fmi2SetReal) LOAD(fmi2GetReal) LOAD(fmi2DoStep)
+    LOAD(fmi2Terminate) LOAD(fmi2FreeInstance)
+
+    fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};
+    fmi2Component c = fmi2Instantiate("c_host", 1, "", uri, &cb, 0, 1);
+    if (!c) { fprintf(stderr, "fmi2Instantiate failed\n"); return 3; }
+    if (fmi2SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0) > 1) return 4;
+    if (fmi2EnterInitializationMode(c) > 1 || fmi2ExitInitializationMode(c) > 1) return 5;
+    fmi2ValueReference vr[64];
+    double v[64];
+    for (int i = 0; i < n_tau; i++) { vr[i] = vr_tau0 + (unsigned)i; v[i] = tau; }
+    if (fmi2SetReal(c, vr, (size_t)n_tau, v) > 1) return 6;
+    for (int k = 0; k < steps; k++)
+        if (fmi2DoStep(c, k * h, h, 1) > 1) { fprintf(stderr, "doStep %d failed\n", k); return 7; }
+    for (int i = 0; i < n_q; i++) vr[i] = vr_q0 + (unsigned)i;
+    if (fmi2GetReal(c, vr, (size_t)n_q, v) > 1) return 8;
+    for (int i = 0; i < n_q; i++) printf("%.17g\n", v[i]);
+    fmi2Terminate(c);
+    fmi2FreeInstance(c);
+    return 0;
+}

@@ -1,0 +1,257 @@
+"""build_fmu.py and the generated modelDescription.xml: schema, fmpy validation, units, model
+structure, and agreement with the variable table the slave registers."""
+from __future__ import annotations
+
+import json
+import zipfile
+
+import numpy as np
+import pytest
+from fmpy import read_model_description
+from fmpy.validation import validate_fmu
+from lxml import etree
+
+import build_fmu
+import soa_fmu as sf
+from fmu_fixtures import arm_fmu, build, example, example_models  # noqa: F401
+from model_descriptions import generator
+from soa_fmu.fmu_variables import UNITS, build_table
+from soa_fmu.loading import load_model
+
+
+def _xml(fmu) -> bytes:
+    with zipfile.ZipFile(fmu) as zf:
+        return zf.read("modelDescription.xml")
+
+
+@pytest.mark.parametrize("name", example_models())
+def test_every_example_builds_valid(name):
+    fmu = build(name)
+    assert generator.validate(_xml(fmu)) == []          # FMI 2.0 XSD (lxml XMLSchema)
+    assert validate_fmu(str(fmu)) == []                 # fmpy: schema, names, structure, units
+
+
+@pytest.mark.parametrize("name", example_models())
+def test_xml_is_the_variable_table(name):
+    """Every variable in modelDescription.xml is the table row the slave binds, attribute by
+    attribute; ModelVariables order == value reference (index = vr + 1)."""
+    model = load_model(example(name))
+    table = build_table(model)
+    md = read_model_description(str(build(name)))
+    assert [v.name for v in md.modelVariables] == [v.name for v in table]
+    for xv, tv in zip(md.modelVariables, table):
+        assert (xv.valueReference, xv.type, xv.causality, xv.variability) == \
+               (tv.value_reference, tv.type, tv.causality, tv.variability)
+        assert xv.unit == tv.unit
+        assert xv.description == tv.description
+        if tv.start is not None and tv.type == "Real":
+            assert float(xv.start) == tv.start
+    assert md.coSimulation.modelIdentifier
+    cfg = json.loads(zipfile.ZipFile(build(name)).read("resources/fmu.json"))
+    assert cfg["table_digest"] == table.digest()
+
+
+def test_arm_variables_units_and_descriptions(arm_fmu):
+    model = load_model(example("arm7.urdf"))
+    md = read_model_description(str(arm_fmu))
+    var = {v.name: v for v in md.modelVariables}
+    for i, joint in enumerate(model.velocity_names, start=1):
+        assert var[f"tau[{i}]"].unit == "N.m"
+        assert var[f"tau[{i}]"].causality == "input" and var[f"tau[{i}]"].start == "0.0"
+        assert joint in var[f"tau[{i}]"].description
+        assert var[f"q[{i}]"].unit == "rad" and var[f"qd[{i}]"].unit == "rad/s"
+        assert var[f"qdd[{i}]"].unit == "rad/s2"
+        assert joint in var[f"q[{i}]"].description
+    assert f"tau[{model.nv + 1}]" not in var
+    assert [var[f"g[{k}]"].unit for k in (1, 2, 3)] == ["m/s2"] * 3
+    assert float(var["g[3]"].start) == pytest.approx(model.gravity[2])
+    assert var["energy"].unit == "J"
+    assert var["integrator"].type == "String" and var["integrator"].variability == "tunable"
+    assert var["q0[1]"].causality == "parameter" and var["q0[1]"].initial == "exact"
+    # every Real has a unit defined with SI exponents
+    units = {u.name: u for u in md.unitDefinitions}
+    for v in md.modelVariables:
+        if v.type == "Real":
+            assert v.unit in units
+    assert units["N.m"].baseUnit.kg == 1 and units["N.m"].baseUnit.m == 2 \
+        and units["N.m"].baseUnit.s == -2
+    assert units["rad/s2"].baseUnit.rad == 1 and units["rad/s2"].baseUnit.s == -2
+
+
+def test_units_follow_joint_types():
+    """Prismatic coordinates are lengths, free-joint quaternions are unit "1", free-joint
+    velocities are rad/s then m/s, generalized forces N.m / N."""
+    for name in example_models():
+        model = load_model(example(name))
+        table = build_table(model)
+        by = table.by_name
+        for b in model.bodies:
+            j = b.joint
+            if j.code == sf.joints.PRISMATIC:
+                assert by[f"q[{b.q_index + 1}]"].unit == "m"
+                assert by[f"tau[{b.v_index + 1}]"].unit == "N"
+            if j.code == sf.joints.FREE:
+                assert [by[f"q[{b.q_index + k}]"].unit for k in range(1, 8)] == ["1"] * 4 + ["m"] * 3
+                assert [by[f"qd[{b.v_index + k}]"].unit for k in range(1, 7)] == \
+                    ["rad/s"] * 3 + ["m/s"] * 3
+                assert [by[f"tau[{b.v_index + k}]"].unit for k in range(1, 7)] == \
+                    ["N.m"] * 3 + ["N"] * 3
+    assert any(b.joint.code == sf.joints.FREE
+               for b in load_model(example("spacecraft.toml")).bodies)
+    assert any(b.joint.code == sf.joints.PRISMATIC
+               for b in load_model(example("slider_crank.toml")).bodies)
+
+
+def test_unit_definitions_are_si():
+    xml = etree.fromstring(_xml(build("two_arms_box.toml")))
+    for unit in xml.iter("Unit"):
+        base = unit.find("BaseUnit")
+        got = {k: int(v) for k, v in base.attrib.items()}
+        assert got == UNITS[unit.get("name")]
+
+
+def test_model_structure_dependencies():
+    """Outputs: states depend on no input, accelerations and constraint forces on all inputs;
+    InitialUnknowns: exactly the outputs, q[i] on q0 of its joint, qd[i] on qd0[i]."""
+    fmu = build("four_bar.toml")
+    md = read_model_description(str(fmu))
+    index = {v: i + 1 for i, v in enumerate(md.modelVariables)}
+    inputs = {v.name for v in md.modelVariables if v.causality == "input"}
+    assert {"tau[1]", "closure_D.u[1]", "closure_D.active"} <= inputs
+    outs = {u.variable.name: u for u in md.outputs}
+    assert set(outs) == {v.name for v in md.modelVariables if v.causality == "output"}
+    assert outs["q[1]"].dependencies == [] and outs["qd[2]"].dependencies == []
+    assert outs["energy"].dependencies == []
+    assert {d.name for d in outs["qdd[1]"].dependencies} == inputs
+    assert {d.name for d in outs["closure_D.f[1]"].dependencies} == inputs
+    assert [d.name for d in outs["closure_D.err"].dependencies] == ["closure_D.active"]
+    init = {u.variable.name: u for u in md.initialUnknowns}
+    assert set(init) == set(outs)
+    assert [d.name for d in init["q[2]"].dependencies] == ["q0[2]"]
+    assert [d.name for d in init["qd[3]"].dependencies] == ["qd0[3]"]
+    assert {"g[3]", "q0[1]", "qd0[1]", "tau[1]", "stabilization[1]"} <= \
+        {d.name for d in init["qdd[1]"].dependencies}
+    assert index[md.modelVariables[0]] == 1
+    # quaternion coordinates depend on the whole quaternion's start value (normalization)
+    md = read_model_description(str(build("spacecraft.toml")))
+    init = {u.variable.name: u for u in md.initialUnknowns}
+    model = load_model(example("spacecraft.toml"))
+    joint, i = model.quaternion_slices()[0]
+    assert [d.name for d in init[f"q[{i + 1}]"].dependencies] == \
+        [f"q0[{k}]" for k in range(i + 1, i + 5)]
+
+
+def test_capability_flags_and_variability(arm_fmu):
+    xml = etree.fromstring(_xml(arm_fmu))
+    cs = xml.find("CoSimulation")
+    assert cs.get("canHandleVariableCommunicationStepSize") == "true"
+    assert cs.get("canGetAndSetFMUstate") == "true"
+    assert cs.get("canSerializeFMUstate") == "true"
+    assert cs.get("needsExecutionTool") == "false"
+    assert cs.get("modelIdentifier") == "Arm7"
+    for sv in xml.iter("ScalarVariable"):
+        assert sv.get("variability") is not None
+        assert sv.get("description")
+    assert xml.find("ModelStructure/InitialUnknowns") is not None
+    assert xml.find("DefaultExperiment").get("stepSize") == "0.001"
+
+
+def test_fmu_layout_and_unique_entry_modules(arm_fmu):
+    other = build("double_pendulum.toml")
+    names = []
+    for fmu in (arm_fmu, other):
+        with zipfile.ZipFile(fmu) as zf:
+            files = set(zf.namelist())
+            entry = zf.read("resources/slavemodule.txt").decode()
+            cfg = json.loads(zf.read("resources/fmu.json"))
+        ident = cfg["identifier"]
+        assert f"binaries/linux64/{ident}.so" in files
+        assert f"resources/{entry}.py" in files and f"resources/{entry}_boot.py" in files
+        assert "resources/engine/soa_fmu/integrators.py" in files
+        assert "resources/engine/soa_fmu/fmu_slave.py" in files
+        assert f"resources/{cfg['model_file']}" in files
+        assert not any("__pycache__" in f for f in files)
+        names.append(entry)
+    assert names[0] != names[1]
+    # a native model that includes a URDF brings the URDF along
+    with zipfile.ZipFile(build("two_arms_box.toml")) as zf:
+        assert any(f.startswith("resources/model/") and f.endswith(".urdf") for f in zf.namelist())
+
+
+def test_build_is_reproducible(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOURCE_DATE_EPOCH", "1700000000")
+    a = build_fmu.build(example("pendulum.toml"), tmp_path / "a.fmu")
+    b = build_fmu.build(example("pendulum.toml"), tmp_path / "b.fmu")
+    assert a.read_bytes() == b.read_bytes()
+
+
+# ---------------------------------------------------------------- the command line
+def test_cli_builds(tmp_path, capsys):
+    out = tmp_path / "P.fmu"
+    assert build_fmu.main([str(example("pendulum.toml")), "-o", str(out), "--name", "Pend",
+                           "--integrator", "dop853", "--step", "0.002"]) == 0
+    md = read_model_description(str(out))
+    assert md.coSimulation.modelIdentifier == "Pend"
+    assert md.defaultExperiment.stepSize == "0.002"
+    var = {v.name: v for v in md.modelVariables}
+    assert var["integrator"].start == "dop853" and float(var["max_step"].start) == 0.002
+
+
+def test_cli_floating_base(tmp_path):
+    out = tmp_path / "F.fmu"
+    assert build_fmu.main([str(example("arm7.urdf")), "-o", str(out), "--floating-base"]) == 0
+    md = read_model_description(str(out))
+    names = {v.name for v in md.modelVariables}
+    model = load_model(example("arm7.urdf"))
+    assert f"q[{model.nq + 7}]" in names and f"tau[{model.nv + 6}]" in names
+
+
+@pytest.mark.parametrize("args, text", [
+    (["missing.urdf"], "no such model file"),
+    (["{tmp}/model.txt"], "expected a .urdf or .toml"),
+    (["{tmp}/bad.urdf"], "bad.urdf"),
+    (["{tmp}/bad.toml"], "bad.toml"),
+    (["{arm}", "--name", "2bad"], "not a valid model identifier"),
+    (["{arm}", "--step", "-1"], "--step"),
+    (["{arm}", "--integrator", "leapfrog"], "invalid choice"),
+])
+def test_cli_bad_input_one_line(tmp_path, capsys, args, text):
+    (tmp_path / "model.txt").write_text("x")
+    (tmp_path / "bad.urdf").write_text("<robot name='r'><link name='a'><joint></robot>")
+    (tmp_path / "bad.toml").write_text("[[bodies]]\nname = 3\n")
+    args = [a.format(tmp=tmp_path, arm=example("arm7.urdf")) for a in args]
+    try:
+        code = build_fmu.main(args + ["-o", str(tmp_path / "x.fmu")])
+    except SystemExit as e:             # argparse errors
+        code = e.code
+    err = capsys.readouterr().err
+    assert code != 0
+    assert len(err.strip().splitlines()) == 1, err
+    assert text in err
+    assert not (tmp_path / "x.fmu").exists()
+
+
+URDF_ODD_NAMES = """<?xml version="1.0"?>
+<robot name="odd">
+  <link name="base"/>
+  <link name="arm-1"><inertial><mass value="1"/><origin xyz="0 0 0.2"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.001" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="tool tip"/>
+  <joint name="shoulder" type="revolute"><parent link="base"/><child link="arm-1"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="3"/></joint>
+  <joint name="tool" type="fixed"><parent link="arm-1"/><child link="tool tip"/>
+    <origin xyz="0 0 0.4"/></joint>
+</robot>
+"""
+
+
+def test_names_that_need_quoting(tmp_path):
+    """Frame names that are not identifiers become quoted structured names; fmpy accepts them."""
+    path = tmp_path / "odd.urdf"
+    path.write_text(URDF_ODD_NAMES)
+    fmu = build_fmu.build(path, tmp_path / "Odd.fmu")
+    assert validate_fmu(str(fmu)) == []
+    names = {v.name for v in read_model_description(str(fmu)).modelVariables}
+    assert "'tool tip'.f_ext[1]" in names and "'tool tip'.position[3]" in names
+    path.write_text(URDF_ODD_NAMES.replace("tool tip", "tool\\"))
+    assert build_fmu.main([str(path), "-o", str(tmp_path / "Bad.fmu")]) == 1

@@ -1,0 +1,147 @@
+"""What the FMU needs at run time: a fresh process from a fresh extraction without this checkout on
+sys.path, a non-Python host (C, with LD_PRELOAD=libpython), no sys.path growth per instance, and
+(slow) no memory growth over 10⁶ steps."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import sysconfig
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import soa_fmu as sf
+from fmu_fixtures import REPO, Instance, arm_fmu, example  # noqa: F401
+from soa_fmu.loading import load_model
+
+H = 1e-3
+STEPS = 50
+TAU = 0.5
+
+CHILD = """
+import json, sys, zipfile, tempfile
+from fmpy import read_model_description
+from fmpy.fmi2 import FMU2Slave
+path = sys.argv[1]
+md = read_model_description(path)
+d = tempfile.mkdtemp(prefix="fresh_")
+zipfile.ZipFile(path).extractall(d)
+vr = {v.name: v.valueReference for v in md.modelVariables}
+log = []
+from fmpy.fmi2 import fmi2CallbackFunctions, fmi2CallbackLoggerTYPE
+def logger(env, inst, status, cat, msg):
+    log.append(msg.decode())
+cb = fmi2CallbackFunctions()
+cb.logger = fmi2CallbackLoggerTYPE(logger)
+fmu = FMU2Slave(guid=md.guid, unzipDirectory=d, modelIdentifier=md.coSimulation.modelIdentifier,
+                instanceName="child")
+fmu.instantiate(callbacks=cb, loggingOn=True)
+fmu.setupExperiment(startTime=0.0)
+fmu.enterInitializationMode(); fmu.exitInitializationMode()
+fmu.setReal([vr[f"tau[{i}]"] for i in range(1, 8)], [%(tau)r] * 7)
+for k in range(%(steps)d):
+    fmu.doStep(k * %(h)r, %(h)r)
+q = fmu.getReal([vr[f"q[{i}]"] for i in range(1, 8)])
+fmu.terminate(); fmu.freeInstance()
+print(json.dumps({"q": q, "log": log, "soa_fmu": [m for m in sys.modules if m.startswith("soa_fmu")][:3]}))
+""" % {"tau": TAU, "steps": STEPS, "h": H}
+
+
+def reference_q() -> np.ndarray:
+    sim = sf.Simulator(load_model(example("arm7.urdf")))
+    sim.tau[:] = TAU
+    for _ in range(STEPS):
+        sim.step(H)
+    return sim.q
+
+
+def test_fresh_process_without_the_checkout(arm_fmu, tmp_path):
+    """A child Python without this repository on sys.path, running in another folder, imports
+    the FMU's own engine (copied to the stable cache folder) and gets the same numbers."""
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SOA_FMU_ENGINE")}
+    out = subprocess.run([sys.executable, "-c", CHILD, str(arm_fmu)], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert any("imported as soa_fmu" in m for m in res["log"]), res["log"]
+    assert "soa_fmu" in res["soa_fmu"]
+    np.testing.assert_array_equal(res["q"], reference_q())
+
+
+@pytest.mark.slow                   # compiles the engine's kernels once into a cache of their own
+def test_second_engine_version_in_one_process(arm_fmu, tmp_path):
+    """With a different soa_fmu already imported, the FMU's engine is imported under its own name
+    (soa_fmu_<hash>) and cache; the host's soa_fmu is left alone."""
+    env = dict(os.environ, SOA_FMU_ENGINE="bundled", PYTHONPATH=str(REPO))
+    code = "import soa_fmu\n" + CHILD
+    out = subprocess.run([sys.executable, "-c", code, str(arm_fmu)], capture_output=True,
+                         text=True, env=env, cwd=tmp_path, timeout=1800)
+    assert out.returncode == 0, out.stderr[-3000:]
+    res = json.loads(out.stdout.strip().splitlines()[-1])
+    assert any("imported as soa_fmu_" in m for m in res["log"]), res["log"]
+    np.testing.assert_array_equal(res["q"], reference_q())
+
+
+def test_sys_path_does_not_grow(arm_fmu):
+    before = list(sys.path)
+    for k in range(4):
+        inst = Instance(arm_fmu, name=f"p{k}").init()
+        inst.fmu.doStep(0.0, H)
+        inst.fmu.reset()
+        inst.init()
+        inst.close()
+    assert sys.path == before
+
+
+def _libpython() -> Path | None:
+    name = sysconfig.get_config_var("INSTSONAME") or ""
+    lib = Path(sysconfig.get_config_var("LIBDIR") or "", name)
+    return lib if name and lib.is_file() else None
+
+
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") is None or _libpython() is None,
+                    reason="needs Linux, gcc and a shared libpython")
+def test_non_python_host(arm_fmu, tmp_path):
+    """tests/fmu_host.c — a C master that dlopens the FMU — with LD_PRELOAD=libpython3.11.so,
+    PYTHONHOME and PYTHONPATH set as docs/fmu.md describes."""
+    exe = tmp_path / "fmu_host"
+    subprocess.run(["gcc", "-O1", "-o", str(exe), str(REPO / "tests" / "fmu_host.c"), "-ldl"],
+                   check=True, capture_output=True)
+    unzip = tmp_path / "fmu"
+    zipfile.ZipFile(arm_fmu).extractall(unzip)
+    inst = Instance(arm_fmu, logging=False)
+    vr_tau, vr_q, ident = inst.vr["tau[1]"], inst.vr["q[1]"], inst.md.coSimulation.modelIdentifier
+    inst.close(terminate=False)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
+    env.update(LD_PRELOAD=str(_libpython()), PYTHONHOME=sys.base_prefix,
+               PYTHONPATH=os.pathsep.join(p for p in sys.path if p.endswith("site-packages")))
+    out = subprocess.run([str(exe), str(unzip), ident, str(STEPS), repr(H), repr(TAU), "7",
+                          str(vr_tau), "7", str(vr_q)], capture_output=True, text=True, env=env,
+                         timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    q = np.array([float(x) for x in out.stdout.split()])
+    np.testing.assert_array_equal(q, reference_q())
+
+
+@pytest.mark.slow
+def test_million_steps_without_memory_growth(arm_fmu):
+    def rss() -> float:
+        with open("/proc/self/status") as fh:
+            return next(int(l.split()[1]) for l in fh if l.startswith("VmRSS:")) / 1024
+
+    inst = Instance(arm_fmu, logging=False).init({"q0[2]": 0.5})
+    tau, out = inst.refs("tau"), inst.refs("q") + inst.refs("qd") + inst.refs("qdd")
+    samples = []
+    for k in range(1_000_000):
+        inst.fmu.setReal(tau, [0.0] * 7)
+        inst.fmu.doStep(k * H, H)
+        inst.fmu.getReal(out)
+        if k in (100_000, 1_000_000 - 1):
+            samples.append(rss())
+    inst.close()
+    assert samples[1] - samples[0] < 5.0, samples
