@@ -23,6 +23,7 @@ from pathlib import Path
 from numba.core import caching
 
 PACKAGE_DIR = Path(__file__).resolve().parent
+PACKAGE_NAME = __name__.rpartition(".")[0]      # "soa_fmu", or an FMU's private engine copy name
 
 
 _IMPORT = re.compile(rb"^\s*from \.(\w*) import ([\w, ()]+)", re.M)
@@ -77,7 +78,8 @@ class EngineCacheLocator(caching._CacheLocator):
     def __init__(self, py_func, py_file):
         self._py_file = py_file
         self._lineno = py_func.__code__.co_firstlineno
-        self._cache_path = str(cache_dir())
+        # compiled code refers to the package by its import name: keep names apart
+        self._cache_path = str(cache_dir() / PACKAGE_NAME)
 
     def get_cache_path(self) -> str:
         return self._cache_path

@@ -259,7 +259,7 @@ class Simulator:
     def step(self, h: float) -> None:
         """Advance exactly from t to t + h with the inputs held.  On failure the state is left
         unchanged and IntegrationError is raised."""
-        if not (np.isfinite(h) and h > 0):
+        if not (math.isfinite(h) and h > 0):
             raise ValueError(f"step size must be finite and > 0, got {h}")
         q, qd = self.q.copy(), self.qd.copy()
         method = self.options.method
