@@ -15,7 +15,7 @@ the FMU runs from any working directory and without this checkout:
     resources/<entry>.py            the entry module named in slavemodule.txt (unique per FMU, so
     resources/<entry>_boot.py       different FMUs coexist in one process) and its engine loader
 
-numpy, scipy and numba must be importable by the host's Python (README.md, "The FMU").  The
+numpy, scipy and numba must be importable by the host's Python (README: The FMU).  The
 modelDescription.xml is written by :mod:`model_descriptions.generator` from the same variable
 table the slave registers, and checked against the FMI 2.0 XSD before the FMU is written.
 
@@ -306,7 +306,7 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
     description = (f"{model.name}: {model.nbodies} bodies, nq = {model.nq}, nv = {model.nv}, "
                    f"{len(model.constraints)} constraints (soa_fmu {soa_fmu.__version__}).  Runs "
                    f"in-process on Python {cfg['python']} with numpy, scipy and numba importable; "
-                   "see README.md, "The FMU".")
+                   "see the README, section The FMU.")
     cfg["description"] = description
     stamp = (datetime.fromtimestamp(int(os.environ["SOURCE_DATE_EPOCH"]), timezone.utc)
              if os.environ.get("SOURCE_DATE_EPOCH") else None)

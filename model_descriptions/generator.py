@@ -9,7 +9,7 @@ and the Co-Simulation capability flags the slave really has.
 ``needsExecutionTool="false"``: in FMI 2.0 the flag marks *tool coupling* FMUs, which only hold the
 communication to a separately running simulation tool.  This FMU contains its model and engine and
 executes them in the importer's own process; it needs a Python 3.11 runtime library and packages
-(numpy, numba, scipy) the way a native FMU needs its C runtime — documented in README.md, "The FMU" and in
+(numpy, numba, scipy) the way a native FMU needs its C runtime — documented in the README (section The FMU) and in
 the ``description`` attribute, not signalled by this flag.
 
 :func:`validate` checks a document against the FMI 2.0 XSD shipped with fmpy (lxml.etree.XMLSchema).

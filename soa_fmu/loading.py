@@ -1,7 +1,7 @@
 """Model files -> :class:`~soa_fmu.model.Model` (SPEC §1 step 1, §5 ``load_model``).
 
 ``load_model`` dispatches on the file suffix: ``.urdf`` (the robotics standard, :mod:`soa_fmu.urdf`)
-or ``.toml`` (the project's own format, :mod:`soa_fmu.native`; see README.md, "Model files").  This module
+or ``.toml`` (the project's own format, :mod:`soa_fmu.native`; see the README, section Model files).  This module
 also holds what both readers share: the bounded file read, number parsing, located error messages
 and the check that no moving joint carries a massless subtree (a singular D).
 """

@@ -2,7 +2,7 @@
 
 Every joint type of :mod:`soa_fmu.joints`, named frames, loop closures and grasps, the initial state,
 gravity, and URDF includes (optionally prefixed, placed anywhere, several times).  The format is
-documented, with examples, in README.md, "Model files".  The reader is strict: unknown keys, wrong types,
+documented, with examples, in the README, section Model files.  The reader is strict: unknown keys, wrong types,
 non-finite numbers and unknown names are errors that name the file, the element path (e.g.
 ``bodies[3].joint.axis``) and, where it can be found, the line.  ``strict = false`` at the top level
 (or ``load_native(..., strict=False)``) accepts inertias that fail only the physical checks, in the
@@ -271,7 +271,7 @@ class _Item:
 
 
 def load_native(path: str | os.PathLike, floating_base: bool = False, strict: bool = True) -> Model:
-    """Read a native TOML model file (see README.md, "Model files") into a Model.  The file is read
+    """Read a native TOML model file (see the README, section Model files) into a Model.  The file is read
     leniently (non-physical inertias accepted with a ModelWarning) if ``strict=False`` or the file
     says ``strict = false``."""
     path = os.fspath(path)
