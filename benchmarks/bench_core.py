@@ -12,22 +12,17 @@ import numpy as np
 import pinocchio as pin
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import median_time, table, write_result  # noqa: E402
+from timing import chain_case, median_time, table, write_result  # noqa: E402
 
 import soa_fmu as sf  # noqa: E402
 from soa_fmu.builders import random_state, serial_chain  # noqa: E402
-from soa_fmu.pinocchio_bridge import to_pinocchio  # noqa: E402
 
 BARS = {"FD": 1.0, "ID": 1.0, "M": 1.5, "M⁻¹": 1.5}
 
 
 def compare(n: int, which=("FD", "ID", "M", "M⁻¹")) -> list[list]:
-    model = serial_chain(n, seed=1)
-    pm = to_pinocchio(model)
-    pmod, data = pm.pin_model, pm.pin_model.createData()
-    q, qd = random_state(model, 2)
-    tau = np.random.default_rng(0).normal(size=n)
-    qp, vp, tp = pm.q_to_pin(q), pm.v_to_pin(qd), pm.v_to_pin(tau)
+    model, pm, data, q, qd, tau, qp, vp, tp = chain_case(n)
+    pmod = pm.pin_model
     pairs = {
         "FD": (lambda: sf.forward_dynamics(model, q, qd, tau), lambda: pin.aba(pmod, data, qp, vp, tp)),
         "ID": (lambda: sf.inverse_dynamics(model, q, qd, tau), lambda: pin.rnea(pmod, data, qp, vp, tp)),

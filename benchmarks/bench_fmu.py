@@ -21,7 +21,6 @@ import textwrap
 import time
 from pathlib import Path
 
-import numpy as np
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

@@ -14,12 +14,10 @@ import numpy as np
 import pinocchio as pin
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import median_time, table, write_result  # noqa: E402
+from timing import chain_case, median_time, table, write_result  # noqa: E402
 
-from soa_fmu.builders import random_state, serial_chain  # noqa: E402
 from soa_fmu.linearization import (forward_dynamics_derivatives, inverse_dynamics_derivatives,  # noqa: E402
                                    linearize)
-from soa_fmu.pinocchio_bridge import to_pinocchio  # noqa: E402
 from soa_fmu.sensitivities import christoffel_symbols, coriolis_matrix, mass_matrix_derivative  # noqa: E402
 
 BAR = 2.0
@@ -53,12 +51,8 @@ def pin_linearize(pmod, data, qp, vp, tp):
 
 
 def compare(n: int) -> list[list]:
-    model = serial_chain(n, seed=1)
-    pm = to_pinocchio(model)
-    pmod, data = pm.pin_model, pm.pin_model.createData()
-    q, qd = random_state(model, 2)
-    tau = np.random.default_rng(0).normal(size=n)
-    qp, vp, tp = pm.q_to_pin(q), pm.v_to_pin(qd), pm.v_to_pin(tau)
+    model, pm, data, q, qd, tau, qp, vp, tp = chain_case(n)
+    pmod = pm.pin_model
     qdd = np.random.default_rng(1).normal(size=n)
     ap = pm.v_to_pin(qdd)
     tensor = np.empty((n, n, n))

@@ -4,6 +4,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+import numpy as np
+
 RESULTS = Path(__file__).resolve().parent / "results"
 
 
@@ -41,3 +43,16 @@ def write_result(name: str, text: str) -> None:
     RESULTS.mkdir(exist_ok=True)
     (RESULTS / name).write_text(text)
     print(text)
+
+
+def chain_case(n: int):
+    """A random n-link revolute chain, its Pinocchio twin, and one random state in both coordinate
+    conventions: (model, pinocchio map, pinocchio data, q, qd, tau, q_pin, v_pin, tau_pin)."""
+    from soa_fmu.builders import random_state, serial_chain
+    from soa_fmu.pinocchio_bridge import to_pinocchio
+    model = serial_chain(n, seed=1)
+    pm = to_pinocchio(model)
+    q, qd = random_state(model, 2)
+    tau = np.random.default_rng(0).normal(size=n)
+    return (model, pm, pm.pin_model.createData(), q, qd, tau,
+            pm.q_to_pin(q), pm.v_to_pin(qd), pm.v_to_pin(tau))

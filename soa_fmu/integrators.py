@@ -318,7 +318,7 @@ class Simulator:
     def _step_python(self, method, q, qd, hs, nsub) -> np.ndarray:
         """The fixed-step methods over :meth:`acceleration` (used when constraints are active)."""
         m = self.model.arrays()
-        nq, nv = self.model.nq, self.model.nv
+        nq = self.model.nq
         qdot = np.empty(nq)
         qn = np.empty(nq)
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import zipfile
 
-import numpy as np
 import pytest
 from fmpy import read_model_description
 from fmpy.validation import validate_fmu
