@@ -3,19 +3,19 @@
     python examples/four_bar.py          # writes out/four_bar.png
 
 The model file model_descriptions/examples/four_bar.toml (tree world → crank → coupler → rocker,
-closed at D by a ``ball`` constraint) is used when the loader can read it; otherwise the same
-mechanism is built with the Python API (tests/closed_chain_models.py).  The crank starts at 6 rad/s,
+closed at D by a ``ball`` constraint; tests/closed_chain_models.py builds the same mechanism with the
+Python API).  The crank starts at 6 rad/s,
 the velocities are projected onto the constraint, and the linkage swings under gravity for 5 s
 without torque: the constraint force at D, the position residual and the energy drift are plotted.
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import numpy as np
 
 import soa_fmu as sf
+from model_descriptions import EXAMPLES_DIR
 from soa_fmu.constraints import project_velocities
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -23,16 +23,9 @@ OUT = ROOT / "out"
 
 
 def load(name: str):
-    """(model, q0) from model_descriptions/examples/<name>.toml, or the Python-API twin."""
-    try:
-        from soa_fmu.loading import load_model
-        model = load_model(ROOT / "model_descriptions" / "examples" / f"{name}.toml")
-        return model, model.initial_q
-    except Exception as e:                               # loader not available / file missing
-        print(f"({name}.toml not loaded: {e}; using tests/closed_chain_models.py)")
-        sys.path.insert(0, str(ROOT / "tests"))
-        import closed_chain_models
-        return getattr(closed_chain_models, name)()
+    """(model, initial configuration) of model_descriptions/examples/<name>.toml."""
+    model = sf.load_model(EXAMPLES_DIR / f"{name}.toml")
+    return model, model.initial_q
 
 
 def main(t_end: float = 5.0, h: float = 1e-3) -> dict:

@@ -3,8 +3,7 @@
     python examples/slider_crank.py      # writes out/slider_crank.png
 
 model_descriptions/examples/slider_crank.toml (crank and connecting rod on revolute joints, the
-piston on a prismatic joint from world, closed at the wrist pin by a ``ball`` constraint), or its
-Python-API twin.  A motor with a linear torque-speed curve (1 N m at rest, idle at 20 rad/s) drives
+piston on a prismatic joint from world, closed at the wrist pin by a ``ball`` constraint).  A motor with a linear torque-speed curve (1 N m at rest, idle at 20 rad/s) drives
 the crank for 3 s; the piston's inertia makes the pin force oscillate twice per revolution.
 """
 from __future__ import annotations
