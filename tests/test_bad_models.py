@@ -106,10 +106,9 @@ URDF_CASES = {
 }
 
 
-@pytest.mark.parametrize("case", sorted(URDF_CASES))
-def test_bad_urdf(tmp_path, case):
-    text, expected = URDF_CASES[case]
-    path = tmp_path / "m.urdf"
+def assert_located_error(path, text: str, expected: str) -> None:
+    """Loading ``text`` from ``path`` raises ONE ModelError line that starts with the file name and
+    matches ``expected`` (line, element, problem)."""
     path.write_text(text)
     with pytest.raises(ModelError) as err:
         load_model(path)
@@ -117,6 +116,11 @@ def test_bad_urdf(tmp_path, case):
     assert msg.startswith(str(path)), msg
     assert re.search(expected, msg), msg
     assert "\n" not in msg
+
+
+@pytest.mark.parametrize("case", sorted(URDF_CASES))
+def test_bad_urdf(tmp_path, case):
+    assert_located_error(tmp_path / "m.urdf", *URDF_CASES[case])
 
 
 # ---------------------------------------------------------------- hostile XML
@@ -272,14 +276,7 @@ TOML_CASES = {
 
 @pytest.mark.parametrize("case", sorted(TOML_CASES))
 def test_bad_native(tmp_path, case):
-    text, expected = TOML_CASES[case]
-    path = tmp_path / "m.toml"
-    path.write_text(text)
-    with pytest.raises(ModelError) as err:
-        load_model(path)
-    msg = str(err.value)
-    assert msg.startswith(str(path)), msg
-    assert re.search(expected, msg), msg
+    assert_located_error(tmp_path / "m.toml", *TOML_CASES[case])
 
 
 # ---------------------------------------------------------------- strict=False
