@@ -22,9 +22,9 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from timing import median_time, table, write_result  # noqa: E402
 
 import soa_fmu as sf  # noqa: E402
-from soa_fmu.builders import random_state, serial_chain  # noqa: E402
 from soa_fmu.constraints import (constrained_forward_dynamics, constraint_bias,  # noqa: E402
                                  constraint_jacobian)
+from soa_fmu.verify.builders import random_state, serial_chain  # noqa: E402
 
 SIZES = (10, 25, 50, 100, 200, 400)
 GROWTH_BAR = 4.5

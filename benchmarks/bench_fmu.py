@@ -113,7 +113,7 @@ class Slave:
 
 def step_costs(arm: Path, trivial: Path) -> list[list]:
     import soa_fmu as sf
-    from soa_fmu.loading import load_model
+    from soa_fmu.io import load_model
     names = ([f"tau[{i}]" for i in range(1, 8)],
              [f"{p}[{i}]" for p in ("q", "qd", "qdd") for i in range(1, 8)])
     ours = Slave(arm, *names, start=Q0)                   # swinging under gravity, τ = 0

@@ -14,7 +14,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from soa_fmu.loading import load_model  # noqa: E402
+from soa_fmu.io import load_model  # noqa: E402
 
 
 def chain_urdf(n: int) -> str:

@@ -48,8 +48,8 @@ def write_result(name: str, text: str) -> None:
 def chain_case(n: int):
     """A random n-link revolute chain, its Pinocchio twin, and one random state in both coordinate
     conventions: (model, pinocchio map, pinocchio data, q, qd, tau, q_pin, v_pin, tau_pin)."""
-    from soa_fmu.builders import random_state, serial_chain
-    from soa_fmu.pinocchio_bridge import to_pinocchio
+    from soa_fmu.verify.builders import random_state, serial_chain
+    from soa_fmu.verify.pinocchio_bridge import to_pinocchio
     model = serial_chain(n, seed=1)
     pm = to_pinocchio(model)
     q, qd = random_state(model, 2)

@@ -29,7 +29,7 @@ from fmpy.fmi2 import FMU2Slave  # noqa: E402
 import build_fmu  # noqa: E402
 import soa_fmu as sf  # noqa: E402
 from model_descriptions import EXAMPLES_DIR  # noqa: E402
-from soa_fmu.loading import load_model  # noqa: E402
+from soa_fmu.io import load_model  # noqa: E402
 
 OUT = ROOT / "out"
 H, T_END = 1e-3, 4.0

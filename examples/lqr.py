@@ -32,12 +32,8 @@ def cart_pole() -> sf.Model:
 
 
 def arm() -> sf.Model:
-    try:
-        from soa_fmu.loading import load_model
-        return load_model(ARM)
-    except Exception:                       # loader not available: a random 7-dof chain instead
-        from soa_fmu.builders import serial_chain
-        return serial_chain(7, seed=1, name="arm7")
+    """The 7-dof example arm (model_descriptions/examples/arm7.urdf)."""
+    return sf.load_model(ARM)
 
 
 def lqr(model, q0, tau0, Q, R, actuated=None):

@@ -1,6 +1,6 @@
 """modelDescription.xml (FMI 2.0 Co-Simulation) from the FMU variable table, with lxml.
 
-The variables come from :func:`soa_fmu.fmu_variables.build_table` — the same rows the slave binds —
+The variables come from :func:`soa_fmu.fmu.variables.build_table` — the same rows the slave binds —
 so the XML cannot drift from what the FMU does.  Unlike pythonfmu's own generator this writes
 ``UnitDefinitions`` (SI base-unit exponents) and a unit on every Real, an explicit variability on
 every variable, ``ModelStructure`` with ``Outputs`` and ``InitialUnknowns`` and their dependencies,
@@ -8,9 +8,9 @@ and the Co-Simulation capability flags the slave really has.
 
 ``needsExecutionTool="false"``: in FMI 2.0 the flag marks *tool coupling* FMUs, which only hold the
 communication to a separately running simulation tool.  This FMU contains its model and engine and
-executes them in the importer's own process; it needs a Python 3.11 runtime library and packages
-(numpy, numba, scipy) the way a native FMU needs its C runtime — documented in the README (section The FMU) and in
-the ``description`` attribute, not signalled by this flag.
+executes them in the importer's own process; it needs a Python 3.11 runtime library and numpy (the
+engine's compiled extension is bundled) the way a native FMU needs its C runtime — documented in
+docs/fmu.md and in the ``description`` attribute, not signalled by this flag.
 
 :func:`validate` checks a document against the FMI 2.0 XSD shipped with fmpy (lxml.etree.XMLSchema).
 """
@@ -21,7 +21,7 @@ from pathlib import Path
 
 from lxml import etree
 
-from soa_fmu.fmu_variables import UNITS, VariableTable
+from soa_fmu.fmu.variables import UNITS, VariableTable
 
 FMI2_XSD = "fmi2ModelDescription.xsd"
 SI_BASE = ("kg", "m", "s", "A", "K", "mol", "cd", "rad")

@@ -7,7 +7,6 @@
 Pipeline: model (topology, constants) → sweeps (compiled, paper notation) → algorithms → integrators
 → FMU slave / Python API / CLI.
 """
-from . import _jit_cache  # noqa: F401  (first: decides where compiled kernels are cached)
 from .joints import Fixed, Free, General, Planar, Prismatic, Revolute, Spherical
 from .model import Constraint, Frame, Model, ModelError, WORLD
 from .kinematics import (body_velocities, forward_kinematics, frame_jacobian, frame_pose,
@@ -17,15 +16,21 @@ from .mass_matrix import mass_matrix
 from .articulated import forward_dynamics, forward_dynamics_bias_free, mass_matrix_inverse
 from .energy import kinetic_energy, potential_energy, spatial_momentum, total_energy
 from .integrators import IntegrationError, Simulator, simulate
-from .loading import ModelWarning, load_model
-from .sensitivities import christoffel_symbols, coriolis_matrix, mass_matrix_derivative
-from .linearization import (configuration_difference, forward_dynamics_derivatives,
-                            inverse_dynamics_derivatives, linearize)
-from .operational_space import (correction_accelerations, operational_space_inertia,
-                                operational_space_inertia_inverse)
-from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,
-                          constrained_forward_dynamics, constraint_jacobian, constraint_residuals,
-                          project_velocities)
+from .io import ModelWarning, load_model
+try:  # TEMPORARY while these modules are ported to the C core (removed before commit)
+    from .sensitivities import christoffel_symbols, coriolis_matrix, mass_matrix_derivative
+    from .linearization import (configuration_difference, forward_dynamics_derivatives,
+                                inverse_dynamics_derivatives, linearize)
+except ImportError as _e:
+    print("PORT IN PROGRESS (sensitivities):", _e)
+try:  # TEMPORARY while these modules are ported to the C core (removed before commit)
+    from .operational_space import (correction_accelerations, operational_space_inertia,
+                                    operational_space_inertia_inverse)
+    from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,
+                              constrained_forward_dynamics, constraint_jacobian,
+                              constraint_residuals, project_velocities)
+except ImportError as _e:
+    print("PORT IN PROGRESS (closed chains):", _e)
 
 __version__ = "0.1.0"
 

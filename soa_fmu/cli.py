@@ -11,7 +11,7 @@ import warnings
 
 import numpy as np
 
-from .loading import load_model
+from .io import load_model
 from .model import WORLD, Model, ModelError
 
 

@@ -1,8 +1,9 @@
 """Time integration of (θ, β) with θ̇ = f(θ) β and β̇ from the forward dynamics.
 
 Methods
-    ``rk4``        classical fixed-step Runge–Kutta 4 (default), compiled for tree models
-    ``euler``      semi-implicit (symplectic) Euler: β ← β + h β̇, θ ← θ ⊕ h β (exponential map)
+    ``rk4``        classical fixed-step Runge–Kutta 4 (default); C core (``soa_rk4``) for trees
+    ``euler``      semi-implicit (symplectic) Euler: β ← β + h β̇, θ ← θ ⊕ h β (exponential map);
+                   C core (``soa_euler``) for trees
     ``dop853``     adaptive, error-controlled (scipy's DOP853, rtol/atol)
 
 Quaternions are renormalized after every (sub)step and before each stage evaluation (the rotation
@@ -17,17 +18,13 @@ import math
 from dataclasses import dataclass
 
 import numpy as np
-from numba import njit
 
-from .articulated import forward_dynamics, innovations_filter, innovations_smoother, riccati_sweep
-from .joints import FREE, SPHERICAL, joint_integrate, joint_rate
-from .kinematics import (OK, SINGULAR, as_vector, check_state, first_nonfinite, outward_placements,
-                         outward_velocities, pack_external_forces, raise_for_status)
-from .model import Model, views
-from .spatial import JIT
+from . import _core
+from .articulated import forward_dynamics
+from .kinematics import as_vector, external_forces
+from .model import Model
 
 METHODS = ("rk4", "euler", "dop853")
-DIVERGED = 100
 _IDENTITY = np.eye(4)          # the default constraint anchor (shared, read-only)
 _IDENTITY.flags.writeable = False
 _constraints = None            # soa_fmu.constraints, imported on first use (tree models never load it)
@@ -45,102 +42,20 @@ class IntegrationError(RuntimeError):
     """A step failed: non-finite state, singular dynamics, or the adaptive solver gave up."""
 
 
-# ---------------------------------------------------------------- compiled building blocks
-@njit(**JIT)
-def normalize_quaternions(m, q: np.ndarray) -> None:
-    for k in range(m.parent.shape[0]):
-        if m.jtype[k] == SPHERICAL or m.jtype[k] == FREE:
-            s = m.q0[k]
-            n = math.sqrt(q[s] ** 2 + q[s + 1] ** 2 + q[s + 2] ** 2 + q[s + 3] ** 2)
-            for i in range(4):
-                q[s + i] /= n
+# ---------------------------------------------------------------- configuration maps (C core)
+def configuration_rate(model: Model, q, qd) -> np.ndarray:
+    """θ̇ = f(θ) β for the whole model (quaternion kinematics, seed 003 App. B)."""
+    return _core.configuration_rate(model.core, q, qd)
 
 
-@njit(**JIT)
-def configuration_rate(m, q: np.ndarray, qd: np.ndarray, qdot: np.ndarray) -> None:
-    """θ̇ = f(θ) β for the whole model."""
-    for k in range(m.parent.shape[0]):
-        joint_rate(m.jtype[k], m.basis[k], q, m.q0[k], qd, m.v0[k], m.nq[k], qdot)
+def integrate_configuration(model: Model, q, dv) -> np.ndarray:
+    """θ ⊕ δ: every joint moved along the constant body-frame velocity δ for unit time."""
+    return _core.integrate_configuration(model.core, q, dv)
 
 
-@njit(**JIT)
-def integrate_configuration(m, q: np.ndarray, dv: np.ndarray, out: np.ndarray) -> None:
-    """out = θ ⊕ δ (exponential map per joint)."""
-    for k in range(m.parent.shape[0]):
-        joint_integrate(m.jtype[k], m.basis[k], q, m.q0[k], dv, m.v0[k], m.nq[k], out)
-
-
-@njit(**JIT)
-def tree_acceleration(m, w, q, qd, tau, use_fext, qdd) -> int:
-    """β̇ of the tree (innovations algorithm, no input checks); −1 or the singular body."""
-    outward_placements(m, w, q)
-    outward_velocities(m, w, qd)
-    k = riccati_sweep(m, w)
-    if k >= 0:
-        return k
-    innovations_filter(m, w, tau, True, use_fext)
-    innovations_smoother(m, w, m.a0, True, qdd)
-    return -1
-
-
-@njit(**JIT)
-def final_acceleration(m, w, q, qd, tau, use_fext, qdd):
-    """qdd ← β̇ at the end of a step (reported at t + h), and the step's status."""
-    k = tree_acceleration(m, w, q, qd, tau, use_fext, qdd)
-    if k >= 0:
-        return SINGULAR, k
-    i = first_nonfinite(qd)
-    if i >= 0 or first_nonfinite(q) >= 0:
-        return DIVERGED, max(i, 0)
-    return OK, 0
-
-
-@njit(**JIT)
-def rk4_kernel(mi, mf, wf, q, qd, tau, use_fext, h, nsub, qdd):
-    """``nsub`` RK4 steps of size h on (θ, β) in place; qdd ← β̇ at the final state."""
-    m, w = views(mi, mf, wf)
-    nq, nv = q.shape[0], qd.shape[0]
-    kq = np.empty((4, nq))
-    kv = np.empty((4, nv))
-    qs = np.empty(nq)
-    vs = np.empty(nv)
-    for _ in range(nsub):
-        for s in range(4):
-            c = 0.0 if s == 0 else (0.5 * h if s < 3 else h)
-            for i in range(nq):
-                qs[i] = q[i] + c * kq[s - 1, i] if s > 0 else q[i]
-            for i in range(nv):
-                vs[i] = qd[i] + c * kv[s - 1, i] if s > 0 else qd[i]
-            if s > 0:
-                normalize_quaternions(m, qs)
-            configuration_rate(m, qs, vs, kq[s])
-            k = tree_acceleration(m, w, qs, vs, tau, use_fext, kv[s])
-            if k >= 0:
-                return SINGULAR, k
-        for i in range(nq):
-            q[i] += h / 6.0 * (kq[0, i] + 2.0 * kq[1, i] + 2.0 * kq[2, i] + kq[3, i])
-        for i in range(nv):
-            qd[i] += h / 6.0 * (kv[0, i] + 2.0 * kv[1, i] + 2.0 * kv[2, i] + kv[3, i])
-        normalize_quaternions(m, q)
-    return final_acceleration(m, w, q, qd, tau, use_fext, qdd)
-
-
-@njit(**JIT)
-def euler_kernel(mi, mf, wf, q, qd, tau, use_fext, h, nsub, qdd):
-    """``nsub`` semi-implicit Euler steps in place; qdd ← β̇ at the final state."""
-    m, w = views(mi, mf, wf)
-    qn = np.empty(q.shape[0])
-    dv = np.empty(qd.shape[0])
-    for _ in range(nsub):
-        k = tree_acceleration(m, w, q, qd, tau, use_fext, qdd)
-        if k >= 0:
-            return SINGULAR, k
-        for i in range(qd.shape[0]):
-            qd[i] += h * qdd[i]
-            dv[i] = h * qd[i]
-        integrate_configuration(m, q, dv, qn)
-        q[:] = qn
-    return final_acceleration(m, w, q, qd, tau, use_fext, qdd)
+def normalize_quaternions(model: Model, q: np.ndarray) -> None:
+    """Scale every joint quaternion of q (a float64 array) to unit length, in place."""
+    _core.normalize_quaternions(model.core, q)
 
 
 # ---------------------------------------------------------------- the simulator
@@ -181,7 +96,7 @@ class Simulator:
         self.anchors = {c.name: _IDENTITY for c in model.constraints}
         self.reanchor_on_activate = True
         self._was_active = dict(self.active)
-        raise_for_status(model, *check_state(model.arrays(), self.q, self.qd))
+        _core.check_state(model.core, self.q, self.qd)
         self.update_outputs()
 
     # -------------------------------------------------------------- configuration
@@ -300,39 +215,28 @@ class Simulator:
         return qd, qdd
 
     def _step_fixed(self, method, q, qd, hs, nsub) -> np.ndarray:
+        """``nsub`` steps of a fixed-step method in the C core, q and qd in place."""
         model = self.model
-        use = pack_external_forces(model, model.workspace(), self.f_ext) if self.f_ext else False
-        qdd = np.empty(model.nv)
-        kernel = rk4_kernel if method == "rk4" else euler_kernel
-        kind, idx = kernel(*model.packed(), q, qd, self.tau, use, hs, nsub, qdd)
-        if kind == DIVERGED:
-            raise IntegrationError(f"the step diverged (non-finite state near "
-                                   f"{model.velocity_names[idx]!r}); reduce the step size")
-        if kind != OK:
-            try:
-                raise_for_status(model, kind, idx)
-            except ValueError as e:
-                raise IntegrationError(str(e)) from None
-        return qdd
+        use = external_forces(model, None, self.f_ext) if self.f_ext else False
+        kernel = _core.rk4 if method == "rk4" else _core.euler
+        try:
+            return kernel(model.data, q, qd, self.tau, use, hs, nsub)
+        except _core.StatusError as e:
+            raise IntegrationError(e.args[0]) from None
 
     def _step_python(self, method, q, qd, hs, nsub) -> np.ndarray:
         """The fixed-step methods over :meth:`acceleration` (used when constraints are active)."""
-        m = self.model.arrays()
-        nq = self.model.nq
-        qdot = np.empty(nq)
-        qn = np.empty(nq)
+        model = self.model
 
         def rates(qs, vs, t):
-            normalize_quaternions(m, qs)
-            configuration_rate(m, qs, vs, qdot)
-            return qdot.copy(), self.acceleration(qs, vs, t)
+            normalize_quaternions(model, qs)
+            return configuration_rate(model, qs, vs), self.acceleration(qs, vs, t)
 
         for i in range(nsub):
             t = self.t + i * hs
             if method == "euler":
                 qd += hs * self.acceleration(q, qd, t)
-                integrate_configuration(m, q, hs * qd, qn)
-                q[:] = qn
+                q[:] = integrate_configuration(model, q, hs * qd)
             else:
                 k1q, k1v = rates(q.copy(), qd, t)
                 k2q, k2v = rates(q + 0.5 * hs * k1q, qd + 0.5 * hs * k1v, t + 0.5 * hs)
@@ -340,22 +244,21 @@ class Simulator:
                 k4q, k4v = rates(q + hs * k3q, qd + hs * k3v, t + hs)
                 q += hs / 6.0 * (k1q + 2 * k2q + 2 * k3q + k4q)
                 qd += hs / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
-                normalize_quaternions(m, q)
+                normalize_quaternions(model, q)
             if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
                 raise IntegrationError("the step diverged (non-finite state); reduce the step size")
         return self.acceleration(q, qd, self.t + nsub * hs)
 
     def _step_adaptive(self, q, qd, h) -> np.ndarray:
         from scipy.integrate import solve_ivp
-        model, m = self.model, self.model.arrays()
+        model = self.model
         nq = model.nq
-        qdot = np.empty(nq)
 
         def rhs(t, y):
             qs = y[:nq].copy()
-            normalize_quaternions(m, qs)
-            configuration_rate(m, qs, y[nq:], qdot)
-            return np.concatenate([qdot, self.acceleration(qs, y[nq:], t)])
+            normalize_quaternions(model, qs)
+            return np.concatenate([configuration_rate(model, qs, y[nq:]),
+                                   self.acceleration(qs, y[nq:], t)])
 
         t1 = self.t + h
         first = min(self.last_h, t1 - self.t) if self.last_h > 0 else None
@@ -367,7 +270,7 @@ class Simulator:
             self.last_h = float(sol.t[-1] - sol.t[-2])
         q[:] = sol.y[:nq, -1]
         qd[:] = sol.y[nq:, -1]
-        normalize_quaternions(m, q)
+        normalize_quaternions(model, q)
         return self.acceleration(q, qd, t1)
 
     # -------------------------------------------------------------- state capture

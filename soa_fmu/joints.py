@@ -21,15 +21,15 @@ H*(k) β(k), expressed in body k's frame.  Where θ is not a vector space (quate
 The quaternion q = (w, x, y, z) gives the rotation of the body frame in its parent frame.  A
 ``general`` joint is any constant joint map H*(k) = S (6 × r, joint frame) whose columns commute as
 twists (so that exp(S θ) has body velocity exactly S θ̇): helical, cylindrical, a translation plane...
+
+These classes describe joints for :meth:`soa_fmu.Model.add_body`; the joint transform, θ̇ = f(θ)β
+and the exponential map θ ⊕ δ are computed by the C core (``soa_fmu/core/joints.c``).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 import numpy as np
-from numba import njit
-
-from .spatial import JIT, axis_angle_to_matrix, quat_to_matrix
 
 FIXED, REVOLUTE, PRISMATIC, SPHERICAL, FREE, PLANAR, GENERAL = range(7)
 TYPE_NAMES = ("fixed", "revolute", "prismatic", "spherical", "free", "planar", "general")
@@ -191,138 +191,3 @@ class General(Joint):
 def _twist_bracket(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     wa, va, wb, vb = a[:3], a[3:], b[:3], b[3:]
     return np.r_[np.cross(wa, wb), np.cross(wa, vb) - np.cross(wb, va)]
-
-
-# ---------------------------------------------------------------- compiled joint kinematics
-@njit(**JIT)
-def twist_exp(w: np.ndarray, v: np.ndarray, R: np.ndarray, t: np.ndarray) -> None:
-    """SE(3) exponential of the twist (w, v): rotation R and translation t (body-frame twist)."""
-    th = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
-    if th < 1e-12:
-        for i in range(3):
-            for j in range(3):
-                R[i, j] = 1.0 if i == j else 0.0
-            t[i] = v[i]
-        return
-    ax = w / th
-    axis_angle_to_matrix(ax, th, R)
-    # t = (I θ + (1 − cos θ) â + (θ − sin θ) â²) v / θ   with â the unit-axis skew
-    c1 = (1.0 - np.cos(th)) / th
-    c2 = (th - np.sin(th)) / th
-    axv = np.array([ax[1] * v[2] - ax[2] * v[1], ax[2] * v[0] - ax[0] * v[2], ax[0] * v[1] - ax[1] * v[0]])
-    axaxv = np.array([ax[1] * axv[2] - ax[2] * axv[1], ax[2] * axv[0] - ax[0] * axv[2],
-                      ax[0] * axv[1] - ax[1] * axv[0]])
-    for i in range(3):
-        t[i] = v[i] + c1 * axv[i] + c2 * axaxv[i]
-
-
-@njit(**JIT)
-def joint_transform(jtype: int, axis: np.ndarray, basis: np.ndarray, S: np.ndarray, v0: int, nv: int,
-                    q: np.ndarray, q0: int, Rj: np.ndarray, tj: np.ndarray) -> None:
-    """Rotation Rj and translation tj of the body frame in its joint frame at configuration θ."""
-    for i in range(3):
-        tj[i] = 0.0
-        for j in range(3):
-            Rj[i, j] = 1.0 if i == j else 0.0
-    if jtype == REVOLUTE:
-        axis_angle_to_matrix(axis, q[q0], Rj)
-    elif jtype == PRISMATIC:
-        for i in range(3):
-            tj[i] = axis[i] * q[q0]
-    elif jtype == SPHERICAL:
-        quat_to_matrix(q[q0], q[q0 + 1], q[q0 + 2], q[q0 + 3], Rj)
-    elif jtype == FREE:
-        quat_to_matrix(q[q0], q[q0 + 1], q[q0 + 2], q[q0 + 3], Rj)
-        for i in range(3):
-            tj[i] = q[q0 + 4 + i]
-    elif jtype == PLANAR:
-        n = np.array([basis[0, 2], basis[1, 2], basis[2, 2]])
-        axis_angle_to_matrix(n, q[q0], Rj)
-        for i in range(3):
-            tj[i] = basis[i, 0] * q[q0 + 1] + basis[i, 1] * q[q0 + 2]
-    elif jtype == GENERAL:
-        w = np.zeros(3)
-        v = np.zeros(3)
-        for d in range(nv):
-            for i in range(3):
-                w[i] += S[v0 + d, i] * q[q0 + d]
-                v[i] += S[v0 + d, 3 + i] * q[q0 + d]
-        twist_exp(w, v, Rj, tj)
-
-
-@njit(**JIT)
-def joint_rate(jtype: int, basis: np.ndarray, q: np.ndarray, q0: int, beta: np.ndarray, v0: int,
-               nq: int, qdot: np.ndarray) -> None:
-    """θ̇ = f(θ) β for one joint (quaternion kinematics, seed 003 App. B)."""
-    if jtype == SPHERICAL or jtype == FREE:
-        w, x, y, z = q[q0], q[q0 + 1], q[q0 + 2], q[q0 + 3]
-        a, b, c = beta[v0], beta[v0 + 1], beta[v0 + 2]
-        # q̇ = ½ q ⊗ (0, ω)  with ω in the body frame
-        qdot[q0] = 0.5 * (-x * a - y * b - z * c)
-        qdot[q0 + 1] = 0.5 * (w * a + y * c - z * b)
-        qdot[q0 + 2] = 0.5 * (w * b + z * a - x * c)
-        qdot[q0 + 3] = 0.5 * (w * c + x * b - y * a)
-        if jtype == FREE:
-            R = np.empty((3, 3))
-            quat_to_matrix(w, x, y, z, R)
-            for i in range(3):
-                qdot[q0 + 4 + i] = (R[i, 0] * beta[v0 + 3] + R[i, 1] * beta[v0 + 4]
-                                    + R[i, 2] * beta[v0 + 5])
-    elif jtype == PLANAR:
-        c = np.cos(q[q0])
-        s = np.sin(q[q0])
-        qdot[q0] = beta[v0]
-        qdot[q0 + 1] = c * beta[v0 + 1] - s * beta[v0 + 2]
-        qdot[q0 + 2] = s * beta[v0 + 1] + c * beta[v0 + 2]
-    else:
-        for d in range(nq):
-            qdot[q0 + d] = beta[v0 + d]
-
-
-@njit(**JIT)
-def quat_multiply_exp(q: np.ndarray, q0: int, w: np.ndarray, out: np.ndarray) -> None:
-    """out[q0:q0+4] = q ⊗ exp(w / 2): rotate a quaternion by the body-frame rotation vector w."""
-    th = np.sqrt(w[0] * w[0] + w[1] * w[1] + w[2] * w[2])
-    if th < 1e-12:
-        dw, dx, dy, dz = 1.0, 0.5 * w[0], 0.5 * w[1], 0.5 * w[2]
-    else:
-        s = np.sin(0.5 * th) / th
-        dw, dx, dy, dz = np.cos(0.5 * th), s * w[0], s * w[1], s * w[2]
-    a, b, c, d = q[q0], q[q0 + 1], q[q0 + 2], q[q0 + 3]
-    r0 = a * dw - b * dx - c * dy - d * dz
-    r1 = a * dx + b * dw + c * dz - d * dy
-    r2 = a * dy - b * dz + c * dw + d * dx
-    r3 = a * dz + b * dy - c * dx + d * dw
-    n = np.sqrt(r0 * r0 + r1 * r1 + r2 * r2 + r3 * r3)
-    out[q0], out[q0 + 1], out[q0 + 2], out[q0 + 3] = r0 / n, r1 / n, r2 / n, r3 / n
-
-
-@njit(**JIT)
-def joint_integrate(jtype: int, basis: np.ndarray, q: np.ndarray, q0: int, dv: np.ndarray, v0: int,
-                    nq: int, out: np.ndarray) -> None:
-    """out = θ ⊕ δ: move θ along the constant body-frame velocity δ for unit time (exponential map)."""
-    if jtype == SPHERICAL:
-        quat_multiply_exp(q, q0, dv[v0:v0 + 3], out)
-    elif jtype == FREE:
-        R = np.empty((3, 3))
-        quat_to_matrix(q[q0], q[q0 + 1], q[q0 + 2], q[q0 + 3], R)
-        dR = np.empty((3, 3))
-        dt = np.empty(3)
-        twist_exp(dv[v0:v0 + 3], dv[v0 + 3:v0 + 6], dR, dt)
-        for i in range(3):
-            out[q0 + 4 + i] = q[q0 + 4 + i] + R[i, 0] * dt[0] + R[i, 1] * dt[1] + R[i, 2] * dt[2]
-        quat_multiply_exp(q, q0, dv[v0:v0 + 3], out)
-    elif jtype == PLANAR:
-        w = np.array([0.0, 0.0, dv[v0]])
-        v = np.array([dv[v0 + 1], dv[v0 + 2], 0.0])
-        dR = np.empty((3, 3))
-        dt = np.empty(3)
-        twist_exp(w, v, dR, dt)
-        c = np.cos(q[q0])
-        s = np.sin(q[q0])
-        out[q0] = q[q0] + dv[v0]
-        out[q0 + 1] = q[q0 + 1] + c * dt[0] - s * dt[1]
-        out[q0 + 2] = q[q0 + 2] + s * dt[0] + c * dt[1]
-    else:
-        for d in range(nq):
-            out[q0 + d] = q[q0 + d] + dv[v0 + d]

@@ -6,21 +6,22 @@ loop k = 0 … n−1 and an *inward* (tip-to-base, φ) sweep is k = n−1 … 0 
 ``parent[k]``.  The papers number links from the tip (1) to the base (n); with that relabelling the
 connectivity map ι(k) of seed 000 (2.7) is ``parent``.
 
-``Model`` is built once (Python, readable); :meth:`Model.arrays` packs the constants into the tuple of
-flat arrays that the compiled sweeps read, and :class:`Workspace` holds every per-call array,
-allocated once and reused (the Model / Data split of Pinocchio).
+``Model`` is built in Python (readable, checked with located errors); :attr:`Model.core` packs it
+into the C engine's ``soa_model`` (constants, immutable) and :meth:`Model.create_data` makes a
+``soa_data`` (every per-call array, allocated once and reused): the Model / Data split of
+Pinocchio, with both buffer tables declared once in ``soa_fmu/core/soa.h``.  The Python API
+functions use the model's own default Data unless they are handed another (``data=``), e.g. one
+per thread.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import NamedTuple
+from types import SimpleNamespace
 
 import numpy as np
-from numba.extending import register_jitable
-from numpy.lib.stride_tricks import as_strided
 
+from . import _core
 from . import joints as J
-from .spatial import spatial_inertia
 
 WORLD = "world"
 CONSTRAINT_KINDS = {"weld": 6, "ball": 3, "hinge": 5, "soft_finger": 4}
@@ -77,126 +78,6 @@ class Constraint:
         return CONSTRAINT_KINDS[self.kind]
 
 
-class ModelArrays(NamedTuple):
-    """Constants read by the compiled sweeps (all contiguous)."""
-
-    parent: np.ndarray      # (nb,) int64, −1 = world
-    jtype: np.ndarray       # (nb,) int64, joints.FIXED …
-    q0: np.ndarray          # (nb,) first configuration index of each joint
-    v0: np.ndarray          # (nb,) first velocity index of each joint
-    nq: np.ndarray          # (nb,)
-    nv: np.ndarray          # (nb,)
-    vend: np.ndarray        # (nb,) one past the last velocity index of the body's subtree
-    axis: np.ndarray        # (nb, 3) revolute/prismatic axis, planar normal
-    basis: np.ndarray       # (nb, 3, 3) planar basis (e1, e2, n)
-    S: np.ndarray           # (nv, 6) joint map H*(k) columns, body frame, one per velocity dof
-    Xr: np.ndarray          # (nb, 3, 3) joint placement rotation in the parent frame
-    Xp: np.ndarray          # (nb, 3) joint placement offset in the parent frame
-    inertia: np.ndarray     # (nb, 6, 6) M(k) about the body origin, body frame
-    a0: np.ndarray          # (6,) base acceleration [0; −g] (gravity as a base acceleration)
-
-
-class Workspace(NamedTuple):
-    """Per-call arrays of the sweeps, allocated once per model (never in a hot path)."""
-
-    R: np.ndarray        # (nb, 3, 3) body rotation in its parent
-    l: np.ndarray        # (nb, 3) parent origin -> body origin, parent frame
-    Rw: np.ndarray       # (nb, 3, 3) body rotation in world
-    pw: np.ndarray       # (nb, 3) body origin in world
-    Rj: np.ndarray       # (nb, 3, 3) joint rotation (scratch)
-    tj: np.ndarray       # (nb, 3) joint translation (scratch)
-    V: np.ndarray        # (nb, 6) spatial velocity V(k)
-    a: np.ndarray        # (nb, 6) Coriolis acceleration a(k)
-    b: np.ndarray        # (nb, 6) gyroscopic force b(k)
-    alpha: np.ndarray    # (nb, 6) spatial acceleration α(k)
-    f: np.ndarray        # (nb, 6) spatial force f(k) / filtered residual z(k)
-    fext: np.ndarray     # (nb, 6) external forces on the bodies, body frames
-    P: np.ndarray        # (nb, 6, 6) articulated inertia P(k) / composite inertia r(k)
-    Dinv: np.ndarray     # (nb, 6, 6) D(k)⁻¹ (nv_k × nv_k block)
-    G: np.ndarray        # (nb, 6, 6) Kalman gain G(k) = P H* D⁻¹ (6 × nv_k block)
-    X: np.ndarray        # (nb, 6, nv) per-body 6 × nv blocks (CRBA x(k), M⁻¹ sweeps)
-    Y: np.ndarray        # (6, nv) scratch block
-    eps: np.ndarray      # (nv,) innovations ε
-    nu: np.ndarray       # (nv,) weighted residuals ν
-    s6: np.ndarray       # (4, 6) 6-vector scratch
-    s66: np.ndarray      # (4, 6, 6) 6×6 scratch
-    Sw: np.ndarray       # (nv, 6) joint maps H* in the inertial frame (world axes, world origin)
-
-
-# ---------------------------------------------------------------- flat buffers for the compiled code
-# The model constants live in one int64 and one float64 buffer, the workspace in one float64
-# buffer: a compiled entry point takes (mi, mf, wf) — three arrays are cheap to pass from Python,
-# a tuple of twenty is not — and rebuilds the named views below, so the sweeps read ``m.parent``,
-# ``w.P``.  ``views`` is plain numpy (as_strided views cost nothing, unlike reshape in numba) and is
-# compiled inline into every entry point; from Python it gives the same views of the same memory.
-@register_jitable
-def view1(buf, o, n):
-    return buf[o:o + n], o + n
-
-
-@register_jitable
-def view2(buf, o, a, b):
-    return as_strided(buf[o:], shape=(a, b), strides=(8 * b, 8)), o + a * b
-
-
-@register_jitable
-def view3(buf, o, a, b, c):
-    return as_strided(buf[o:], shape=(a, b, c), strides=(8 * b * c, 8 * c, 8)), o + a * b * c
-
-
-@register_jitable
-def views(mi: np.ndarray, mf: np.ndarray, wf: np.ndarray):
-    """(ModelArrays, Workspace): named views into the flat buffers (mi, mf, wf)."""
-    nb, nv = mi[0], mi[1]
-    o = 2
-    parent, o = view1(mi, o, nb)
-    jtype, o = view1(mi, o, nb)
-    q0, o = view1(mi, o, nb)
-    v0, o = view1(mi, o, nb)
-    nq, o = view1(mi, o, nb)
-    nvj, o = view1(mi, o, nb)
-    vend, o = view1(mi, o, nb)
-    o = 0
-    axis, o = view2(mf, o, nb, 3)
-    basis, o = view3(mf, o, nb, 3, 3)
-    S, o = view2(mf, o, nv, 6)
-    Xr, o = view3(mf, o, nb, 3, 3)
-    Xp, o = view2(mf, o, nb, 3)
-    inertia, o = view3(mf, o, nb, 6, 6)
-    a0, o = view1(mf, o, 6)
-    m = ModelArrays(parent, jtype, q0, v0, nq, nvj, vend, axis, basis, S, Xr, Xp, inertia, a0)
-    o = 0
-    R, o = view3(wf, o, nb, 3, 3)
-    l, o = view2(wf, o, nb, 3)
-    Rw, o = view3(wf, o, nb, 3, 3)
-    pw, o = view2(wf, o, nb, 3)
-    Rj, o = view3(wf, o, nb, 3, 3)
-    tj, o = view2(wf, o, nb, 3)
-    V, o = view2(wf, o, nb, 6)
-    a, o = view2(wf, o, nb, 6)
-    b, o = view2(wf, o, nb, 6)
-    alpha, o = view2(wf, o, nb, 6)
-    f, o = view2(wf, o, nb, 6)
-    fext, o = view2(wf, o, nb, 6)
-    P, o = view3(wf, o, nb, 6, 6)
-    Dinv, o = view3(wf, o, nb, 6, 6)
-    G, o = view3(wf, o, nb, 6, 6)
-    X, o = view3(wf, o, nb, 6, nv)
-    Y, o = view2(wf, o, 6, nv)
-    eps, o = view1(wf, o, nv)
-    nu, o = view1(wf, o, nv)
-    s6, o = view2(wf, o, 4, 6)
-    s66, o = view3(wf, o, 4, 6, 6)
-    Sw, o = view2(wf, o, nv, 6)
-    w = Workspace(R, l, Rw, pw, Rj, tj, V, a, b, alpha, f, fext, P, Dinv, G, X, Y, eps, nu, s6, s66,
-                  Sw)
-    return m, w
-
-
-def workspace_size(nb: int, nv: int) -> int:
-    return nb * (9 + 3 + 9 + 3 + 9 + 3 + 6 * 6 + 36 * 3 + 6 * nv) + 6 * nv + 2 * nv + 24 + 144 + 6 * nv
-
-
 def _vec3(x, what: str) -> np.ndarray:
     a = np.asarray(x, dtype=float)
     if a.shape != (3,) or not np.all(np.isfinite(a)):
@@ -247,8 +128,10 @@ class Model:
         self._gravity = _vec3(gravity, "gravity")
         self._nq = 0
         self._nv = 0
-        self._packed: tuple[np.ndarray, np.ndarray, np.ndarray] | None = None
-        self._views: tuple[ModelArrays, Workspace] | None = None
+        self._core: _core.Model | None = None        # built on first use, see :attr:`core`
+        self._data: _core.Data | None = None         # the default workspace
+        self._arrays: SimpleNamespace | None = None
+        self._workspace: SimpleNamespace | None = None
 
     # ------------------------------------------------------------------ building
     def add_body(self, name: str, parent: str = WORLD, joint: J.Joint | None = None, *,
@@ -355,8 +238,8 @@ class Model:
     @gravity.setter
     def gravity(self, g) -> None:
         self._gravity = _vec3(g, "gravity")
-        if self._views is not None:
-            self._views[0].a0[3:] = -self._gravity
+        if self._core is not None:
+            self._core.set_gravity(self._gravity)
 
     @property
     def position_names(self) -> list[str]:
@@ -383,47 +266,61 @@ class Model:
         return [(b.joint_name, b.q_index) for b in self.bodies
                 if b.joint.code in (J.SPHERICAL, J.FREE)]
 
-    # ------------------------------------------------------------------ compiled view
+    # ------------------------------------------------------------------ the C engine's Model / Data
     def _invalidate(self) -> None:
-        self._packed = None
-        self._views = None
+        self._core = self._data = self._arrays = self._workspace = None
 
-    def packed(self) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-        """(mi, mf, wf): the flat int constants, float constants and workspace of the compiled
-        entry points (built once, cached; the workspace is the model's own, not thread-safe)."""
-        if self._packed is None:
-            nb, nv = self.nbodies, self.nv
-            S = np.zeros((nv, 6))
-            for b in self.bodies:
-                if b.joint.nv:
-                    S[b.v_index:b.v_index + b.joint.nv] = b.joint.motion_subspace().T
-            vend = [b.v_index + b.joint.nv for b in self.bodies]
-            for k in range(nb - 1, -1, -1):       # children come after parents
-                if self.bodies[k].parent >= 0:
-                    vend[self.bodies[k].parent] = max(vend[self.bodies[k].parent], vend[k])
-            ints = [[nb, nv], [b.parent for b in self.bodies], [b.joint.code for b in self.bodies],
-                    [b.q_index for b in self.bodies], [b.v_index for b in self.bodies],
-                    [b.joint.nq for b in self.bodies], [b.joint.nv for b in self.bodies], vend]
-            mi = np.concatenate([np.asarray(x, dtype=np.int64) for x in ints])
-            floats = [[b.joint.axis_vector() for b in self.bodies], [b.joint.basis() for b in self.bodies],
-                      S, [b.rotation for b in self.bodies], [b.translation for b in self.bodies],
-                      [spatial_inertia(b.mass, b.com, b.inertia) for b in self.bodies],
-                      np.r_[0.0, 0.0, 0.0, -self._gravity]]
-            mf = np.concatenate([np.asarray(x, dtype=float).reshape(-1) for x in floats])
-            wf = np.zeros(workspace_size(nb, nv))
-            self._packed = (mi, mf, wf)
-            self._views = views(mi, mf, wf)
-        return self._packed
+    @property
+    def core(self) -> _core.Model:
+        """The model packed into the C engine (``soa_model``, checked and immutable); rebuilt after
+        the model changes."""
+        if self._core is None:
+            self._core = self._build_core()
+        return self._core
 
-    def arrays(self) -> ModelArrays:
-        """The constants as named numpy views (the same memory the compiled sweeps read)."""
-        self.packed()
-        return self._views[0]
+    def _build_core(self) -> _core.Model:
+        nb, nv = self.nbodies, self.nv
+        names = (tuple(b.name for b in self.bodies), tuple(b.joint_name for b in self.bodies),
+                 tuple(self.position_names), tuple(self.velocity_names))
+        cm = _core.Model(nb, self.nq, nv, names)
+        v = cm.views()
+        for k, b in enumerate(self.bodies):
+            v["parent"][k], v["jtype"][k] = b.parent, b.joint.code
+            v["q0"][k], v["v0"][k], v["nqj"][k], v["nvj"][k] = b.q_index, b.v_index, b.joint.nq, b.joint.nv
+            v["axis"][k], v["basis"][k] = b.joint.axis_vector(), b.joint.basis()
+            v["Xr"][k], v["Xp"][k] = b.rotation, b.translation
+            v["mass"][k], v["com"][k], v["Jc"][k] = b.mass, b.com, b.inertia   # M(k): in finish()
+            if b.joint.nv:
+                v["S"][b.v_index:b.v_index + b.joint.nv] = b.joint.motion_subspace().T
+        v["a0"][3:] = -self._gravity
+        cm.finish()
+        return cm
 
-    def workspace(self) -> Workspace:
-        """The model's workspace as named numpy views (filled by the last compiled call)."""
-        self.packed()
-        return self._views[1]
+    def create_data(self) -> _core.Data:
+        """A new workspace (``soa_data``) for this model: pass it as ``data=`` to run the sweeps
+        in it (one per thread, or to keep intermediate results apart)."""
+        return _core.Data(self.core)
+
+    @property
+    def data(self) -> _core.Data:
+        """The model's default workspace, used by the API functions unless given ``data=``."""
+        if self._data is None:
+            self._data = self.create_data()
+        return self._data
+
+    def arrays(self) -> SimpleNamespace:
+        """The constants as named read-only numpy views of the engine's memory (soa.h table)."""
+        if self._arrays is None:
+            self._arrays = SimpleNamespace(**self.core.views())
+        return self._arrays
+
+    def workspace(self, data: _core.Data | None = None) -> SimpleNamespace:
+        """A workspace's buffers as named numpy views (filled by the last call that used it)."""
+        if data is not None:
+            return SimpleNamespace(**data.views())
+        if self._workspace is None:
+            self._workspace = SimpleNamespace(**self.data.views())
+        return self._workspace
 
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, bodies={self.nbodies}, nq={self.nq}, nv={self.nv}, "

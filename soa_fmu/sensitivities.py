@@ -68,8 +68,8 @@ from .kinematics import (OK, as_vector, check_configuration, check_state, outwar
                          outward_velocities, raise_for_status)
 from .mass_matrix import mass_matrix
 from .model import Model, view2, view3, views
-from .operators import build_operators
 from .spatial import INLINE, JIT, add_phi_inertia, cross_force, cross_motion, skew
+from .verify.operators import build_operators
 
 
 # ---------------------------------------------------------------- workspace

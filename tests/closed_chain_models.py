@@ -16,8 +16,8 @@ import numpy as np
 
 import soa_fmu as sf
 from soa_fmu import joints as J
-from soa_fmu.builders import random_tree
 from soa_fmu.spatial import rpy_to_matrix
+from soa_fmu.verify.builders import random_state, random_tree
 
 Y = (0.0, 1.0, 0.0)
 
@@ -137,5 +137,5 @@ def random_closed_tree(n: int = 12, kinds=("weld",), seed: int = 0, world: bool 
                     translation=rng.uniform(-.3, .3, 3))
         m.add_constraint(f"c{i}_{kind}", kind, sf.WORLD if world and i == 0 else fa, f"cb{i}",
                          axis=rng.normal(size=3))
-    q, qd = sf.builders.random_state(m, seed=seed)
+    q, qd = random_state(m, seed=seed)
     return m, q, qd

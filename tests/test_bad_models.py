@@ -13,7 +13,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 import soa_fmu as sf
 from model_descriptions import example_path
-from soa_fmu.loading import MAX_FILE_BYTES, load_model
+from soa_fmu.io import load_model
+from soa_fmu.io.checks import MAX_FILE_BYTES
 from soa_fmu.model import ModelError
 
 LINK = ('<link name="{}">\n  <inertial><mass value="1"/>'

@@ -9,11 +9,13 @@ import numpy as np
 import pytest
 
 import soa_fmu as sf
+from model_descriptions import example_path
 from soa_fmu.constraints import (ConstraintError, ConstraintWarning, advance_anchor, constraint_bias,
                                  constraint_errors, constraint_jacobian, constraint_residuals,
                                  constraint_velocities, constrained_forward_dynamics,
                                  project_velocities, relative_pose)
 from soa_fmu.integrators import IntegrationError, integrate_configuration
+from soa_fmu.io import load_model
 
 from closed_chain_models import four_bar, random_closed_tree, slider_crank, two_arms_box
 
@@ -325,17 +327,9 @@ def test_input_checks():
     assert np.all(off.forces["closure_D"] == 0) and off.residuals["closure_D"] == 0.0
 
 
-def test_model_files_when_available():
-    """The loader's example files (model_descriptions/examples) describe the same mechanisms."""
-    from pathlib import Path
-    loading = pytest.importorskip("soa_fmu.loading")
-    path = Path(__file__).resolve().parents[1] / "model_descriptions" / "examples" / "four_bar.toml"
-    if not path.exists():
-        pytest.skip("four_bar.toml not written yet")
-    try:
-        model = loading.load_model(path)
-    except Exception as e:                         # the loader is developed separately
-        pytest.skip(f"loader not ready: {e}")
+def test_model_file_four_bar():
+    """The example model file four_bar.toml is closed at its initial configuration."""
+    model = load_model(example_path("four_bar"))
     q0 = model.initial_q
     assert max(constraint_residuals(model, q0).values()) <= 1e-9
     res = constrained_forward_dynamics(model, q0, np.zeros(model.nv), np.zeros(model.nv))

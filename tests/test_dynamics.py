@@ -5,7 +5,7 @@ import numpy as np
 import pytest
 
 import soa_fmu as sf
-from soa_fmu.builders import random_state, random_tree, serial_chain
+from soa_fmu.verify.builders import random_state, random_tree, serial_chain
 
 G = 9.81
 

@@ -14,8 +14,8 @@ import build_fmu
 import soa_fmu as sf
 from fmu_fixtures import arm_fmu, build, example, example_models  # noqa: F401
 from model_descriptions import generator
-from soa_fmu.fmu_variables import UNITS, build_table
-from soa_fmu.loading import load_model
+from soa_fmu.fmu.variables import UNITS, build_table
+from soa_fmu.io import load_model
 
 
 def _xml(fmu) -> bytes:
@@ -167,7 +167,8 @@ def test_fmu_layout_and_unique_entry_modules(arm_fmu):
         assert f"binaries/linux64/{ident}.so" in files
         assert f"resources/{entry}.py" in files and f"resources/{entry}_boot.py" in files
         assert "resources/engine/soa_fmu/integrators.py" in files
-        assert "resources/engine/soa_fmu/fmu_slave.py" in files
+        assert "resources/engine/soa_fmu/fmu/slave.py" in files
+        assert "resources/engine/soa_fmu/io/urdf.py" in files
         assert f"resources/{cfg['model_file']}" in files
         assert not any("__pycache__" in f for f in files)
         names.append(entry)

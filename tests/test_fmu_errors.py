@@ -13,7 +13,7 @@ from fmpy.fmi1 import FMICallException
 from fmpy.fmi2 import fmi2Discard, fmi2Error
 
 from fmu_fixtures import Instance, arm_fmu, example, spacecraft_fmu, subprocess_env  # noqa: F401
-from soa_fmu.loading import load_model
+from soa_fmu.io import load_model
 
 H = 1e-3
 

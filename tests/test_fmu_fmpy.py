@@ -9,7 +9,7 @@ from fmpy import simulate_fmu
 import soa_fmu as sf
 from fmu_fixtures import (Instance, arm_fmu, example, four_bar_fmu, pendulum_fmu,  # noqa: F401
                           spacecraft_fmu)
-from soa_fmu.loading import load_model
+from soa_fmu.io import load_model
 
 H = 1e-3
 

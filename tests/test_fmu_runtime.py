@@ -17,7 +17,7 @@ import pytest
 
 import soa_fmu as sf
 from fmu_fixtures import REPO, Instance, arm_fmu, example  # noqa: F401
-from soa_fmu.loading import load_model
+from soa_fmu.io import load_model
 
 H = 1e-3
 STEPS = 50
@@ -113,7 +113,7 @@ def _libpython() -> Path | None:
                     reason="needs Linux, gcc and a shared libpython")
 def test_non_python_host(arm_fmu, tmp_path):
     """tests/fmu_host.c — a C master that dlopens the FMU — with LD_PRELOAD=libpython3.11.so,
-    PYTHONHOME and PYTHONPATH set as the README (section The FMU) describes."""
+    PYTHONHOME and PYTHONPATH set as docs/fmu.md describes."""
     exe = tmp_path / "fmu_host"
     subprocess.run(["gcc", "-O1", "-o", str(exe), str(REPO / "tests" / "fmu_host.c"), "-ldl"],
                    check=True, capture_output=True)

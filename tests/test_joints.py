@@ -3,8 +3,8 @@ import numpy as np
 import pytest
 
 import soa_fmu as sf
-from soa_fmu.builders import JOINT_FACTORIES
 from soa_fmu.integrators import configuration_rate, integrate_configuration
+from soa_fmu.verify.builders import JOINT_FACTORIES, random_state
 
 
 def one_joint_model(joint):
@@ -22,10 +22,8 @@ def pose(model, q):
 def test_joint_rate_moves_body_with_velocity_H_beta(kind):
     rng = np.random.default_rng(7)
     model = one_joint_model(JOINT_FACTORIES[kind](rng))
-    q, beta = sf.builders.random_state(model, seed=3)
-    m = model.arrays()
-    qdot = np.zeros(model.nq)
-    configuration_rate(m, q, beta, qdot)
+    q, beta = random_state(model, seed=3)
+    qdot = configuration_rate(model, q, beta)
     h = 1e-6
     R0, p0 = pose(model, q - h * qdot)
     R1, p1 = pose(model, q + h * qdot)
@@ -43,19 +41,15 @@ def test_joint_rate_moves_body_with_velocity_H_beta(kind):
 def test_exponential_map_agrees_with_rate(kind):
     rng = np.random.default_rng(1)
     model = one_joint_model(JOINT_FACTORIES[kind](rng))
-    q, beta = sf.builders.random_state(model, seed=5)
-    m = model.arrays()
-    out, qdot = np.zeros(model.nq), np.zeros(model.nq)
+    q, beta = random_state(model, seed=5)
     h = 1e-5
-    integrate_configuration(m, q, h * beta, out)
-    configuration_rate(m, q, beta, qdot)
+    out = integrate_configuration(model, q, h * beta)
+    qdot = configuration_rate(model, q, beta)
     np.testing.assert_allclose((out - q) / h, qdot, atol=1e-4)
     # a constant body-frame velocity for unit time: exp map composes
-    q2 = np.zeros(model.nq)
-    integrate_configuration(m, q, 0.3 * beta, out)
-    integrate_configuration(m, out, 0.7 * beta, q2)
-    q3 = np.zeros(model.nq)
-    integrate_configuration(m, q, beta, q3)
+    out = integrate_configuration(model, q, 0.3 * beta)
+    q2 = integrate_configuration(model, out, 0.7 * beta)
+    q3 = integrate_configuration(model, q, beta)
     R2, p2 = pose(model, q2)
     R3, p3 = pose(model, q3)
     np.testing.assert_allclose(R2, R3, atol=1e-12)

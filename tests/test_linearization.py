@@ -11,11 +11,11 @@ import pytest
 import scipy.linalg
 
 import soa_fmu as sf
-from soa_fmu.builders import random_state, random_tree, serial_chain
 from soa_fmu.integrators import integrate_configuration
 from soa_fmu.linearization import (configuration_difference, forward_dynamics_derivatives,
                                    inverse_dynamics_derivatives, linearize)
 from soa_fmu.sensitivities import coriolis_matrix, mass_matrix_derivative
+from soa_fmu.verify.builders import random_state, random_tree, serial_chain
 
 MIXED = ("revolute", "prismatic", "spherical", "planar", "helical", "cylindrical", "fixed")
 MODELS = {
@@ -138,7 +138,7 @@ def test_bad_inputs_are_reported():
 @pytest.mark.parametrize("name", ["chain", "tree", "floating"])
 def test_agreement_with_pinocchio(name):
     pin = pytest.importorskip("pinocchio")
-    from soa_fmu.pinocchio_bridge import to_pinocchio
+    from soa_fmu.verify.pinocchio_bridge import to_pinocchio
     model = {"chain": lambda: serial_chain(7, seed=1),
              "tree": lambda: random_tree(9, seed=3,
                                          joint_types=("revolute", "prismatic", "spherical", "fixed")),

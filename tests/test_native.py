@@ -8,7 +8,7 @@ import pytest
 
 import soa_fmu as sf
 from model_descriptions import EXAMPLES_DIR, example_path
-from soa_fmu.loading import load_model
+from soa_fmu.io import load_model
 from soa_fmu.spatial import rpy_to_matrix
 
 G = 9.81

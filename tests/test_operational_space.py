@@ -7,11 +7,11 @@ import numpy as np
 import pytest
 
 import soa_fmu as sf
-from soa_fmu.builders import random_state, random_tree, serial_chain
 from soa_fmu.operational_space import (correction_accelerations, operational_space_inertia,
                                        operational_space_inertia_inverse)
-from soa_fmu.operators import build_operators
 from soa_fmu.spatial import rpy_to_matrix
+from soa_fmu.verify.builders import random_state, random_tree, serial_chain
+from soa_fmu.verify.operators import build_operators
 
 TOL = 1e-10
 

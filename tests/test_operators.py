@@ -8,8 +8,8 @@ import numpy as np
 import pytest
 
 import soa_fmu as sf
-from soa_fmu.builders import random_state, random_tree
-from soa_fmu.operators import build_operators
+from soa_fmu.verify.builders import random_state, random_tree
+from soa_fmu.verify.operators import build_operators
 
 CASES = [(n, seed, fb) for n, seed, fb in [(1, 0, False), (5, 1, False), (9, 2, False),
                                           (7, 3, True), (12, 4, True)]]

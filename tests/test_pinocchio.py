@@ -5,8 +5,8 @@ import pytest
 pin = pytest.importorskip("pinocchio")
 
 import soa_fmu as sf
-from soa_fmu.builders import random_state, random_tree, serial_chain
-from soa_fmu.pinocchio_bridge import to_pinocchio
+from soa_fmu.verify.builders import random_state, random_tree, serial_chain
+from soa_fmu.verify.pinocchio_bridge import to_pinocchio
 
 PIN_JOINTS = ("revolute", "prismatic", "spherical", "fixed")
 

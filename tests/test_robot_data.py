@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from soa_fmu.loading import ModelWarning, load_model
+from soa_fmu.io import ModelWarning, load_model
 
 pin = pytest.importorskip("pinocchio")
 from pin_mapping import compare_dynamics  # noqa: E402

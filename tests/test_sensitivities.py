@@ -10,12 +10,12 @@ import numpy as np
 import pytest
 
 import soa_fmu as sf
-from soa_fmu.builders import random_state, random_tree, serial_chain
 from soa_fmu.integrators import integrate_configuration
 from soa_fmu.sensitivities import (christoffel_symbols, coriolis_matrix, force_cross_matrix,
                                    mass_matrix_derivative, mass_matrix_derivative_operators,
                                    structure_constants)
 from soa_fmu.spatial import phi_matrix, skew
+from soa_fmu.verify.builders import random_state, random_tree, serial_chain
 
 MIXED = ("revolute", "prismatic", "spherical", "planar", "helical", "cylindrical", "fixed")
 MODELS = {
@@ -92,7 +92,7 @@ def test_operator_form_equals_composite_body_form(case):
 
 def test_paper_operator_expression_verbatim_for_revolute_chain():
     """For revolute hinges ℍ is skew and 4.43 holds as printed: Hφ[ℍ_δ φM − Mφ*ℍ_δ]φ*H*."""
-    from soa_fmu.operators import build_operators
+    from soa_fmu.verify.operators import build_operators
     model = serial_chain(5, seed=2)
     q, _ = random_state(model, seed=1)
     ops = build_operators(model, q)
@@ -271,7 +271,7 @@ def pinocchio_cases():
 @pytest.mark.parametrize("name", ["chain", "tree", "floating"])
 def test_agreement_with_pinocchio(name):
     pin = pytest.importorskip("pinocchio")
-    from soa_fmu.pinocchio_bridge import to_pinocchio
+    from soa_fmu.verify.pinocchio_bridge import to_pinocchio
     model = pinocchio_cases()[name]
     pm = to_pinocchio(model)
     pmod, data = pm.pin_model, pm.pin_model.createData()

@@ -8,7 +8,7 @@ import pytest
 
 import soa_fmu as sf
 from model_descriptions import example_path
-from soa_fmu.loading import ModelWarning, load_model
+from soa_fmu.io import ModelWarning, load_model
 from soa_fmu.spatial import rpy_to_matrix
 
 LINK = '<link name="{}"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" ' \

@@ -2,11 +2,11 @@
 
 Every joint type of :mod:`soa_fmu.joints`, named frames, loop closures and grasps, the initial state,
 gravity, and URDF includes (optionally prefixed, placed anywhere, several times).  The format is
-documented, with examples, in the README, section Model files.  The reader is strict: unknown keys, wrong types,
+documented, with examples, in docs/model-files.md.  The reader is strict: unknown keys, wrong types,
 non-finite numbers and unknown names are errors that name the file, the element path (e.g.
 ``bodies[3].joint.axis``) and, where it can be found, the line.  ``strict = false`` at the top level
 (or ``load_native(..., strict=False)``) accepts inertias that fail only the physical checks, in the
-file's bodies and its URDF includes, with a ModelWarning each (see :mod:`soa_fmu.urdf`).
+file's bodies and its URDF includes, with a ModelWarning each (see :mod:`soa_fmu.io.urdf`).
 """
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ from typing import Any
 
 import numpy as np
 
-from . import joints as J
-from .loading import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
-                      parents_first, read_bounded, singular_joint)
-from .model import CONSTRAINT_KINDS, WORLD, Model, ModelError
-from .spatial import rpy_to_matrix
+from .. import joints as J
+from ..model import CONSTRAINT_KINDS, WORLD, Model, ModelError
+from ..spatial import rpy_to_matrix
+from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
+                     parents_first, read_bounded, singular_joint)
 from .urdf import UrdfRobot, add_urdf, parse_urdf, warn_unphysical
 
 KEYS = {
@@ -271,7 +271,7 @@ class _Item:
 
 
 def load_native(path: str | os.PathLike, floating_base: bool = False, strict: bool = True) -> Model:
-    """Read a native TOML model file (see the README, section Model files) into a Model.  The file is read
+    """Read a native TOML model file (see docs/model-files.md) into a Model.  The file is read
     leniently (non-physical inertias accepted with a ModelWarning) if ``strict=False`` or the file
     says ``strict = false``."""
     path = os.fspath(path)

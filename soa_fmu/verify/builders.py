@@ -3,9 +3,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import joints as J
-from .model import Model, WORLD
-from .spatial import rpy_to_matrix
+from .. import joints as J
+from ..model import Model, WORLD
+from ..spatial import rpy_to_matrix
 
 
 def _random_inertia(rng: np.random.Generator) -> tuple[float, np.ndarray, np.ndarray]:

@@ -1,9 +1,8 @@
-"""Model files -> :class:`~soa_fmu.model.Model` (SPEC §1 step 1, §5 ``load_model``).
+"""What both model-file readers (:mod:`soa_fmu.io.urdf`, :mod:`soa_fmu.io.toml`) share.
 
-``load_model`` dispatches on the file suffix: ``.urdf`` (the robotics standard, :mod:`soa_fmu.urdf`)
-or ``.toml`` (the project's own format, :mod:`soa_fmu.native`; see the README, section Model files).  This module
-also holds what both readers share: the bounded file read, number parsing, located error messages
-and the check that no moving joint carries a massless subtree (a singular D).
+The bounded file read, number parsing, the inertia checks with their ``strict=False`` warning
+(:class:`ModelWarning`), the check that no moving joint carries a massless subtree (a singular D), and
+the parents-first ordering of bodies.
 """
 from __future__ import annotations
 
@@ -11,12 +10,11 @@ import heapq
 import math
 import os
 from typing import Callable, Iterable, TypeVar
-from pathlib import Path
 
 import numpy as np
 
-from .model import Model, ModelError, check_inertia
-from .spatial import phi_matrix, spatial_inertia
+from ..model import Model, ModelError, check_inertia
+from ..spatial import phi_matrix, spatial_inertia
 
 MAX_FILE_BYTES = 20 * 1024 * 1024     # model files are text; anything larger is refused
 MAX_MAGNITUDE = 1e12                  # |x| of a physical model number (SI units); beyond: refused
@@ -28,30 +26,6 @@ class ModelWarning(UserWarning):
     """A model file construct that was read with a simplification (e.g. a URDF ``mimic`` joint)."""
 
 
-def load_model(path: str | os.PathLike, floating_base: bool = False, strict: bool = True) -> Model:
-    """Read a ``.urdf`` or ``.toml`` model file.
-
-    ``floating_base=True`` attaches the root body to world by a free joint named ``root_joint``
-    (URDF; for a native file it applies to its top-level ``urdf`` include).  Raises
-    :class:`~soa_fmu.model.ModelError` naming the file, line/element and problem.
-
-    ``strict=False`` accepts a body whose inertia fails only the physical checks (not positive
-    semi-definite, or breaking the triangle inequality — as in some published robot files), with one
-    :class:`ModelWarning` per such body naming file, line, link and problem.  Everything else
-    (NaN, negative mass, asymmetric tensor, bad XML, a massless moving subtree, …) is still an error.
-    """
-    suffix = Path(path).suffix.lower()
-    if suffix == ".urdf":
-        from .urdf import load_urdf
-        return load_urdf(path, floating_base=floating_base, strict=strict)
-    if suffix == ".toml":
-        from .native import load_native
-        return load_native(path, floating_base=floating_base, strict=strict)
-    raise ModelError(f"{os.fspath(path)}: unknown model file type {suffix or '(no suffix)'!r} "
-                     "(expected .urdf or .toml)")
-
-
-# ---------------------------------------------------------------- shared helpers
 def read_bounded(path: str | os.PathLike) -> bytes:
     """The file's bytes, or a ModelError for a missing, unreadable or oversized file."""
     try:

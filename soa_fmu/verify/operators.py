@@ -3,7 +3,8 @@
 Builds the stacked operators of seed 000 §2.1–2.2 and §3 — E_φ, φ = (I − E_φ)⁻¹, H, M, and from the
 articulated-body quantities P, D, G, K = E_φ G, τ̄ = I − GH, E_ψ = E_φ τ̄, ψ = (I − E_ψ)⁻¹ — as
 dense matrices, so tests can check Lemmas 1–5 / Identities 1–6 numerically against the O(N)
-recursions.  Never used by the engine itself.
+recursions.  No engine algorithm uses them; the engine module :mod:`soa_fmu.sensitivities` imports
+them for its own cross-check ``mass_matrix_derivative_operators`` (eq. 4.43).
 
 Indexing: block k is body k (base-first numbering).  E_φ has the block φ(p, k) at (p, k) for every
 body k with parent p, exactly the connectivity of seed 000 (2.7); with the papers' tip-to-base
@@ -15,10 +16,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .articulated import riccati_sweep
-from .kinematics import forward_kinematics
-from .model import Model
-from .spatial import phi_matrix
+from ..kinematics import forward_kinematics
+from ..model import Model
+from ..spatial import phi_matrix
 
 
 @dataclass
@@ -66,6 +66,24 @@ def _blkdiag(blocks: list[np.ndarray]) -> np.ndarray:
     return out
 
 
+def _riccati(parent, Hk, inertia, phis) -> list[np.ndarray]:
+    """P(k) = M(k) + Σ_c φ(k, c) τ̄(c) P(c) φ*(k, c), τ̄ = I − P H*(H P H*)⁻¹H (seed 001 eqs. 34–36),
+    written densely block by block — independent of the C core's sweep."""
+    P = [np.array(Mk, dtype=float) for Mk in inertia]
+    for k in range(len(P) - 1, -1, -1):
+        p = parent[k]
+        if p < 0:
+            continue
+        Pp = P[k]
+        if Hk[k].shape[0]:
+            D = Hk[k] @ Pp @ Hk[k].T
+            if np.linalg.matrix_rank(D) < D.shape[0]:
+                raise ValueError("articulated inertia is singular")
+            Pp = Pp - Pp @ Hk[k].T @ np.linalg.solve(D, Hk[k] @ Pp)
+        P[p] = P[p] + phis[k] @ Pp @ phis[k].T
+    return P
+
+
 def build_operators(model: Model, q, qd=None) -> Operators:
     """Dense operators at (q, q̇).  Only for small systems (sizes 6n × 6n)."""
     w = forward_kinematics(model, q, qd)
@@ -77,11 +95,10 @@ def build_operators(model: Model, q, qd=None) -> Operators:
             E_phi[6 * p:6 * p + 6, 6 * k:6 * k + 6] = phi_matrix(w.R[k], w.l[k])
     I6n = np.eye(6 * n)
     phi = np.linalg.inv(I6n - E_phi)
-    H = _blkdiag([m.S[m.v0[k]:m.v0[k] + m.nv[k]] for k in range(n)])
+    Hk = [m.S[m.v0[k]:m.v0[k] + m.nvj[k]] for k in range(n)]
+    H = _blkdiag(Hk)
     M = _blkdiag(list(m.inertia))
-    if riccati_sweep(m, w) >= 0:
-        raise ValueError("articulated inertia is singular")
-    P = _blkdiag(list(w.P.copy()))
+    P = _blkdiag(_riccati(m.parent, Hk, m.inertia, [phi_matrix(w.R[k], w.l[k]) for k in range(n)]))
     D = H @ P @ H.T
     G = P @ H.T @ np.linalg.inv(D)
     tau_bar = I6n - G @ H

@@ -5,12 +5,12 @@ the inertial rpy rotates the tensor into the link frame, J = R J' Rᵀ), ``<join
 continuous (a revolute joint, one coordinate), prismatic, fixed, floating (free joint) and planar
 (``axis`` = plane normal), its ``origin`` (xyz, rpy) and ``axis`` (default 1 0 0).  ``<limit>``,
 ``<dynamics>`` and ``<safety_controller>`` are kept as metadata in ``Body.limits``.  A ``mimic`` joint
-is read as an independent joint with a :class:`~soa_fmu.loading.ModelWarning`.  Geometry, materials,
+is read as an independent joint with a :class:`~soa_fmu.io.checks.ModelWarning`.  Geometry, materials,
 transmissions and simulator tags carry no dynamics and are ignored.
 
 ``strict=False`` reads a link whose inertia fails only the physical checks (not positive
 semi-definite, or principal moments breaking the triangle inequality; several published robot files
-have such links) with one :class:`~soa_fmu.loading.ModelWarning` per link naming file, line, link and
+have such links) with one :class:`~soa_fmu.io.checks.ModelWarning` per link naming file, line, link and
 problem; the body is added with ``Model.add_body(..., physical=False)``.  Every other problem is still
 an error.
 
@@ -19,7 +19,7 @@ fixed joint, or by a free joint ``root_joint`` when ``floating_base=True``.  **J
 order of q, qd, tau): the order in which the joints appear in the file, parents before children (a
 stable topological sort by file position).
 
-The file is untrusted input: it is read up to :data:`~soa_fmu.loading.MAX_FILE_BYTES`, DTDs and entity
+The file is untrusted input: it is read up to :data:`~soa_fmu.io.checks.MAX_FILE_BYTES`, DTDs and entity
 declarations are refused before parsing (billion laughs, XXE), and lxml runs without entity
 resolution, network or DTD loading.  Every error names the file, the line and the element.
 """
@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from lxml import etree
 
-from . import joints as J
-from .loading import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
-                      parents_first, read_bounded, singular_joint)
-from .model import WORLD, Model, ModelError
-from .spatial import rpy_to_matrix
+from .. import joints as J
+from ..model import WORLD, Model, ModelError
+from ..spatial import rpy_to_matrix
+from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
+                     parents_first, read_bounded, singular_joint)
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 LIMIT_ATTRIBUTES = {"limit": ("lower", "upper", "velocity", "effort"),

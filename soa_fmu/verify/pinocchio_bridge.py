@@ -19,8 +19,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import joints as J
-from .model import Model
+from .. import joints as J
+from ..model import Model
 
 
 @dataclass

@@ -1,7 +1,7 @@
 """The FMU's variable table: ONE source of truth for the slave and for modelDescription.xml.
 
 :func:`build_table` turns a :class:`~soa_fmu.model.Model` (plus the build options) into a list of
-:class:`Variable` rows.  The slave (:mod:`soa_fmu.fmu_slave`) binds every row to its storage through
+:class:`Variable` rows.  The slave (:mod:`soa_fmu.fmu.slave`) binds every row to its storage through
 ``group``/``index`` (e.g. ``("tau", 2)`` is ``Simulator.tau[2]``); the generator
 (:mod:`model_descriptions.generator`) writes the same rows, their units and their dependencies
 (:meth:`VariableTable.output_dependencies`, :meth:`VariableTable.initial_dependencies`) to XML.
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from . import joints as J
-from .model import Model
+from .. import joints as J
+from ..model import Model
 
 FORMAT_VERSION = 1
 METHODS = ("rk4", "euler", "dop853")          # Simulator methods (see soa_fmu.integrators)

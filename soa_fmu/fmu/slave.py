@@ -1,7 +1,7 @@
 """The FMI 2.0 Co-Simulation slave (pythonfmu) — a thin layer over :class:`~soa_fmu.Simulator`.
 
 One instance holds a Model, a Simulator (state, integrator memory, held inputs, constraint status)
-and flat value buffers laid out by :func:`soa_fmu.fmu_variables.build_table` — the table the
+and flat value buffers laid out by :func:`soa_fmu.fmu.variables.build_table` — the table the
 modelDescription.xml is generated from.  ``build_fmu.py`` puts a small entry module into each FMU
 whose class derives from :class:`SoaSlave`; pythonfmu's C library calls the methods below.
 
@@ -36,11 +36,11 @@ import numpy as np
 from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Status
 
-from .energy import total_energy
-from .fmu_variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
-from .integrators import Simulator
-from .kinematics import forward_kinematics
-from .loading import load_model
+from ..energy import total_energy
+from ..integrators import Simulator
+from ..io import load_model
+from ..kinematics import forward_kinematics
+from .variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
 
 CONFIG_FILE = "fmu.json"
 STATE_FORMAT = "soa_fmu-fmu-state/1"
@@ -74,8 +74,8 @@ _EXIT_GUARDED: set[str] = set()
 
 def _guard_pythonfmu_exit(resources: Path, identifier: str) -> None:
     """Work around a pythonfmu 0.7 bug that corrupts the C heap when its library is still loaded
-    at process exit (it stays loaded in Python hosts once numba runs inside an FMU call, and in
-    hosts that never unload FMUs): exit() runs the library's static destructors — releasing the
+    at process exit (hosts that never unload FMUs, and Python hosts in which it stays loaded):
+    exit() runs the library's static destructors — releasing the
     shared_ptr that owns its PyState — before its ``__attribute__((destructor))``, which assigns
     nullptr to that destroyed shared_ptr and releases the freed control block a second time
     ("corrupted double-linked list" at exit, or a later crash).  A Python atexit handler (run by

@@ -1,0 +1,439 @@
+/* soa_fmu._core: module, the Model and Data types, the Python views of their buffers (derived
+ * from the tables of soa.h), argument helpers and the status -> exception translation. */
+#define SOA_PYCORE_MODULE
+#include "pycore.h"
+
+#include <math.h>
+
+PyObject *soa_StatusError;
+
+/* ------------------------------------------------------------------ views of the tables */
+/* A dict {name: ndarray} viewing each buffer of a table; the arrays keep `owner` alive. */
+static int add_view(PyObject *dict, PyObject *owner, const char *name, int typenum, void *ptr,
+                    int ndim, int d0, int d1, int d2, int writeable)
+{
+    npy_intp dims[3] = {d0, d1, d2};
+    PyObject *a = PyArray_New(&PyArray_Type, ndim, dims, typenum, NULL, ptr, 0,
+                              NPY_ARRAY_CARRAY, NULL);
+    if (!a) return -1;
+    if (!writeable) PyArray_CLEARFLAGS((PyArrayObject *)a, NPY_ARRAY_WRITEABLE);
+    Py_INCREF(owner);
+    if (PyArray_SetBaseObject((PyArrayObject *)a, owner) < 0) {
+        Py_DECREF(a);
+        return -1;
+    }
+    const int r = PyDict_SetItemString(dict, name, a);
+    Py_DECREF(a);
+    return r;
+}
+
+/* ------------------------------------------------------------------ Model */
+static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"nb", "nq", "nv", "names", NULL};
+    soa_sizes s;
+    PyObject *names;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!", kwlist, &s.nb, &s.nq, &s.nv, &PyTuple_Type,
+                                     &names))
+        return NULL;
+    if (s.nb < 0 || s.nq < 0 || s.nv < 0 || s.nq > 7 * s.nb || s.nv > 6 * s.nb)
+        return PyErr_Format(PyExc_ValueError, "invalid model sizes nb=%d nq=%d nv=%d", s.nb, s.nq,
+                            s.nv);
+    if (PyTuple_GET_SIZE(names) != 4) {
+        PyErr_SetString(PyExc_ValueError, "names: expected (bodies, joints, positions, velocities)");
+        return NULL;
+    }
+    const Py_ssize_t want[4] = {s.nb, s.nb, s.nq, s.nv};
+    for (int i = 0; i < 4; i++) {
+        PyObject *t = PyTuple_GET_ITEM(names, i);
+        if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != want[i]) {
+            PyErr_Format(PyExc_ValueError, "names[%d]: expected a tuple of %zd names", i, want[i]);
+            return NULL;
+        }
+        for (Py_ssize_t j = 0; j < want[i]; j++)
+            if (!PyUnicode_Check(PyTuple_GET_ITEM(t, j))) {
+                PyErr_Format(PyExc_TypeError, "names[%d][%zd]: expected a str", i, j);
+                return NULL;
+            }
+    }
+    ModelObject *self = (ModelObject *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->m = soa_model_new(&s);
+    if (!self->m) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(names);
+    self->names = names;
+    return (PyObject *)self;
+}
+
+static void Model_dealloc(ModelObject *self)
+{
+    soa_model_free(self->m);
+    Py_XDECREF(self->names);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+/* views(): {name: ndarray} over the model's buffers; writeable until finish(). */
+static PyObject *Model_views(ModelObject *self, PyObject *Py_UNUSED(ignored))
+{
+    soa_model *m = self->m;
+    SOA_SIZES(m);
+    const int w = !m->finished;
+    PyObject *dict = PyDict_New();
+    if (!dict) return NULL;
+#define VIEW_INT(name, ndim, d0, d1, d2) \
+    if (add_view(dict, (PyObject *)self, #name, NPY_INT, m->name, ndim, d0, d1, d2, w) < 0) goto fail;
+#define VIEW_REAL(name, ndim, d0, d1, d2) \
+    if (add_view(dict, (PyObject *)self, #name, NPY_DOUBLE, m->name, ndim, d0, d1, d2, w) < 0) goto fail;
+    SOA_MODEL_INTS(VIEW_INT)
+    SOA_MODEL_REALS(VIEW_REAL)
+    return dict;
+fail:
+    Py_DECREF(dict);
+    return NULL;
+}
+
+/* finish(): the structural checks of soa_model_finish; afterwards the model is immutable. */
+static PyObject *Model_finish(ModelObject *self, PyObject *Py_UNUSED(ignored))
+{
+    if (self->m->finished) Py_RETURN_NONE;
+    const soa_status st = soa_model_finish(self->m);
+    if (st.kind != SOA_OK) return soa_py_status(self, st);
+    Py_RETURN_NONE;
+}
+
+/* set_gravity(g): a0 = [0; -g] (the one constant that may change after finish). */
+static PyObject *Model_set_gravity(ModelObject *self, PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 1) return PyErr_Format(PyExc_TypeError, "set_gravity(g) takes one argument");
+    PyArrayObject *g = soa_py_vector(args[0], 3, "gravity");
+    if (!g) return NULL;
+    const double *x = SOA_DBL(g);
+    if (!isfinite(x[0]) || !isfinite(x[1]) || !isfinite(x[2])) {
+        Py_DECREF(g);
+        return PyErr_Format(PyExc_ValueError, "gravity must be finite");
+    }
+    for (int i = 0; i < 3; i++) {
+        self->m->a0[i] = 0.0;
+        self->m->a0[3 + i] = -x[i];
+    }
+    Py_DECREF(g);
+    Py_RETURN_NONE;
+}
+
+static PyObject *Model_get_size(ModelObject *self, void *which)
+{
+    const char c = *(const char *)which;
+    return PyLong_FromLong(c == 'b' ? self->m->nb : c == 'q' ? self->m->nq : self->m->nv);
+}
+
+static PyMethodDef Model_methods[] = {
+    {"views", (PyCFunction)Model_views, METH_NOARGS, "{name: ndarray} over the model's buffers."},
+    {"finish", (PyCFunction)Model_finish, METH_NOARGS, "Check the model; it is immutable afterwards."},
+    {"set_gravity", (PyCFunction)(void (*)(void))Model_set_gravity, METH_FASTCALL,
+     "Set the gravity vector g (m/s^2)."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Model_getset[] = {
+    {"nb", (getter)Model_get_size, NULL, "number of bodies", "b"},
+    {"nq", (getter)Model_get_size, NULL, "configuration size", "q"},
+    {"nv", (getter)Model_get_size, NULL, "velocity size", "v"},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject soa_ModelType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "soa_fmu._core.Model",
+    .tp_basicsize = sizeof(ModelObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Model(nb, nq, nv, names): the constants of a mechanism (soa_model).",
+    .tp_new = Model_new,
+    .tp_dealloc = (destructor)Model_dealloc,
+    .tp_methods = Model_methods,
+    .tp_getset = Model_getset,
+};
+
+/* ------------------------------------------------------------------ Data */
+static PyObject *Data_new(PyTypeObject *type, PyObject *args, PyObject *kw)
+{
+    static char *kwlist[] = {"model", NULL};
+    PyObject *mo;
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "O", kwlist, &mo)) return NULL;
+    ModelObject *model = soa_py_model(mo);
+    if (!model) return NULL;
+    DataObject *self = (DataObject *)type->tp_alloc(type, 0);
+    if (!self) return NULL;
+    self->d = soa_data_new(model->m);
+    if (!self->d) {
+        Py_DECREF(self);
+        return PyErr_NoMemory();
+    }
+    Py_INCREF(model);
+    self->model = model;
+    return (PyObject *)self;
+}
+
+static void Data_dealloc(DataObject *self)
+{
+    soa_data_free(self->d);
+    Py_XDECREF(self->model);
+    Py_TYPE(self)->tp_free((PyObject *)self);
+}
+
+static PyObject *Data_views(DataObject *self, PyObject *Py_UNUSED(ignored))
+{
+    SOA_SIZES(self->model->m);
+    soa_data *d = self->d;
+    PyObject *dict = PyDict_New();
+    if (!dict) return NULL;
+#define VIEW_DATA(name, ndim, d0, d1, d2) \
+    if (add_view(dict, (PyObject *)self, #name, NPY_DOUBLE, d->name, ndim, d0, d1, d2, 1) < 0) goto fail;
+    SOA_DATA_REALS(VIEW_DATA)
+    return dict;
+fail:
+    Py_DECREF(dict);
+    return NULL;
+}
+
+static PyObject *Data_get_model(DataObject *self, void *Py_UNUSED(closure))
+{
+    Py_INCREF(self->model);
+    return (PyObject *)self->model;
+}
+
+static PyMethodDef Data_methods[] = {
+    {"views", (PyCFunction)Data_views, METH_NOARGS, "{name: ndarray} over the workspace buffers."},
+    {NULL, NULL, 0, NULL}};
+
+static PyGetSetDef Data_getset[] = {
+    {"model", (getter)Data_get_model, NULL, "the Model this workspace belongs to", NULL},
+    {NULL, NULL, NULL, NULL, NULL}};
+
+PyTypeObject soa_DataType = {
+    PyVarObject_HEAD_INIT(NULL, 0)
+    .tp_name = "soa_fmu._core.Data",
+    .tp_basicsize = sizeof(DataObject),
+    .tp_flags = Py_TPFLAGS_DEFAULT,
+    .tp_doc = "Data(model): the workspace of every sweep (soa_data), allocated once.",
+    .tp_new = Data_new,
+    .tp_dealloc = (destructor)Data_dealloc,
+    .tp_methods = Data_methods,
+    .tp_getset = Data_getset,
+};
+
+/* ------------------------------------------------------------------ argument helpers */
+ModelObject *soa_py_model(PyObject *o)
+{
+    if (Py_TYPE(o) != &soa_ModelType) {
+        PyErr_Format(PyExc_TypeError, "expected a soa_fmu._core.Model, got %.100s", Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    ModelObject *mo = (ModelObject *)o;
+    if (!mo->m->finished) {
+        PyErr_SetString(PyExc_ValueError, "the model has not been finished (call finish())");
+        return NULL;
+    }
+    return mo;
+}
+
+DataObject *soa_py_data(PyObject *o)
+{
+    if (Py_TYPE(o) != &soa_DataType) {
+        PyErr_Format(PyExc_TypeError, "expected a soa_fmu._core.Data, got %.100s", Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    return (DataObject *)o;
+}
+
+static void shape_error(PyArrayObject *a, npy_intp n, const char *name)
+{
+    PyObject *shape = PyTuple_New(PyArray_NDIM(a));
+    if (!shape) return;
+    for (int i = 0; i < PyArray_NDIM(a); i++)
+        PyTuple_SET_ITEM(shape, i, PyLong_FromSsize_t(PyArray_DIM(a, i)));
+    PyErr_Format(PyExc_ValueError, "%s must have shape (%zd,), got %R", name, (Py_ssize_t)n, shape);
+    Py_DECREF(shape);
+}
+
+PyArrayObject *soa_py_vector(PyObject *o, npy_intp n, const char *name)
+{
+    if (PyArray_CheckExact(o)) {
+        PyArrayObject *a = (PyArrayObject *)o;
+        if (PyArray_TYPE(a) == NPY_DOUBLE && PyArray_NDIM(a) == 1 && PyArray_DIM(a, 0) == n
+            && PyArray_IS_C_CONTIGUOUS(a) && PyArray_ISALIGNED(a) && PyArray_ISNOTSWAPPED(a)) {
+            Py_INCREF(a);
+            return a;
+        }
+    }
+    PyArrayObject *a = (PyArrayObject *)PyArray_FROMANY(o, NPY_DOUBLE, 0, 0,
+                                                        NPY_ARRAY_IN_ARRAY | NPY_ARRAY_FORCECAST);
+    if (!a) {
+        PyErr_Clear();
+        PyErr_Format(PyExc_ValueError, "%s must be a vector of %zd numbers, got %.100s", name,
+                     (Py_ssize_t)n, Py_TYPE(o)->tp_name);
+        return NULL;
+    }
+    if (PyArray_NDIM(a) != 1 || PyArray_DIM(a, 0) != n) {
+        shape_error(a, n, name);
+        Py_DECREF(a);
+        return NULL;
+    }
+    return a;
+}
+
+PyArrayObject *soa_py_inout(PyObject *o, npy_intp n, const char *name)
+{
+    if (!PyArray_Check(o)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a float64 ndarray (updated in place)", name);
+        return NULL;
+    }
+    PyArrayObject *a = (PyArrayObject *)o;
+    if (PyArray_TYPE(a) != NPY_DOUBLE || !PyArray_IS_C_CONTIGUOUS(a) || !PyArray_ISWRITEABLE(a)
+        || !PyArray_ISALIGNED(a) || !PyArray_ISNOTSWAPPED(a)) {
+        PyErr_Format(PyExc_TypeError, "%s must be a writeable, contiguous float64 ndarray", name);
+        return NULL;
+    }
+    if (PyArray_NDIM(a) != 1 || PyArray_DIM(a, 0) != n) {
+        shape_error(a, n, name);
+        return NULL;
+    }
+    return a;
+}
+
+PyArrayObject *soa_py_new(int ndim, npy_intp d0, npy_intp d1)
+{
+    npy_intp dims[2] = {d0, d1};
+    return (PyArrayObject *)PyArray_SimpleNew(ndim, dims, NPY_DOUBLE);
+}
+
+/* ------------------------------------------------------------------ status -> exception */
+static PyObject *name_of(ModelObject *mo, int which, int index)
+{
+    PyObject *t = PyTuple_GET_ITEM(mo->names, which);
+    if (index < 0 || index >= PyTuple_GET_SIZE(t)) return PyUnicode_FromFormat("#%d", index);
+    PyObject *n = PyTuple_GET_ITEM(t, index);
+    Py_INCREF(n);
+    return n;
+}
+
+enum { NAME_BODY, NAME_JOINT, NAME_POSITION, NAME_VELOCITY };
+
+/* Raises StatusError(message, kind, index): the message names the coordinate, joint or body. */
+PyObject *soa_py_status(ModelObject *mo, soa_status st)
+{
+    PyObject *msg = NULL, *name = NULL;
+    const int i = st.index;
+    switch (st.kind) {
+    case SOA_BAD_Q:
+        name = name_of(mo, NAME_POSITION, i);
+        msg = PyUnicode_FromFormat("q[%d] (%U) is not finite", i + 1, name);
+        break;
+    case SOA_BAD_QD:
+    case SOA_BAD_TAU:
+    case SOA_BAD_QDD: {
+        const char *v = st.kind == SOA_BAD_QD ? "qd" : st.kind == SOA_BAD_TAU ? "tau" : "qdd";
+        name = name_of(mo, NAME_VELOCITY, i);
+        msg = PyUnicode_FromFormat("%s[%d] (%U) is not finite", v, i + 1, name);
+        break;
+    }
+    case SOA_BAD_QUAT: {
+        const int q0 = (i >= 0 && i < mo->m->nb) ? mo->m->q0[i] : 0;
+        PyObject *norm = PyUnicode_FromString("|q|\xc2\xb2\xe2\x88\x92" "1");   /* |q|^2-1, UTF-8 */
+        name = name_of(mo, NAME_JOINT, i);
+        if (norm)
+            msg = PyUnicode_FromFormat("quaternion of joint %R (q[%d..%d]) is not unit length "
+                                       "(tolerance 1e-06 on %U); normalize it", name, q0 + 1, q0 + 4,
+                                       norm);   /* 1e-06: SOA_QUAT_TOL */
+        Py_XDECREF(norm);
+        break;
+    }
+    case SOA_BAD_FEXT:
+        name = name_of(mo, NAME_BODY, i);
+        msg = PyUnicode_FromFormat("f_ext on body %R is not finite", name);
+        break;
+    case SOA_SINGULAR:
+        name = name_of(mo, NAME_JOINT, i);
+        msg = PyUnicode_FromFormat("articulated inertia D of joint %R is singular (massless subtree?)",
+                                   name);
+        break;
+    case SOA_DIVERGED:
+        name = name_of(mo, NAME_VELOCITY, i);
+        msg = PyUnicode_FromFormat("the step diverged (non-finite state near %R); reduce the step size",
+                                   name);
+        break;
+    case SOA_BAD_MODEL:
+        if (i < mo->m->nb) {
+            name = name_of(mo, NAME_BODY, i);
+            msg = PyUnicode_FromFormat("body %R: inconsistent joint sizes, parent order or "
+                                       "non-finite constants", name);
+        } else {
+            msg = PyUnicode_FromFormat("model: coordinate counts or constants are inconsistent");
+        }
+        break;
+    case SOA_BAD_ARG:
+        msg = PyUnicode_FromFormat("invalid argument (a step size must be finite and > 0)");
+        break;
+    default:
+        msg = PyUnicode_FromFormat("invalid input (status %d, index %d)", st.kind, i);
+    }
+    Py_XDECREF(name);
+    if (!msg) return NULL;
+    PyObject *exc = PyObject_CallFunction(soa_StatusError, "Oii", msg, st.kind, i);
+    Py_DECREF(msg);
+    if (exc) {
+        PyErr_SetObject(soa_StatusError, exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+/* ------------------------------------------------------------------ the module */
+static PyMethodDef *families[] = {soa_py_spatial_methods, soa_py_dynamics_methods, soa_py_integrators_methods,
+                                  soa_py_closed_chains_methods, soa_py_sensitivities_methods};
+
+static struct PyModuleDef moduledef = {
+    PyModuleDef_HEAD_INIT, "_core",
+    "The C99 engine of soa_fmu (soa_fmu/core) behind a thin CPython interface.", -1, NULL,
+    NULL, NULL, NULL, NULL};
+
+static PyMethodDef *all_methods;   /* the families' tables joined (allocated once, at import) */
+
+PyMODINIT_FUNC PyInit__core(void)
+{
+    import_array();
+    size_t n = 0;
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+        for (PyMethodDef *d = families[f]; d->ml_name; d++) n++;
+    all_methods = PyMem_Calloc(n + 1, sizeof(PyMethodDef));
+    if (!all_methods) return PyErr_NoMemory();
+    n = 0;
+    for (size_t f = 0; f < sizeof families / sizeof *families; f++)
+        for (PyMethodDef *d = families[f]; d->ml_name; d++) all_methods[n++] = *d;
+    moduledef.m_methods = all_methods;
+    if (PyType_Ready(&soa_ModelType) < 0 || PyType_Ready(&soa_DataType) < 0) return NULL;
+    PyObject *mod = PyModule_Create(&moduledef);
+    if (!mod) return NULL;
+    soa_StatusError = PyErr_NewExceptionWithDoc(
+        "soa_fmu._core.StatusError",
+        "A kernel refused its input: args are (message, kind, index); kind is a soa_kind.",
+        PyExc_ValueError, NULL);
+    if (!soa_StatusError) goto fail;
+    Py_INCREF(soa_StatusError);
+    if (PyModule_AddObject(mod, "StatusError", soa_StatusError) < 0) goto fail;
+    Py_INCREF(&soa_ModelType);
+    if (PyModule_AddObject(mod, "Model", (PyObject *)&soa_ModelType) < 0) goto fail;
+    Py_INCREF(&soa_DataType);
+    if (PyModule_AddObject(mod, "Data", (PyObject *)&soa_DataType) < 0) goto fail;
+    static const struct { const char *name; int value; } constants[] = {
+        {"OK", SOA_OK}, {"BAD_Q", SOA_BAD_Q}, {"BAD_QD", SOA_BAD_QD}, {"BAD_TAU", SOA_BAD_TAU},
+        {"BAD_QDD", SOA_BAD_QDD}, {"BAD_QUAT", SOA_BAD_QUAT}, {"BAD_FEXT", SOA_BAD_FEXT},
+        {"SINGULAR", SOA_SINGULAR}, {"DIVERGED", SOA_DIVERGED}, {"BAD_MODEL", SOA_BAD_MODEL},
+        {"BAD_ARG", SOA_BAD_ARG}};
+    for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
+        if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
+    return mod;
+fail:
+    Py_DECREF(mod);
+    return NULL;
+}

@@ -1,0 +1,53 @@
+/* soa_fmu._core: the CPython extension over the C core (shared declarations of its files).
+ *
+ * Two types: Model (a soa_model plus the names its error messages use) and Data (a soa_data,
+ * holding a reference to its Model).  Entry points are METH_FASTCALL functions taking a Data (or
+ * a Model) and array-likes; they convert their arguments once, call the kernel, and turn a
+ * failing soa_status into a StatusError (a ValueError) that names the coordinate or joint. */
+#ifndef SOA_PYCORE_H
+#define SOA_PYCORE_H
+
+#define PY_SSIZE_T_CLEAN
+#include <Python.h>
+#define NPY_NO_DEPRECATED_API NPY_1_7_API_VERSION
+#define PY_ARRAY_UNIQUE_SYMBOL soa_fmu_core_ARRAY_API
+#ifndef SOA_PYCORE_MODULE
+#define NO_IMPORT_ARRAY
+#endif
+#include <numpy/arrayobject.h>
+
+#include "../core/soa.h"
+
+typedef struct {
+    PyObject_HEAD
+    soa_model *m;
+    PyObject *names;   /* (body names, joint names, position names, velocity names): tuples of str */
+} ModelObject;
+
+typedef struct {
+    PyObject_HEAD
+    soa_data *d;
+    ModelObject *model;
+} DataObject;
+
+extern PyTypeObject soa_ModelType;
+extern PyTypeObject soa_DataType;
+extern PyObject *soa_StatusError;
+
+/* Argument helpers: each returns NULL with a Python exception set on failure. */
+ModelObject *soa_py_model(PyObject *o);                 /* borrowed; a finished Model */
+DataObject *soa_py_data(PyObject *o);                   /* borrowed */
+PyArrayObject *soa_py_vector(PyObject *o, npy_intp n, const char *name);   /* new ref, float64 */
+PyArrayObject *soa_py_inout(PyObject *o, npy_intp n, const char *name);    /* borrowed, in place */
+PyArrayObject *soa_py_new(int ndim, npy_intp d0, npy_intp d1);            /* new, uninitialized */
+PyObject *soa_py_status(ModelObject *mo, soa_status st); /* NULL + StatusError; st.kind != OK */
+#define SOA_DBL(a) ((double *)PyArray_DATA(a))
+
+/* Method tables of the families, joined into the module's table at import (module.c). */
+extern PyMethodDef soa_py_spatial_methods[];
+extern PyMethodDef soa_py_dynamics_methods[];
+extern PyMethodDef soa_py_integrators_methods[];
+extern PyMethodDef soa_py_closed_chains_methods[];
+extern PyMethodDef soa_py_sensitivities_methods[];
+
+#endif

@@ -1,0 +1,493 @@
+/* Articulated-body forward dynamics and the innovations factorization (SPEC E7, E8).
+ *
+ * Seed 001 sec. VI-VII (Riccati equation 34-36, psi 38-41, Identities 3-6, Algorithms 1-3),
+ * seed 000 eqs. 3.1-3.7 with the tree recursions A.1-A.2.  With tau-bar = I - G H and
+ * psi(p, k) = phi(p, k) tau-bar(k):
+ *
+ *   Riccati (inward):   P(k) = sum_c psi(k, c) P(c) psi*(k, c) + M(k),  D = H P H*,  G = P H* D^-1
+ *   filter  (inward):   z(k) = sum_c phi(k, c) z+(c) + P(k) a(k) + b(k) - f_ext(k)
+ *                       eps(k) = T(k) - H(k) z(k),  nu(k) = D^-1(k) eps(k),  z+(k) = z(k) + G(k) eps(k)
+ *   smoother (outward): alpha+(k) = phi*(p, k) alpha(p),  beta-dot(k) = nu(k) - G*(k) alpha+(k),
+ *                       alpha(k) = alpha+(k) + H*(k) beta-dot(k) + a(k)
+ *
+ * The filter carries the bias (P a + b) as in Algorithm 3 (eqs. 60-65), so forward dynamics is
+ * three sweeps; soa_aba_bias_free is Algorithm 2 (eqs. 55-59). */
+#include <math.h>
+
+#include "soa.h"
+#include "spatial.h"
+
+/* out = A^-1 for a symmetric positive-definite n x n block (row stride 6), by Cholesky;
+ * scratch: two 6x6 blocks.  Returns 0 if A is not positive definite. */
+static int invert_spd(const double *A, int n, double *out, double *scratch)
+{
+    double *L = scratch, *Li = scratch + 36;
+    if (n == 1) {
+        if (!(A[0] > 0.0)) return 0;
+        out[0] = 1.0 / A[0];
+        return 1;
+    }
+    for (int j = 0; j < n; j++) {
+        double s = A[6 * j + j];
+        for (int k = 0; k < j; k++) s -= L[6 * j + k] * L[6 * j + k];
+        if (!(s > 1e-300)) return 0;
+        L[6 * j + j] = sqrt(s);
+        for (int i = j + 1; i < n; i++) {
+            double t = A[6 * i + j];
+            for (int k = 0; k < j; k++) t -= L[6 * i + k] * L[6 * j + k];
+            L[6 * i + j] = t / L[6 * j + j];
+        }
+    }
+    for (int j = 0; j < n; j++) {
+        Li[6 * j + j] = 1.0 / L[6 * j + j];
+        for (int i = j + 1; i < n; i++) {
+            double t = 0.0;
+            for (int k = j; k < i; k++) t -= L[6 * i + k] * Li[6 * k + j];
+            Li[6 * i + j] = t / L[6 * i + i];
+        }
+    }
+    for (int i = 0; i < n; i++)
+        for (int j = 0; j < n; j++) {
+            double t = 0.0;
+            for (int k = (i > j ? i : j); k < n; k++) t += Li[6 * k + i] * Li[6 * k + j];
+            out[6 * i + j] = t;
+        }
+    return 1;
+}
+
+/* One joint of the Riccati sweep for r_v = 1 (the common case, written out):
+ * U = P H*, D = H U, G = U / D, P+ = P - U U^T / D.  Returns 0 if D <= 0. */
+static int riccati_step_1dof(const double *restrict s, const double *restrict P,
+                             double *restrict G, double *restrict Dinv, double *restrict Pplus)
+{
+    double U[6], D = 0.0;
+    for (int i = 0; i < 6; i++) {
+        U[i] = dot6(P + 6 * i, s);
+        D += s[i] * U[i];
+    }
+    if (!(D > 0.0)) return 0;
+    const double dinv = 1.0 / D;
+    Dinv[0] = dinv;
+    for (int i = 0; i < 6; i++) {
+        const double gi = U[i] * dinv;
+        for (int j = i; j < 6; j++) Pplus[6 * i + j] = Pplus[6 * j + i] = P[6 * i + j] - gi * U[j];
+        G[6 * i] = gi;
+    }
+    return 1;
+}
+
+/* The same step with P+ added straight into the parent's P (the inertial frame, where phi is the
+ * identity): Pp += P - U U^T / D.  Returns 0 if D <= 0. */
+static int riccati_step_1dof_into(const double *restrict s, const double *restrict P,
+                                  double *restrict G, double *restrict Dinv, double *restrict Pp)
+{
+    double U[6], D = 0.0;
+    for (int i = 0; i < 6; i++) {
+        U[i] = dot6(P + 6 * i, s);
+        D += s[i] * U[i];
+    }
+    if (!(D > 0.0)) return 0;
+    const double dinv = 1.0 / D;
+    *Dinv = dinv;
+    for (int i = 0; i < 6; i++) {
+        const double gi = U[i] * dinv;
+        G[6 * i] = gi;
+        for (int j = 0; j < 6; j++) Pp[6 * i + j] += P[6 * i + j] - gi * U[j];
+    }
+    return 1;
+}
+
+/* One joint of the Riccati sweep for any r_v = n (seed 001 eqs. 35-36; seed 000 A.1):
+ * U = P H*, D = H U, P+ = P - U D^-1 U^T (= tau-bar P), G = U D^-1.  Returns 0 if D is not PD. */
+static int riccati_step(const double *S, int n, const double *P, double *G, double *Dinv,
+                        double *Pplus, double *D, double *chol)
+{
+    double U[36];
+    for (int dd = 0; dd < n; dd++)
+        for (int i = 0; i < 6; i++) U[6 * i + dd] = dot6(P + 6 * i, S + 6 * dd);
+    for (int dd = 0; dd < n; dd++)
+        for (int e = 0; e < n; e++) {
+            double s = 0.0;
+            for (int i = 0; i < 6; i++) s += S[6 * dd + i] * U[6 * i + e];
+            D[6 * dd + e] = s;
+        }
+    if (!invert_spd(D, n, Dinv, chol)) return 0;
+    for (int i = 0; i < 6; i++)
+        for (int dd = 0; dd < n; dd++) {
+            double s = 0.0;
+            for (int e = 0; e < n; e++) s += U[6 * i + e] * Dinv[6 * e + dd];
+            G[6 * i + dd] = s;
+        }
+    for (int i = 0; i < 6; i++)
+        for (int j = 0; j < 6; j++) {
+            double s = 0.0;
+            for (int dd = 0; dd < n; dd++) s += G[6 * i + dd] * U[6 * j + dd];
+            Pplus[6 * i + j] = P[6 * i + j] - s;
+        }
+    return 1;
+}
+
+/* Riccati step of body k (seed 001 eqs. 34-36; seed 000 A.1), P(k) complete (M(k) plus its
+ * children's terms): D(k), G(k), and P+(k) = tau-bar P = P - G D G* moved into the parent,
+ *     P(p) += phi(p, k) P+(k) phi*(p, k)
+ * (in the inertial frame phi is the identity).  Returns 0 if D(k) is not positive definite. */
+static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, int k, int inertial)
+{
+    const int n = m->nvj[k], p = m->parent[k];
+    double *P = d->P + 36 * k, *Pplus = d->s66 + 3 * 36;
+    if (n == 1 && inertial && p >= 0)                 /* P(p) += P - U U^T / D, no temporary */
+        return riccati_step_1dof_into(S + 6 * m->v0[k], P, d->G + 36 * k, d->Dinv + 36 * k,
+                                      d->P + 36 * p);
+    if (n == 1) {
+        if (!riccati_step_1dof(S + 6 * m->v0[k], P, d->G + 36 * k, d->Dinv + 36 * k, Pplus)) return 0;
+    } else if (n > 1) {
+        if (!riccati_step(S + 6 * m->v0[k], n, P, d->G + 36 * k, d->Dinv + 36 * k, Pplus,
+                          d->s66 + 2 * 36, d->s66 + 4 * 36))
+            return 0;
+    } else {
+        for (int i = 0; i < 36; i++) Pplus[i] = P[i];
+    }
+    if (p < 0) return 1;
+    if (inertial)
+        for (int i = 0; i < 36; i++) d->P[36 * p + i] += Pplus[i];
+    else
+        add_phi_inertia(d->R + 9 * k, d->l + 3 * k, Pplus, d->P + 36 * p);
+    return 1;
+}
+
+/* z(k) of the filter before its children's terms arrive: P(k) a(k) + b(k) - f_ext(k) (with the
+ * bias, seed 001 eq. 63), or -f_ext(k) / 0 (bias-free, eq. 49); f_ext enters the inertial frame as
+ * phi(I, k) f_ext(k). */
+static void filter_start(soa_data *d, int k, int with_bias, int use_fext, int inertial)
+{
+    double *z = d->f + 6 * k;
+    if (with_bias) {
+        matvec6(d->P + 36 * k, d->a + 6 * k, z);
+        for (int i = 0; i < 6; i++) z[i] += d->b[6 * k + i];
+    } else {
+        for (int i = 0; i < 6; i++) z[i] = 0.0;
+    }
+    if (use_fext) {
+        double fe[6] = {0, 0, 0, 0, 0, 0};
+        if (inertial) add_phi(d->Rw + 9 * k, d->pw + 3 * k, d->fext + 6 * k, fe);
+        for (int i = 0; i < 6; i++) z[i] -= inertial ? fe[i] : d->fext[6 * k + i];
+    }
+}
+
+/* Filter step of body k, z(k) complete (seed 001 eqs. 50-51; seed 000 A.2):
+ * eps(k) = T(k) - H(k) z(k), nu(k) = D^-1(k) eps(k), z+(k) = z(k) + G(k) eps(k) moved to the parent
+ * by phi(p, k) (the identity in the inertial frame). */
+static void filter_step_body(const soa_model *m, soa_data *d, const double *S, const double *T,
+                             int k, int inertial)
+{
+    const int v0 = m->v0[k], n = m->nvj[k], p = m->parent[k];
+    double *z = d->f + 6 * k;
+    const double *Dinv = d->Dinv + 36 * k, *G = d->G + 36 * k;
+    for (int dd = 0; dd < n; dd++) d->eps[v0 + dd] = T[v0 + dd] - dot6(S + 6 * (v0 + dd), z);
+    for (int dd = 0; dd < n; dd++) {
+        double s = 0.0;
+        for (int e = 0; e < n; e++) s += Dinv[6 * dd + e] * d->eps[v0 + e];
+        d->nu[v0 + dd] = s;
+    }
+    for (int i = 0; i < 6; i++)
+        for (int dd = 0; dd < n; dd++) z[i] += G[6 * i + dd] * d->eps[v0 + dd];
+    if (p < 0) return;
+    if (inertial)
+        for (int i = 0; i < 6; i++) d->f[6 * p + i] += z[i];
+    else
+        add_phi(d->R + 9 * k, d->l + 3 * k, z, d->f + 6 * p);
+}
+
+/* P(k), D(k)^-1, G(k) for every body, tip to base, in body frames, or with `inertial` in the
+ * inertial frame (world axes and origin: M_I(k) = Mw, H*_I(k) = Sw; needs the world placements,
+ * and forms Sw and Mw).  Returns the index of a body whose D(k) is not positive definite, or -1. */
+int soa_riccati_sweep(const soa_model *m, soa_data *d, int inertial)
+{
+    const double *S = m->S;
+    if (inertial) {
+        soa_joint_maps_to_world(m, d);
+        soa_inertias_to_world(m, d);
+        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
+        S = d->Sw;
+    } else {
+        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->inertia[i];
+    }
+    for (int k = m->nb - 1; k >= 0; k--)
+        if (!riccati_step_body(m, d, S, k, inertial)) return k;
+    return -1;
+}
+
+/* Tip-to-base filter in body frames (seed 001 eqs. 49-51 / 63-65; seed 000 A.2) after the
+ * Riccati sweep: z+ in d->f, eps, nu. */
+void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, int with_bias,
+                            int use_fext)
+{
+    for (int k = 0; k < m->nb; k++) filter_start(d, k, with_bias, use_fext, 0);
+    for (int k = m->nb - 1; k >= 0; k--) filter_step_body(m, d, m->S, T, k, 0);
+}
+
+/* The Riccati sweep and the filter with the bias in ONE tip-to-base pass (seed 001 Algorithm 3:
+ * P(k) and z(k) are both complete once k's children are done).  P must hold M(k) on entry. */
+static int articulated_pass(const soa_model *m, soa_data *d, const double *S, const double *T,
+                            int use_fext, int inertial)
+{
+    for (int k = 0; k < m->nb; k++)
+        for (int i = 0; i < 6; i++) d->f[6 * k + i] = 0.0;
+    for (int k = m->nb - 1; k >= 0; k--) {
+        double z[6];
+        for (int i = 0; i < 6; i++) z[i] = d->f[6 * k + i];      /* the children's z+ */
+        if (!riccati_step_body(m, d, S, k, inertial)) return k;
+        filter_start(d, k, 1, use_fext, inertial);
+        for (int i = 0; i < 6; i++) d->f[6 * k + i] += z[i];
+        filter_step_body(m, d, S, T, k, inertial);
+    }
+    return -1;
+}
+
+/* Base-to-tip smoother (seed 001 eqs. 52-54; seed 000 A.2): beta-dot and alpha (lambda when
+ * bias-free), alpha(world) = base; in body frames or (inertial) at the world origin. */
+static void smoother(const soa_model *m, soa_data *d, const double *S, const double *base,
+                     int with_bias, double *qdd, int inertial)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const int p = m->parent[k], v0 = m->v0[k], n = m->nvj[k];
+        double *ak = d->alpha + 6 * k;
+        const double *G = d->G + 36 * k, *ap = p < 0 ? base : d->alpha + 6 * p;
+        if (inertial)
+            for (int i = 0; i < 6; i++) ak[i] = ap[i];
+        else
+            apply_phi_star(d->R + 9 * k, d->l + 3 * k, ap, ak);
+        for (int dd = 0; dd < n; dd++) {
+            double s = d->nu[v0 + dd];
+            for (int i = 0; i < 6; i++) s -= G[6 * i + dd] * ak[i];
+            qdd[v0 + dd] = s;
+        }
+        for (int dd = 0; dd < n; dd++)
+            for (int i = 0; i < 6; i++) ak[i] += S[6 * (v0 + dd) + i] * qdd[v0 + dd];
+        if (with_bias)
+            for (int i = 0; i < 6; i++) ak[i] += d->a[6 * k + i];
+    }
+}
+
+void soa_innovations_smoother(const soa_model *m, soa_data *d, const double *base, int with_bias,
+                              double *qdd)
+{
+    smoother(m, d, m->S, base, with_bias, qdd, 0);
+}
+
+/* beta-dot of the tree by the innovations algorithm, no input checks; -1 or the singular body. */
+int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                          const double *tau, int use_fext, double *qdd)
+{
+    soa_outward_placements(m, d, q);
+    soa_outward_velocities(m, d, qd);
+    for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->inertia[i];
+    const int k = articulated_pass(m, d, m->S, tau, use_fext, 0);
+    if (k >= 0) return k;
+    smoother(m, d, m->S, m->a0, 1, qdd, 0);
+    return -1;
+}
+
+/* The same three sweeps in the inertial frame (seed 004 sec. 5: world axes at the world origin),
+ * where every phi is the identity: placements -> H*_I, M_I -> V_I, a_I, b_I -> Riccati -> filter ->
+ * smoother.  The cheaper pipeline of soa_aba and the integrators; alpha is left in world axes. */
+int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double *q,
+                                   const double *qd, const double *tau, int use_fext, double *qdd)
+{
+    soa_outward_placements(m, d, q);
+    soa_world_placements(m, d);
+    soa_joint_maps_to_world(m, d);
+    soa_inertias_to_world(m, d);
+    soa_inertial_velocities(m, d, qd);
+    for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
+    const int k = articulated_pass(m, d, d->Sw, tau, use_fext, 1);
+    if (k >= 0) return k;
+    smoother(m, d, d->Sw, m->a0, 1, qdd, 1);
+    return -1;
+}
+
+static soa_status check_inputs(const soa_model *m, const double *q, const double *qd,
+                               const double *tau)
+{
+    soa_status st = soa_check_state(m, q, qd);
+    if (st.kind != SOA_OK) return st;
+    const int i = soa_first_nonfinite(tau, m->nv);
+    if (i >= 0) {
+        st.kind = SOA_BAD_TAU;
+        st.index = i;
+    }
+    return st;
+}
+
+/* Innovations forward dynamics, three sweeps (seed 001 Algorithm 3; seed 000 A.1-A.2), in the
+ * inertial frame. */
+soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                   const double *tau, int use_fext, double *qdd)
+{
+    soa_status st = check_inputs(m, q, qd, tau);
+    if (st.kind != SOA_OK) return st;
+    const int k = soa_tree_acceleration_inertial(m, d, q, qd, tau, use_fext, qdd);
+    if (k >= 0) {
+        st.kind = SOA_SINGULAR;
+        st.index = k;
+    }
+    return st;
+}
+
+/* Algorithm 2 (seed 001 eqs. 55-59): T' = T - H phi (M phi* a + b - f_ext) with gravity, then nu by
+ * the bias-free filter, lambda and beta-dot by the smoother, and alpha = lambda + zeta, zeta = phi* a. */
+soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                             const double *tau, int use_fext, double *qdd)
+{
+    soa_status st = check_inputs(m, q, qd, tau);
+    if (st.kind != SOA_OK) return st;
+    const int nb = m->nb, nv = m->nv;
+    const double zero6[6] = {0, 0, 0, 0, 0, 0};
+    soa_outward_placements(m, d, q);
+    soa_outward_velocities(m, d, qd);
+    for (int i = 0; i < nv; i++) d->zerov[i] = 0.0;
+    soa_outward_accelerations(m, d, d->zerov, m->a0);       /* zeta = phi* a, gravity at the base */
+    soa_inward_forces(m, d, use_fext);
+    soa_project_forces(m, d, d->tbias);
+    for (int i = 0; i < 6 * nb; i++) d->zeta[i] = d->alpha[i];
+    const int k = soa_riccati_sweep(m, d, 0);
+    if (k >= 0) {
+        st.kind = SOA_SINGULAR;
+        st.index = k;
+        return st;
+    }
+    for (int i = 0; i < nv; i++) d->tprime[i] = tau[i] - d->tbias[i];
+    soa_innovations_filter(m, d, d->tprime, 0, 0);
+    soa_innovations_smoother(m, d, zero6, 0, qdd);           /* alpha = lambda */
+    for (int i = 0; i < 6 * nb; i++) d->alpha[i] += d->zeta[i];
+    return st;
+}
+
+/* Inward step of M^-1 for a 1-dof body over its subtree's columns [c0, c1) (seed 001 eqs. 50-51 on
+ * unit inputs), in place in W, which holds Z(k) on these columns and becomes Z(parent) there:
+ *     e = delta - H Z,   row = D^-1 e,   Z+ = Z + G e.
+ * (Children of one body own disjoint column ranges, so one 6 x nv W serves every body.) */
+static void minv_inward_1dof(const double *restrict H, double dinv, const double *restrict G,
+                             double *restrict W, double *restrict row, int c0, int c1, int nv)
+{
+    const double h0 = H[0], h1 = H[1], h2 = H[2], h3 = H[3], h4 = H[4], h5 = H[5];
+    const double g0 = G[0], g1 = G[6], g2 = G[12], g3 = G[18], g4 = G[24], g5 = G[30];
+    double *restrict z0 = W, *restrict z1 = W + nv, *restrict z2 = W + 2 * nv,
+           *restrict z3 = W + 3 * nv, *restrict z4 = W + 4 * nv, *restrict z5 = W + 5 * nv;
+    for (int c = c0; c < c1; c++) {
+        const double e = (c == c0 ? 1.0 : 0.0)
+                       - (h0 * z0[c] + h1 * z1[c] + h2 * z2[c] + h3 * z3[c] + h4 * z4[c] + h5 * z5[c]);
+        row[c] = dinv * e;
+        z0[c] += g0 * e; z1[c] += g1 * e; z2[c] += g2 * e;
+        z3[c] += g3 * e; z4[c] += g4 * e; z5[c] += g5 * e;
+    }
+}
+
+/* The same for a body of n > 1 dofs: E = I - H Z (n rows of scratch), rows = D^-1 E, Z += G E. */
+static void minv_inward(const double *restrict H, int n, const double *restrict Dinv,
+                        const double *restrict G, double *restrict W, double *restrict E,
+                        double *restrict rows, int c0, int c1, int nv)
+{
+    for (int dd = 0; dd < n; dd++) {
+        double *restrict Ed = E + dd * nv;
+        for (int c = c0; c < c1; c++) Ed[c] = 0.0;
+        Ed[c0 + dd] = 1.0;
+        for (int i = 0; i < 6; i++) {
+            const double h = H[6 * dd + i];
+            for (int c = c0; c < c1; c++) Ed[c] -= h * W[i * nv + c];
+        }
+    }
+    for (int dd = 0; dd < n; dd++)
+        for (int e = 0; e < n; e++) {
+            const double g = Dinv[6 * dd + e];
+            for (int c = c0; c < c1; c++) rows[dd * nv + c] += g * E[e * nv + c];
+        }
+    for (int i = 0; i < 6; i++)
+        for (int dd = 0; dd < n; dd++) {
+            const double g = G[6 * i + dd];
+            for (int c = c0; c < c1; c++) W[i * nv + c] += g * E[dd * nv + c];
+        }
+}
+
+/* Outward step of M^-1 for body k over the columns c >= c0 (seed 001 eqs. 53-54):
+ *     rows -= G* Lambda(p),   Lambda(k) = Lambda(p) + H*(k) rows,
+ * L holding Lambda(p) on entry (a copy, or the parent's own block for its last child). */
+static void minv_outward(const double *restrict H, int n, const double *restrict G,
+                         double *restrict L, double *restrict rows, int c0, int nv)
+{
+    for (int dd = 0; dd < n; dd++) {
+        double *restrict row = rows + dd * nv;
+        for (int i = 0; i < 6; i++) {
+            const double g = G[6 * i + dd];
+            for (int c = c0; c < nv; c++) row[c] -= g * L[i * nv + c];
+        }
+    }
+    for (int dd = 0; dd < n; dd++) {
+        const double *restrict row = rows + dd * nv;
+        for (int i = 0; i < 6; i++) {
+            const double h = H[6 * dd + i];
+            for (int c = c0; c < nv; c++) L[i * nv + c] += h * row[c];
+        }
+    }
+}
+
+/* M^-1 = (I - H psi K)* D^-1 (I - H psi K) (seed 001 Identity 6, eq. 46; seed 000 eq. 3.6).
+ * The filter and smoother of Algorithm 1 (eqs. 49-54) run on all nv unit inputs at once, in the
+ * inertial frame where the block propagations phi and phi* are identities, with the columns in
+ * depth-first order.  Inward, Z(k) is non-zero only on k's subtree columns [dfs0(k), dfsend(k)),
+ * which siblings never share, so one 6 x nv block W holds every Z(k) and is updated in place.  Outward, Lambda(k) (6 x nv, columns
+ * depth-first columns >= dfs0(k): a triangle, the rest by symmetry) lives in d->blocks at
+ * m->lamslot[k]: a parent's last child updates the parent's block in place.  O(N nv) in all.
+ * Minv: nv x nv, row-major. */
+soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Minv)
+{
+    soa_status st = soa_check_configuration(m, q);
+    if (st.kind != SOA_OK) return st;
+    const int nb = m->nb, nv = m->nv;
+    soa_outward_placements(m, d, q);
+    soa_world_placements(m, d);
+    const int ks = soa_riccati_sweep(m, d, 1);
+    if (ks >= 0) {
+        st.kind = SOA_SINGULAR;
+        st.index = ks;
+        return st;
+    }
+    const double *H = d->Sw;
+    double *W = d->Y;
+    /* columns in depth-first order (m->vdfs): Minv holds rows in dof order, columns depth first,
+     * until the end */
+    for (int i = 0; i < 6 * nv; i++) W[i] = 0.0;
+    for (int k = nb - 1; k >= 0; k--) {
+        const int v0 = m->v0[k], n = m->nvj[k], c0 = m->dfs0[k], c1 = m->dfsend[k];
+        for (int dd = 0; dd < n; dd++)
+            for (int c = c0; c < nv; c++) Minv[(v0 + dd) * nv + c] = 0.0;
+        if (n == 1)
+            minv_inward_1dof(H + 6 * v0, d->Dinv[36 * k], d->G + 36 * k, W, Minv + v0 * nv, c0, c1, nv);
+        else if (n > 1)
+            minv_inward(H + 6 * v0, n, d->Dinv + 36 * k, d->G + 36 * k, W, d->blocks,
+                        Minv + v0 * nv, c0, c1, nv);
+    }
+    for (int k = 0; k < nb; k++) {
+        const int p = m->parent[k], c0 = m->dfs0[k];
+        double *L = d->blocks + m->lamslot[k] * 6 * nv;
+        if (p < 0)
+            for (int i = 0; i < 6; i++)
+                for (int c = c0; c < nv; c++) L[i * nv + c] = 0.0;
+        else if (m->lamslot[k] != m->lamslot[p])
+            for (int i = 0; i < 6; i++)
+                for (int c = c0; c < nv; c++) L[i * nv + c] = d->blocks[(m->lamslot[p] * 6 + i) * nv + c];
+        minv_outward(H + 6 * m->v0[k], m->nvj[k], d->G + 36 * k, L, Minv + m->v0[k] * nv, c0, nv);
+    }
+    /* each row r is known on the depth-first columns >= vdfs(r); the rest by symmetry */
+    for (int r = 0; r < nv; r++) {
+        const int a = m->vdfs[r];
+        for (int b = 0; b < a; b++) Minv[r * nv + b] = Minv[m->vcol[b] * nv + a];
+    }
+    if (!m->dfs_identity)                            /* columns back to dof order, row by row */
+        for (int r = 0; r < nv; r++) {
+            double *row = Minv + r * nv;
+            for (int c = 0; c < nv; c++) d->dv[c] = row[c];
+            for (int c = 0; c < nv; c++) row[c] = d->dv[m->vdfs[c]];
+        }
+    return st;
+}

@@ -1,0 +1,61 @@
+/* Composite-body mass matrix (SPEC E6): seed 001 Identity 1, eqs. 28-33; seed 004 eqs. 5.44-5.46.
+ *     r(k) = sum_children phi(k, c) r(c) phi*(k, c) + M(k)    composite inertia, inward  (eq. 31)
+ *     x(k) = r(k) H*(k);  m(k, k) = H(k) x(k)                                            (eq. 32)
+ *     x <- phi(i, j) x up the ancestors i of k;  m(i, k) = H(i) x                       (eq. 33)
+ * evaluated, as seed 004 sec. 5 does, in the inertial frame at the world origin: every phi(k, c)
+ * is absorbed into the one transform of each body's inertia to that frame, r_I(k) is a plain sum,
+ * and m(i, k) = H_I(i) . x_I(k) is a 6-vector dot product. */
+#include "soa.h"
+#include "spatial.h"
+
+/* Mw(k) <- M_I(k) = phi(I, k) M(k) phi*(I, k): each body's inertia at the world origin, world axes
+ * (seed 004 eq. 5.44), formed from (m, p, J_C) moved to world: centre of mass pw + Rw p, rotational
+ * inertia Rw J_C Rw^T.  Needs the world placements. */
+void soa_inertias_to_world(const soa_model *m, soa_data *d)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k, *p = m->com + 3 * k;
+        double c[3], J[9];
+        for (int i = 0; i < 3; i++) c[i] = pw[i] + Rw[3 * i] * p[0] + Rw[3 * i + 1] * p[1] + Rw[3 * i + 2] * p[2];
+        rotate_symmetric3(Rw, m->Jc + 9 * k, 3, J);
+        spatial_inertia(m->mass[k], c, J, d->Mw + 36 * k);
+    }
+}
+
+/* P(k) <- r_I(k), the composite inertia of body k's subtree at the world origin, world axes
+ * (seed 001 eq. 31; seed 004 eqs. 5.44-5.46).  Needs the world placements. */
+void soa_composite_inertia_sweep(const soa_model *m, soa_data *d)
+{
+    soa_inertias_to_world(m, d);
+    for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
+    for (int k = m->nb - 1; k >= 0; k--) {
+        const int p = m->parent[k];
+        if (p >= 0)
+            for (int i = 0; i < 36; i++) d->P[36 * p + i] += d->P[36 * k + i];
+    }
+}
+
+soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
+{
+    soa_status st = soa_check_configuration(m, q);
+    if (st.kind != SOA_OK) return st;
+    const int nv = m->nv;
+    soa_outward_placements(m, d, q);
+    soa_world_placements(m, d);
+    soa_composite_inertia_sweep(m, d);
+    soa_joint_maps_to_world(m, d);
+    for (int i = 0; i < nv * nv; i++) M[i] = 0.0;    /* pairs on different branches stay 0 */
+    for (int k = 0; k < m->nb; k++) {
+        for (int dd = 0; dd < m->nvj[k]; dd++) {
+            const int c = m->v0[k] + dd;
+            double x[6];
+            matvec6(d->P + 36 * k, d->Sw + 6 * c, x);                 /* x = r(k) H*(k)  (eq. 32) */
+            for (int j = k; j >= 0; j = m->parent[j])                  /* m(j, k) = H(j) x (eq. 33) */
+                for (int e = 0; e < m->nvj[j]; e++) {
+                    const int r = m->v0[j] + e;
+                    if (r <= c) M[r * nv + c] = M[c * nv + r] = dot6(d->Sw + 6 * r, x);
+                }
+        }
+    }
+    return st;
+}

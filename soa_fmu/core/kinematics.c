@@ -1,0 +1,165 @@
+/* Kinematics (SPEC E4): placements, V = phi* H* beta, a(k), b(k), alpha, and the Jacobian
+ * J = B* phi* H* of a point (seed 000 eqs. 2.8, 2.13-2.14; seed 001 eqs. 6-9, 20-21, 25).
+ * These outward sweeps are shared by every algorithm family. */
+#include "soa.h"
+#include "spatial.h"
+
+/* R(k), l(k): body k's placement in its parent at theta (joint placement x joint transform). */
+void soa_outward_placements(const soa_model *m, soa_data *d, const double *q)
+{
+    for (int k = 0; k < m->nb; k++) {
+        double *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k, *R = d->R + 9 * k, *l = d->l + 3 * k;
+        const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k;
+        soa_joint_transform(m, k, q, Rj, tj);
+        for (int i = 0; i < 3; i++) {
+            const double *x = Xr + 3 * i;
+            for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
+            l[i] = Xp[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
+        }
+    }
+}
+
+/* Rw(k), pw(k): each body's placement in world, base to tip (after soa_outward_placements). */
+void soa_world_placements(const soa_model *m, soa_data *d)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const int p = m->parent[k];
+        const double *R = d->R + 9 * k, *l = d->l + 3 * k;
+        double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
+        if (p < 0) {
+            for (int i = 0; i < 9; i++) Rw[i] = R[i];
+            for (int i = 0; i < 3; i++) pw[i] = l[i];
+            continue;
+        }
+        const double *Rp = d->Rw + 9 * p, *pp = d->pw + 3 * p;
+        for (int i = 0; i < 3; i++) {
+            const double *r = Rp + 3 * i;
+            for (int j = 0; j < 3; j++) Rw[3 * i + j] = r[0] * R[j] + r[1] * R[3 + j] + r[2] * R[6 + j];
+            pw[i] = pp[i] + r[0] * l[0] + r[1] * l[1] + r[2] * l[2];
+        }
+    }
+}
+
+/* out += H*(k) x(v0 : v0 + r_v): the relative spatial velocity across joint k. */
+static inline void add_joint_motion(const soa_model *m, int k, const double *x, double *out)
+{
+    const int v0 = m->v0[k];
+    for (int dd = 0; dd < m->nvj[k]; dd++) {
+        const double *s = m->S + 6 * (v0 + dd), xd = x[v0 + dd];
+        for (int i = 0; i < 6; i++) out[i] += s[i] * xd;
+    }
+}
+
+/* V(k) = phi*(p, k) V(p) + H*(k) beta(k);  a(k) = V(k) x~ H*(k) beta(k);  b(k) = V(k) x* M(k) V(k)
+ * (seed 000 eq. 2.8; seed 001 eqs. 6-9).  Needs soa_outward_placements first. */
+void soa_outward_velocities(const soa_model *m, soa_data *d, const double *qd)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const int p = m->parent[k];
+        double *V = d->V + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0}, MV[6];
+        if (p < 0)
+            for (int i = 0; i < 6; i++) V[i] = 0.0;
+        else
+            apply_phi_star(d->R + 9 * k, d->l + 3 * k, d->V + 6 * p, V);
+        add_joint_motion(m, k, qd, rel);
+        for (int i = 0; i < 6; i++) V[i] += rel[i];
+        cross_motion(V, rel, d->a + 6 * k);
+        matvec6(m->inertia + 36 * k, V, MV);
+        cross_force(V, MV, d->b + 6 * k);
+    }
+}
+
+/* The velocity sweep in the inertial frame (world axes, world origin; seed 004 sec. 5.2), where
+ * every phi*(p, k) is the identity:  V_I(k) = V_I(p) + H*_I(k) beta(k),
+ * a_I(k) = V_I(k) x~ H*_I(k) beta(k),  b_I(k) = V_I(k) x* M_I(k) V_I(k).
+ * Needs Sw (soa_joint_maps_to_world) and Mw (soa_inertias_to_world). */
+void soa_inertial_velocities(const soa_model *m, soa_data *d, const double *qd)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const int p = m->parent[k], v0 = m->v0[k];
+        double *V = d->V + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0}, MV[6];
+        for (int dd = 0; dd < m->nvj[k]; dd++) {
+            const double *s = d->Sw + 6 * (v0 + dd), x = qd[v0 + dd];
+            for (int i = 0; i < 6; i++) rel[i] += s[i] * x;
+        }
+        for (int i = 0; i < 6; i++) V[i] = (p < 0 ? 0.0 : d->V[6 * p + i]) + rel[i];
+        cross_motion(V, rel, d->a + 6 * k);
+        matvec6(d->Mw + 36 * k, V, MV);
+        cross_force(V, MV, d->b + 6 * k);
+    }
+}
+
+/* alpha(k) = phi*(p, k) alpha(p) + H*(k) beta-dot(k) + a(k), alpha(world) = base (seed 001 eq. 25). */
+void soa_outward_accelerations(const soa_model *m, soa_data *d, const double *qdd,
+                               const double *base)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const int p = m->parent[k];
+        double *al = d->alpha + 6 * k;
+        apply_phi_star(d->R + 9 * k, d->l + 3 * k, p < 0 ? base : d->alpha + 6 * p, al);
+        add_joint_motion(m, k, qdd, al);
+        for (int i = 0; i < 6; i++) al[i] += d->a[6 * k + i];
+    }
+}
+
+/* Sw[i] = H*_I of velocity dof i: its unit twist as a motion at the world origin, world axes
+ * (the inertial-frame joint maps of seed 004 sec. 5).  Needs the world placements. */
+void soa_joint_maps_to_world(const soa_model *m, soa_data *d)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const double *R = d->Rw + 9 * k, *p = d->pw + 3 * k;
+        for (int dd = 0; dd < m->nvj[k]; dd++) {
+            const double *s = m->S + 6 * (m->v0[k] + dd);
+            double *o = d->Sw + 6 * (m->v0[k] + dd);
+            for (int i = 0; i < 3; i++) {
+                o[i] = R[3 * i] * s[0] + R[3 * i + 1] * s[1] + R[3 * i + 2] * s[2];
+                o[3 + i] = R[3 * i] * s[3] + R[3 * i + 1] * s[4] + R[3 * i + 2] * s[5];
+            }
+            /* velocity of the point at the world origin: v + w x (0 - p) = v + p x w */
+            o[3] += p[1] * o[2] - p[2] * o[1];
+            o[4] += p[2] * o[0] - p[0] * o[2];
+            o[5] += p[0] * o[1] - p[1] * o[0];
+        }
+    }
+}
+
+/* J = B* phi* H* for a point fixed on `body` (seed 000 eq. 2.14), world axes at the point: the
+ * column of dof c of joint j (an ancestor of body, or body itself) is the world-axes twist
+ * [w; v + w x (p_j - p_point)].  J is 6 x nv, row-major; columns of other joints are zero. */
+void soa_point_jacobian(const soa_model *m, const soa_data *d, int body, const double *p_world,
+                        double *J)
+{
+    const int nv = m->nv;
+    for (int i = 0; i < 6 * nv; i++) J[i] = 0.0;
+    for (int k = body; k >= 0; k = m->parent[k]) {
+        const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
+        const double r[3] = {p_world[0] - pw[0], p_world[1] - pw[1], p_world[2] - pw[2]};
+        for (int dd = 0; dd < m->nvj[k]; dd++) {
+            const int c = m->v0[k] + dd;
+            const double *s = m->S + 6 * c;
+            double w[3], v[3];
+            for (int i = 0; i < 3; i++) {
+                w[i] = Rw[3 * i] * s[0] + Rw[3 * i + 1] * s[1] + Rw[3 * i + 2] * s[2];
+                v[i] = Rw[3 * i] * s[3] + Rw[3 * i + 1] * s[4] + Rw[3 * i + 2] * s[5];
+            }
+            v[0] += w[1] * r[2] - w[2] * r[1];
+            v[1] += w[2] * r[0] - w[0] * r[2];
+            v[2] += w[0] * r[1] - w[1] * r[0];
+            for (int i = 0; i < 3; i++) {
+                J[i * nv + c] = w[i];
+                J[(3 + i) * nv + c] = v[i];
+            }
+        }
+    }
+}
+
+/* Placements in parent and world, V, a, b at (theta, beta). */
+soa_status soa_kinematics(const soa_model *m, soa_data *d, const double *q, const double *qd)
+{
+    soa_status st = soa_check_state(m, q, qd);
+    if (st.kind != SOA_OK) return st;
+    soa_outward_placements(m, d, q);
+    soa_world_placements(m, d);
+    soa_outward_velocities(m, d, qd);
+    return st;
+}

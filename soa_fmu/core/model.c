@@ -1,0 +1,181 @@
+/* Model and Data: allocation from the tables of soa.h, and the structural checks of a model
+ * (seed 000 sec. 2.1: bodies numbered parents first, so parent[k] < k). */
+#include <math.h>
+#include <stdlib.h>
+
+#include "soa.h"
+#include "spatial.h"
+
+#define SOA_ALIGN 64   /* every array starts on a multiple of 64 bytes from the buffer's start */
+
+/* Number of elements of a buffer with the given dims (the table's d0 x d1 x d2, ndim used). */
+size_t soa_buffer_dims(int ndim, int d0, int d1, int d2)
+{
+    size_t n = (size_t)(d0 > 0 ? d0 : 0);
+    if (ndim > 1) n *= (size_t)(d1 > 0 ? d1 : 0);
+    if (ndim > 2) n *= (size_t)(d2 > 0 ? d2 : 0);
+    return n;
+}
+
+static size_t aligned(size_t nbytes)
+{
+    return (nbytes + SOA_ALIGN - 1) / SOA_ALIGN * SOA_ALIGN;
+}
+
+/* Sizes are non-negative and small enough that no buffer size overflows. */
+static int sizes_ok(const soa_sizes *s)
+{
+    const int big = 1 << 20;
+    return s && s->nb >= 0 && s->nq >= 0 && s->nv >= 0 && s->nb < big && s->nq <= 7 * s->nb
+           && s->nv <= 6 * s->nb;
+}
+
+soa_model *soa_model_new(const soa_sizes *s)
+{
+    if (!sizes_ok(s)) return NULL;
+    soa_model *m = calloc(1, sizeof(soa_model));
+    if (!m) return NULL;
+    m->nb = s->nb; m->nq = s->nq; m->nv = s->nv;
+    SOA_SIZES(m);
+    size_t total = 0;
+#define COUNT_INT(name, ndim, d0, d1, d2) total += aligned(sizeof(int) * soa_buffer_dims(ndim, d0, d1, d2));
+#define COUNT_REAL(name, ndim, d0, d1, d2) total += aligned(sizeof(double) * soa_buffer_dims(ndim, d0, d1, d2));
+    SOA_MODEL_INTS(COUNT_INT)
+    SOA_MODEL_REALS(COUNT_REAL)
+    m->buffer = calloc(total ? total : 1, 1);
+    if (!m->buffer) { free(m); return NULL; }
+    m->nbytes = total;
+    char *p = m->buffer;
+#define PLACE_INT(name, ndim, d0, d1, d2) \
+    m->name = (int *)p; p += aligned(sizeof(int) * soa_buffer_dims(ndim, d0, d1, d2));
+#define PLACE_REAL(name, ndim, d0, d1, d2) \
+    m->name = (double *)p; p += aligned(sizeof(double) * soa_buffer_dims(ndim, d0, d1, d2));
+    SOA_MODEL_INTS(PLACE_INT)
+    SOA_MODEL_REALS(PLACE_REAL)
+    return m;
+}
+
+void soa_model_free(soa_model *m)
+{
+    if (!m) return;
+    free(m->buffer);
+    free(m);
+}
+
+soa_data *soa_data_new(const soa_model *m)
+{
+    if (!m) return NULL;
+    SOA_SIZES(m);
+    soa_data *d = calloc(1, sizeof(soa_data));
+    if (!d) return NULL;
+    size_t total = 0;
+    SOA_DATA_REALS(COUNT_REAL)
+    d->buffer = calloc(total ? total : 1, 1);
+    if (!d->buffer) { free(d); return NULL; }
+    d->nbytes = total;
+    char *p = d->buffer;
+#define PLACE_DATA(name, ndim, d0, d1, d2) \
+    d->name = (double *)p; p += aligned(sizeof(double) * soa_buffer_dims(ndim, d0, d1, d2));
+    SOA_DATA_REALS(PLACE_DATA)
+    return d;
+}
+
+void soa_data_free(soa_data *d)
+{
+    if (!d) return;
+    free(d->buffer);
+    free(d);
+}
+
+/* Configuration / velocity sizes of each joint type (SPEC E2); general joints: nq = nv in 1..6. */
+static const int JOINT_NQ[SOA_NJOINTTYPES] = {0, 1, 1, 4, 7, 3, -1};
+static const int JOINT_NV[SOA_NJOINTTYPES] = {0, 1, 1, 3, 6, 3, -1};
+
+/* Depth-first numbering of the velocity columns, children in index order, so that every subtree's
+ * columns are contiguous [dfs0(k), dfsend(k)) (identity for models numbered depth first). */
+static void depth_first_columns(soa_model *m)
+{
+    SOA_SIZES(m);
+    int *size = m->dfsend, *next = m->lamslot;       /* scratch until their final values */
+    for (int k = 0; k < nb; k++) size[k] = m->nvj[k];
+    for (int k = nb - 1; k >= 0; k--)
+        if (m->parent[k] >= 0) size[m->parent[k]] += size[k];
+    int roots = 0;
+    for (int k = 0; k < nb; k++) {
+        const int p = m->parent[k], sz = size[k];
+        if (p < 0) {
+            m->dfs0[k] = roots;
+            roots += sz;
+        } else {
+            m->dfs0[k] = next[p];
+            next[p] += sz;
+        }
+        next[k] = m->dfs0[k] + m->nvj[k];
+        m->dfsend[k] = m->dfs0[k] + sz;
+    }
+    m->dfs_identity = 1;
+    for (int k = 0; k < nb; k++)
+        for (int i = 0; i < m->nvj[k]; i++) {
+            const int c = m->v0[k] + i, col = m->dfs0[k] + i;
+            m->vdfs[c] = col;
+            m->vcol[col] = c;
+            if (col != c) m->dfs_identity = 0;
+        }
+}
+
+/* Checks everything a kernel relies on to stay in bounds (parents first, joint sizes consistent
+ * with the types, coordinates contiguous and covering q and qd, finite constants) and derives
+ * vend.  Returns {SOA_BAD_MODEL, body} for the first offending body. */
+soa_status soa_model_finish(soa_model *m)
+{
+    soa_status st = {SOA_OK, 0};
+    SOA_SIZES(m);
+    int qn = 0, vn = 0;
+    for (int k = 0; k < nb; k++) {
+        const int t = m->jtype[k];
+        st.index = k;
+        st.kind = SOA_BAD_MODEL;
+        if (m->parent[k] < -1 || m->parent[k] >= k) return st;
+        if (t < 0 || t >= SOA_NJOINTTYPES) return st;
+        if (t == SOA_GENERAL) {
+            if (m->nvj[k] < 1 || m->nvj[k] > 6 || m->nqj[k] != m->nvj[k]) return st;
+        } else if (m->nqj[k] != JOINT_NQ[t] || m->nvj[k] != JOINT_NV[t]) {
+            return st;
+        }
+        if (m->q0[k] != qn || m->v0[k] != vn) return st;
+        qn += m->nqj[k];
+        vn += m->nvj[k];
+        for (int i = 0; i < 3; i++)
+            if (!isfinite(m->axis[3 * k + i]) || !isfinite(m->Xp[3 * k + i])) return st;
+        for (int i = 0; i < 9; i++)
+            if (!isfinite(m->basis[9 * k + i]) || !isfinite(m->Xr[9 * k + i])) return st;
+        if (!isfinite(m->mass[k]) || m->mass[k] < 0.0) return st;
+        for (int i = 0; i < 3; i++)
+            if (!isfinite(m->com[3 * k + i])) return st;
+        for (int i = 0; i < 9; i++)
+            if (!isfinite(m->Jc[9 * k + i])) return st;
+    }
+    st.index = nb;
+    if (qn != nq || vn != nv) return st;
+    for (int i = 0; i < 6 * nv; i++)
+        if (!isfinite(m->S[i])) return st;
+    for (int i = 0; i < 6; i++)
+        if (!isfinite(m->a0[i])) return st;
+    for (int k = 0; k < nb; k++) {
+        m->vend[k] = m->v0[k] + m->nvj[k];
+        spatial_inertia(m->mass[k], m->com + 3 * k, m->Jc + 9 * k, m->inertia + 36 * k);
+    }
+    for (int k = nb - 1; k >= 0; k--)                 /* children come after parents */
+        if (m->parent[k] >= 0 && m->vend[k] > m->vend[m->parent[k]])
+            m->vend[m->parent[k]] = m->vend[k];
+    depth_first_columns(m);
+    for (int k = 0; k < nb; k++) {                    /* the last child of p shares p's slot */
+        int last = 1;
+        for (int c = k + 1; c < nb && last; c++) last = m->parent[c] != m->parent[k];
+        m->lamslot[k] = (m->parent[k] >= 0 && last) ? m->lamslot[m->parent[k]] : k;
+    }
+    m->finished = 1;
+    st.kind = SOA_OK;
+    st.index = 0;
+    return st;
+}

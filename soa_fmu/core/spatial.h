@@ -1,0 +1,221 @@
+/* Spatial algebra helpers (SPEC E1; seed 000 sec. 2, seed 004 sec. 2.2), static inline.
+ *
+ *   V = [w; v] (angular first),  f = [N; F] (moment first).
+ *   phi(p, k)  f_k = [R N + l x (R F);  R F]        force, child frame -> parent frame
+ *   phi*(p, k) V_p = [R^T w;  R^T (v + w x l)]      velocity, parent frame -> child frame
+ * with (R, l) the placement of body k in its parent: x_parent = R x_k, l = parent origin -> k origin.
+ * Matrices are row-major: R[3 i + j], P[6 i + j].  Outputs never alias inputs unless stated.
+ */
+#ifndef SOA_SPATIAL_H
+#define SOA_SPATIAL_H
+
+#include <math.h>
+
+/* Rotation matrix of the unit quaternion (w, x, y, z) (scalar first, Hamilton). */
+static inline void quat_to_matrix(double w, double x, double y, double z, double *R)
+{
+    R[0] = 1.0 - 2.0 * (y * y + z * z); R[1] = 2.0 * (x * y - w * z);   R[2] = 2.0 * (x * z + w * y);
+    R[3] = 2.0 * (x * y + w * z);   R[4] = 1.0 - 2.0 * (x * x + z * z); R[5] = 2.0 * (y * z - w * x);
+    R[6] = 2.0 * (x * z - w * y);   R[7] = 2.0 * (y * z + w * x);   R[8] = 1.0 - 2.0 * (x * x + y * y);
+}
+
+/* Rodrigues' formula for a unit axis. */
+static inline void axis_angle_to_matrix(const double *ax, double angle, double *R)
+{
+    const double c = cos(angle), s = sin(angle), t = 1.0 - c;
+    const double x = ax[0], y = ax[1], z = ax[2];
+    R[0] = t * x * x + c;     R[1] = t * x * y - s * z; R[2] = t * x * z + s * y;
+    R[3] = t * x * y + s * z; R[4] = t * y * y + c;     R[5] = t * y * z - s * x;
+    R[6] = t * x * z - s * y; R[7] = t * y * z + s * x; R[8] = t * z * z + c;
+}
+
+static inline void cross3(const double *a, const double *b, double *out)
+{
+    const double o0 = a[1] * b[2] - a[2] * b[1];
+    const double o1 = a[2] * b[0] - a[0] * b[2];
+    const double o2 = a[0] * b[1] - a[1] * b[0];
+    out[0] = o0; out[1] = o1; out[2] = o2;
+}
+
+static inline void set_identity3(double *R)
+{
+    for (int i = 0; i < 9; i++) R[i] = (i % 4 == 0) ? 1.0 : 0.0;
+}
+
+/* out = V x~ x for a motion x: [w x xw;  v x xw + w x xv]  (seed 004 sec. 2.2). */
+static inline void cross_motion(const double *restrict V, const double *restrict x,
+                                double *restrict out)
+{
+    const double w0 = V[0], w1 = V[1], w2 = V[2], v0 = V[3], v1 = V[4], v2 = V[5];
+    const double a0 = x[0], a1 = x[1], a2 = x[2], b0 = x[3], b1 = x[4], b2 = x[5];
+    out[0] = w1 * a2 - w2 * a1;
+    out[1] = w2 * a0 - w0 * a2;
+    out[2] = w0 * a1 - w1 * a0;
+    out[3] = v1 * a2 - v2 * a1 + w1 * b2 - w2 * b1;
+    out[4] = v2 * a0 - v0 * a2 + w2 * b0 - w0 * b2;
+    out[5] = v0 * a1 - v1 * a0 + w0 * b1 - w1 * b0;
+}
+
+/* out = V x* f for a force f: [w x N + v x F;  w x F]  (the gyroscopic operator). */
+static inline void cross_force(const double *restrict V, const double *restrict f,
+                               double *restrict out)
+{
+    const double w0 = V[0], w1 = V[1], w2 = V[2], v0 = V[3], v1 = V[4], v2 = V[5];
+    const double n0 = f[0], n1 = f[1], n2 = f[2], f0 = f[3], f1 = f[4], f2 = f[5];
+    out[0] = w1 * n2 - w2 * n1 + v1 * f2 - v2 * f1;
+    out[1] = w2 * n0 - w0 * n2 + v2 * f0 - v0 * f2;
+    out[2] = w0 * n1 - w1 * n0 + v0 * f1 - v1 * f0;
+    out[3] = w1 * f2 - w2 * f1;
+    out[4] = w2 * f0 - w0 * f2;
+    out[5] = w0 * f1 - w1 * f0;
+}
+
+/* out = phi*(p, k) V: a parent-frame velocity/acceleration seen at body k, in k's frame. */
+static inline void apply_phi_star(const double *restrict R, const double *restrict l,
+                                  const double *restrict V, double *restrict out)
+{
+    const double w0 = V[0], w1 = V[1], w2 = V[2];
+    const double u0 = V[3] + w1 * l[2] - w2 * l[1];
+    const double u1 = V[4] + w2 * l[0] - w0 * l[2];
+    const double u2 = V[5] + w0 * l[1] - w1 * l[0];
+    for (int i = 0; i < 3; i++) {
+        out[i] = R[i] * w0 + R[3 + i] * w1 + R[6 + i] * w2;
+        out[3 + i] = R[i] * u0 + R[3 + i] * u1 + R[6 + i] * u2;
+    }
+}
+
+/* acc += phi(p, k) f: a body-k force moved to the parent origin, in the parent frame. */
+static inline void add_phi(const double *restrict R, const double *restrict l,
+                           const double *restrict f, double *restrict acc)
+{
+    const double F0 = R[0] * f[3] + R[1] * f[4] + R[2] * f[5];
+    const double F1 = R[3] * f[3] + R[4] * f[4] + R[5] * f[5];
+    const double F2 = R[6] * f[3] + R[7] * f[4] + R[8] * f[5];
+    acc[0] += R[0] * f[0] + R[1] * f[1] + R[2] * f[2] + l[1] * F2 - l[2] * F1;
+    acc[1] += R[3] * f[0] + R[4] * f[1] + R[5] * f[2] + l[2] * F0 - l[0] * F2;
+    acc[2] += R[6] * f[0] + R[7] * f[1] + R[8] * f[2] + l[0] * F1 - l[1] * F0;
+    acc[3] += F0;
+    acc[4] += F1;
+    acc[5] += F2;
+}
+
+/* out = R S R^T for a symmetric 3x3 S (rows of stride ld), upper triangle formed, then mirrored. */
+static inline void rotate_symmetric3(const double *restrict R, const double *restrict S, int ld,
+                                     double *restrict out)
+{
+    double T[9];                                   /* T = S R^T */
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            T[3 * i + j] = S[ld * i] * R[3 * j] + S[ld * i + 1] * R[3 * j + 1] + S[ld * i + 2] * R[3 * j + 2];
+    for (int i = 0; i < 3; i++)
+        for (int j = i; j < 3; j++)
+            out[3 * i + j] = out[3 * j + i] = R[3 * i] * T[j] + R[3 * i + 1] * T[3 + j] + R[3 * i + 2] * T[6 + j];
+}
+
+/* acc += phi(p, k) P phi*(p, k) for a symmetric 6x6 P given in body k's frame (the congruence
+ * of the inertia sweeps, seed 000 sec. 2).  With P = [[A, B], [B^T, C]]: rotate,
+ * A' = R A R^T, B' = R B R^T, C' = R C R^T, then shift by l (L = l~):
+ *     C'' = C',   B'' = B' + L C',   A'' = A' + L B'^T + B'' L^T
+ * (symmetric blocks formed on their upper triangle and mirrored). */
+static inline void add_phi_inertia(const double *restrict R, const double *restrict l,
+                                   const double *restrict P, double *restrict acc)
+{
+    double A[9], B[9], C[9], T[9], X[9];
+    rotate_symmetric3(R, P, 6, A);
+    rotate_symmetric3(R, P + 21, 6, C);
+    for (int i = 0; i < 3; i++)                    /* T = B R^T, B' = R T */
+        for (int j = 0; j < 3; j++)
+            T[3 * i + j] = P[6 * i + 3] * R[3 * j] + P[6 * i + 4] * R[3 * j + 1] + P[6 * i + 5] * R[3 * j + 2];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            B[3 * i + j] = R[3 * i] * T[j] + R[3 * i + 1] * T[3 + j] + R[3 * i + 2] * T[6 + j];
+    for (int j = 0; j < 3; j++) {                  /* column j of L B'^T is l x (row j of B') */
+        double c[3];
+        cross3(l, B + 3 * j, c);
+        X[j] = c[0]; X[3 + j] = c[1]; X[6 + j] = c[2];
+    }
+    for (int j = 0; j < 3; j++) {                  /* B'' = B' + L C', column by column */
+        const double col[3] = {C[j], C[3 + j], C[6 + j]};
+        double c[3];
+        cross3(l, col, c);
+        B[j] += c[0]; B[3 + j] += c[1]; B[6 + j] += c[2];
+    }
+    for (int i = 0; i < 3; i++) {                  /* row i of B'' L^T is l x (row i of B'') */
+        double c[3];
+        cross3(l, B + 3 * i, c);
+        for (int j = i; j < 3; j++) {
+            const double a = A[3 * i + j] + X[3 * i + j] + c[j];
+            acc[6 * i + j] += a;
+            if (j != i) acc[6 * j + i] += a;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            acc[6 * i + 3 + j] += B[3 * i + j];
+            acc[6 * (3 + j) + i] += B[3 * i + j];
+            acc[6 * (3 + i) + 3 + j] += C[3 * i + j];
+        }
+}
+
+/* M = [[J - m c~ c~, m c~], [-m c~, m I]]: the spatial inertia about a point from which the centre
+ * of mass lies at c, with rotational inertia J about the centre of mass (seed 000 sec. 2;
+ * seed 004 sec. 2.2).  J is symmetrized. */
+static inline void spatial_inertia(double mass, const double *restrict c, const double *restrict J,
+                                   double *restrict M)
+{
+    const double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            const double Jij = 0.5 * (J[3 * i + j] + J[3 * j + i]);
+            M[6 * i + j] = Jij + mass * ((i == j ? cc : 0.0) - c[i] * c[j]);
+            M[6 * (3 + i) + 3 + j] = i == j ? mass : 0.0;
+        }
+    /* m c~ in the upper-right block, -m c~ = (m c~)^T in the lower-left */
+    const double x = mass * c[0], y = mass * c[1], z = mass * c[2];
+    const double mc[9] = {0.0, -z, y, z, 0.0, -x, -y, x, 0.0};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            M[6 * i + 3 + j] = mc[3 * i + j];
+            M[6 * (3 + j) + i] = mc[3 * i + j];
+        }
+}
+
+/* acc += phi(p, k) X for a 6 x n block of forces (columns), row stride ld. */
+static inline void add_phi_block(const double *R, const double *l, const double *X, int n, int ld,
+                                 double *acc, int ldacc)
+{
+    for (int c = 0; c < n; c++) {
+        double f[6], g[6] = {0, 0, 0, 0, 0, 0};
+        for (int i = 0; i < 6; i++) f[i] = X[i * ld + c];
+        add_phi(R, l, f, g);
+        for (int i = 0; i < 6; i++) acc[i * ldacc + c] += g[i];
+    }
+}
+
+/* out = phi*(p, k) X for a 6 x n block of motions (columns), row stride ld. */
+static inline void phi_star_block(const double *R, const double *l, const double *X, int n, int ld,
+                                  double *out, int ldout)
+{
+    for (int c = 0; c < n; c++) {
+        double v[6], o[6];
+        for (int i = 0; i < 6; i++) v[i] = X[i * ld + c];
+        apply_phi_star(R, l, v, o);
+        for (int i = 0; i < 6; i++) out[i * ldout + c] = o[i];
+    }
+}
+
+/* out = A x for a 6x6 A. */
+static inline void matvec6(const double *restrict A, const double *restrict x, double *restrict out)
+{
+    for (int i = 0; i < 6; i++) {
+        const double *r = A + 6 * i;
+        out[i] = r[0] * x[0] + r[1] * x[1] + r[2] * x[2] + r[3] * x[3] + r[4] * x[4] + r[5] * x[5];
+    }
+}
+
+static inline double dot6(const double *a, const double *b)
+{
+    return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
+}
+
+#endif
