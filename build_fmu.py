@@ -237,16 +237,20 @@ def default_identifier(path: Path) -> str:
 
 
 # ---------------------------------------------------------------- build
+RUNTIMES = ("native", "python")
+
+
 def build(model_path, output=None, name=None, floating_base=False, integrator="rk4",
-          step=1e-3) -> Path:
+          step=1e-3, runtime="native") -> Path:
     """Build the FMU; returns its path.  Raises BuildError (or ModelError) for bad input."""
-    import pythonfmu
     import soa_fmu
     from model_descriptions import generator
     from soa_fmu.fmu.variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
     from soa_fmu.io import load_model
 
     model_path = Path(model_path)
+    if runtime not in RUNTIMES:
+        raise BuildError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
     if model_path.suffix.lower() not in (".urdf", ".toml"):
         raise BuildError(f"{model_path}: expected a .urdf or .toml model file")
     if not model_path.is_file():
@@ -272,70 +276,48 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
     common = Path(os.path.commonpath([str(f.parent) for f in files]))
     model_rel = [f.relative_to(common).as_posix() for f in files]
     engine_dir = Path(soa_fmu.__file__).parent
-    engine_sources = engine_files(engine_dir)
-    if not any(p.name.startswith("_core.") and p.suffix in (".so", ".pyd") for p in engine_sources):
-        raise BuildError(f"the soa_fmu engine in {engine_dir} has no compiled extension _core "
-                         "(install it with pip, which compiles the C core)")
     ehash = engine_hash(engine_dir)
-    binaries = Path(pythonfmu.__file__).parent / "resources" / "binaries"
-    libs = sorted(p for p in binaries.rglob("*") if p.suffix in (".so", ".dll", ".dylib"))
-    if not libs:
-        raise BuildError(f"pythonfmu {pythonfmu.__version__} ships no FMI binaries in {binaries}")
 
     cfg = {"format": FORMAT_VERSION, "identifier": identifier, "model_name": model.name,
-           "model_file": "model/" + model_rel[0], "floating_base": bool(floating_base),
-           "integrator": integrator, "max_step": float(step), "step": float(step),
-           "engine_version": soa_fmu.__version__, "engine_hash": ehash,
-           "table_digest": table.digest(),
-           "python": f"{sys.version_info.major}.{sys.version_info.minor}"}
+           "runtime": runtime, "model_file": "model/" + model_rel[0],
+           "floating_base": bool(floating_base), "integrator": integrator,
+           "max_step": float(step), "step": float(step), "engine_version": soa_fmu.__version__,
+           "engine_hash": ehash, "table_digest": table.digest()}
+    if runtime == "python":
+        cfg["python"] = f"{sys.version_info.major}.{sys.version_info.minor}"
     content = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode())
     for f in files:
         content.update(f.read_bytes())
     digest = content.hexdigest()
-    entry = f"soa_fmu_{identifier}_{digest[:12]}"
-    boot = entry + "_boot"
-    cfg["entry_module"] = entry
     guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, "soa_fmu:" + digest)) + "}"
-    description = (f"{model.name}: {model.nbodies} bodies, nq = {model.nq}, nv = {model.nv}, "
-                   f"{len(model.constraints)} constraints (soa_fmu {soa_fmu.__version__}).  Runs "
-                   f"in-process on Python {cfg['python']} with numpy importable; "
-                   "see docs/fmu.md in the soa_fmu sources.")
+    summary = (f"{model.name}: {model.nbodies} bodies, nq = {model.nq}, nv = {model.nv}, "
+               f"{len(model.constraints)} constraints (soa_fmu {soa_fmu.__version__}).")
+    if runtime == "native":
+        description = summary + (" Native: needs only the C runtime (libc, libm); C sources in "
+                                 "sources/.  See docs/fmu.md in the soa_fmu sources.")
+        members, tool, sources = _native_members(model, table, identifier, guid)
+    else:
+        cfg["entry_module"] = f"soa_fmu_{identifier}_{digest[:12]}"
+        description = summary + (f" Runs in-process on Python {cfg['python']} with numpy "
+                                 "importable; see docs/fmu.md in the soa_fmu sources.")
+        members, tool, sources = _python_members(identifier, model.name, cfg, engine_dir, ehash)
     cfg["description"] = description
     stamp = (datetime.fromtimestamp(int(os.environ["SOURCE_DATE_EPOCH"]), timezone.utc)
              if os.environ.get("SOURCE_DATE_EPOCH") else None)
     xml_root = generator.model_description(
         table, model_name=model.name, identifier=identifier, guid=guid, description=description,
         log_categories=LOG_CATEGORIES, step_size=step,
-        generation_tool=f"soa_fmu {soa_fmu.__version__} build_fmu.py (pythonfmu "
-                        f"{pythonfmu.__version__} runtime)", version=soa_fmu.__version__,
-        timestamp=stamp)
+        generation_tool=f"soa_fmu {soa_fmu.__version__} build_fmu.py ({tool})",
+        version=soa_fmu.__version__, timestamp=stamp, source_files=sources,
+        directional_derivatives=runtime == "native")
     xml = generator.to_bytes(xml_root)
     problems = generator.validate(xml)
     if problems:
         raise RuntimeError("generated modelDescription.xml violates the FMI 2.0 schema: "
                            + "; ".join(problems[:3]))
 
-    hash_src = ("ENGINE_FILES = " + repr(ENGINE_FILES) + "\n\n\n" + inspect.getsource(engine_files)
-                + "\n\n" + inspect.getsource(engine_hash))
-    boot_src = BOOT_TEMPLATE.format(identifier=identifier, short=ehash[:16], engine_hash=ehash,
-                                    version=soa_fmu.__version__, engine_hash_source=hash_src)
-    compile(boot_src, "boot", "exec")
-    entry_src = ENTRY_TEMPLATE.format(identifier=identifier, model_name=model.name, boot=boot)
-
-    members: list[tuple[str, bytes]] = [("modelDescription.xml", xml)]
-    for lib in libs:
-        rel = lib.relative_to(binaries)
-        members.append((f"binaries/{rel.parent.as_posix()}/{identifier}{lib.suffix}",
-                        lib.read_bytes()))
-    members += [("resources/slavemodule.txt", entry.encode()),
-                (f"resources/{entry}.py", entry_src.encode()),
-                (f"resources/{boot}.py", boot_src.encode()),
-                ("resources/fmu.json", json.dumps(cfg, indent=2).encode())]
-    for f in sorted((Path(pythonfmu.__file__).parent).glob("*.py")):
-        members.append((f"resources/pythonfmu/{f.name}", f.read_bytes()))
-    for f in engine_sources:
-        members.append((f"resources/engine/soa_fmu/{f.relative_to(engine_dir).as_posix()}",
-                        f.read_bytes()))
+    members = [("modelDescription.xml", xml), *members,
+               ("resources/fmu.json", json.dumps(cfg, indent=2).encode())]
     for f, rel in zip(files, model_rel):
         members.append((f"resources/model/{rel}", f.read_bytes()))
 
@@ -350,6 +332,60 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
             zf.writestr(info, data)
     os.replace(tmp, output)
     return output
+
+
+def _native_members(model, table, identifier: str, guid: str):
+    """binaries/<platform>/<id>.so compiled now from sources/ (C core + FMI wrapper + model.c)."""
+    from soa_fmu.fmu import native
+    try:
+        native.check_layout(table)
+        sources = {p.name: p.read_bytes() for p in native.source_files()}
+        sources[native.MODEL_SOURCE] = native.model_source(model, table, identifier,
+                                                           guid).encode()
+        library = native.compile_library(sources, identifier)
+        platform = native.platform_folder()
+    except native.NativeBuildError as e:
+        raise BuildError(str(e)) from None
+    members = [(f"binaries/{platform}/{identifier}{native.library_suffix()}", library)]
+    members += [(f"sources/{name}", data) for name, data in sorted(sources.items())]
+    names = sorted(n for n in sources if n.endswith(".c"))
+    return members, f"native C99, {native.compiler()}", names
+
+
+def _python_members(identifier: str, model_name: str, cfg: dict, engine_dir: Path, ehash: str):
+    """pythonfmu's prebuilt FMI library + the entry module, its engine loader and the engine."""
+    import pythonfmu
+    import soa_fmu
+    engine_sources = engine_files(engine_dir)
+    if not any(p.name.startswith("_core.") and p.suffix in (".so", ".pyd") for p in engine_sources):
+        raise BuildError(f"the soa_fmu engine in {engine_dir} has no compiled extension _core "
+                         "(install it with pip, which compiles the C core)")
+    binaries = Path(pythonfmu.__file__).parent / "resources" / "binaries"
+    libs = sorted(p for p in binaries.rglob("*") if p.suffix in (".so", ".dll", ".dylib"))
+    if not libs:
+        raise BuildError(f"pythonfmu {pythonfmu.__version__} ships no FMI binaries in {binaries}")
+    entry = cfg["entry_module"]
+    boot = entry + "_boot"
+    hash_src = ("ENGINE_FILES = " + repr(ENGINE_FILES) + "\n\n\n" + inspect.getsource(engine_files)
+                + "\n\n" + inspect.getsource(engine_hash))
+    boot_src = BOOT_TEMPLATE.format(identifier=identifier, short=ehash[:16], engine_hash=ehash,
+                                    version=soa_fmu.__version__, engine_hash_source=hash_src)
+    compile(boot_src, "boot", "exec")
+    entry_src = ENTRY_TEMPLATE.format(identifier=identifier, model_name=model_name, boot=boot)
+    members: list[tuple[str, bytes]] = []
+    for lib in libs:
+        rel = lib.relative_to(binaries)
+        members.append((f"binaries/{rel.parent.as_posix()}/{identifier}{lib.suffix}",
+                        lib.read_bytes()))
+    members += [("resources/slavemodule.txt", entry.encode()),
+                (f"resources/{entry}.py", entry_src.encode()),
+                (f"resources/{boot}.py", boot_src.encode())]
+    for f in sorted((Path(pythonfmu.__file__).parent).glob("*.py")):
+        members.append((f"resources/pythonfmu/{f.name}", f.read_bytes()))
+    for f in engine_sources:
+        members.append((f"resources/engine/soa_fmu/{f.relative_to(engine_dir).as_posix()}",
+                        f.read_bytes()))
+    return members, f"pythonfmu {pythonfmu.__version__} runtime", None
 
 
 def _check_bundle(members, cfg, floating_base) -> None:
@@ -389,12 +425,16 @@ def main(argv=None) -> int:
                         help="default integrator (parameter 'integrator'; default rk4)")
     parser.add_argument("--step", type=float, default=1e-3,
                         help="default communication step and max_step in s (default 0.001)")
+    parser.add_argument("--runtime", default="native", choices=RUNTIMES,
+                        help="native: a shared library compiled from the C core, plus its C "
+                        "sources (needs only libc/libm; the default); python: a pythonfmu FMU "
+                        "running the engine in the host's Python 3.11")
     args = parser.parse_args(argv)
     from soa_fmu.model import ModelError
     t0 = time.perf_counter()
     try:
         path = build(args.model, args.output, args.name, args.floating_base, args.integrator,
-                     args.step)
+                     args.step, args.runtime)
     except (BuildError, ModelError, OSError) as e:
         msg = str(e).strip().splitlines()
         print(f"soa-build-fmu: error: {msg[0] if msg else type(e).__name__}", file=sys.stderr)

@@ -7,10 +7,12 @@ every variable, ``ModelStructure`` with ``Outputs`` and ``InitialUnknowns`` and 
 and the Co-Simulation capability flags the slave really has.
 
 ``needsExecutionTool="false"``: in FMI 2.0 the flag marks *tool coupling* FMUs, which only hold the
-communication to a separately running simulation tool.  This FMU contains its model and engine and
-executes them in the importer's own process; it needs a Python 3.11 runtime library and numpy (the
-engine's compiled extension is bundled) the way a native FMU needs its C runtime — documented in
-docs/fmu.md and in the ``description`` attribute, not signalled by this flag.
+communication to a separately running simulation tool.  Both flavours contain their model and
+engine and execute them in the importer's own process: the native FMU needs only the C runtime; the
+pythonfmu FMU needs a Python 3.11 runtime library and numpy (the engine's compiled extension is
+bundled) — documented in docs/fmu.md and in the ``description`` attribute, not signalled by this
+flag.  A native FMU also lists its ``SourceFiles`` (a source-code FMU) and provides directional
+derivatives.
 
 :func:`validate` checks a document against the FMI 2.0 XSD shipped with fmpy (lxml.etree.XMLSchema).
 """
@@ -53,8 +55,11 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
                       description: str = "", log_categories: dict[str, str] | None = None,
                       step_size: float | None = None, tolerance: float | None = None,
                       generation_tool: str = "soa_fmu", version: str | None = None,
-                      timestamp: datetime.datetime | None = None) -> etree._Element:
-    """The ``fmiModelDescription`` element (FMI 2.0, Co-Simulation only)."""
+                      timestamp: datetime.datetime | None = None,
+                      source_files: list[str] | None = None,
+                      directional_derivatives: bool = False) -> etree._Element:
+    """The ``fmiModelDescription`` element (FMI 2.0, Co-Simulation only).  ``source_files``: the C
+    files under ``sources/`` (native FMU), listed as ``SourceFiles``."""
     stamp = (timestamp or datetime.datetime.now(datetime.timezone.utc)).replace(microsecond=0)
     root = etree.Element("fmiModelDescription", {
         "fmiVersion": "2.0",
@@ -67,7 +72,13 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
     })
     if version:
         root.set("version", version)
-    etree.SubElement(root, "CoSimulation", {"modelIdentifier": identifier, **COSIMULATION_FLAGS})
+    flags = dict(COSIMULATION_FLAGS,
+                 providesDirectionalDerivative="true" if directional_derivatives else "false")
+    cs = etree.SubElement(root, "CoSimulation", {"modelIdentifier": identifier, **flags})
+    if source_files:
+        files = etree.SubElement(cs, "SourceFiles")
+        for name in source_files:
+            etree.SubElement(files, "File", {"name": name})
 
     units = etree.SubElement(root, "UnitDefinitions")
     for name in table.units_used():

@@ -1,28 +1,35 @@
-"""Conserved quantities: kinetic/potential energy and spatial momentum (physics checks, FMU output)."""
+"""Conserved quantities: kinetic/potential energy and spatial momentum (physics checks, FMU output).
+
+Energy is computed by the C core (``soa_energy``, core/energy.c) — the same kernel the native FMU
+reports as its ``energy`` output."""
 from __future__ import annotations
 
 import numpy as np
 
-from .kinematics import forward_kinematics
+from . import _core
+from .kinematics import as_vector, forward_kinematics
 from .model import Model
+
+
+def _energies(model: Model, q, qd) -> tuple[float, float]:
+    q = as_vector(q, model.nq, "q")
+    qd = as_vector(qd, model.nv, "qd")
+    return _core.energy(model.data, q, qd)
 
 
 def kinetic_energy(model: Model, q, qd) -> float:
     """T = ½ Σ V(k)* M(k) V(k) = ½ β* 𝓜 β."""
-    w = forward_kinematics(model, q, qd)
-    M = model.arrays().inertia
-    return 0.5 * float(np.einsum("ki,kij,kj->", w.V, M, w.V))
+    return _energies(model, q, qd)[0]
 
 
 def potential_energy(model: Model, q) -> float:
     """U = −Σ m(k) g · c(k), c(k) the world position of body k's centre of mass."""
-    w = forward_kinematics(model, q)
-    g = model.gravity
-    return -sum(b.mass * float(g @ (w.pw[k] + w.Rw[k] @ b.com)) for k, b in enumerate(model.bodies))
+    return _energies(model, q, np.zeros(model.nv))[1]
 
 
 def total_energy(model: Model, q, qd) -> float:
-    return kinetic_energy(model, q, qd) + potential_energy(model, q)
+    T, U = _energies(model, q, qd)
+    return T + U
 
 
 def spatial_momentum(model: Model, q, qd) -> np.ndarray:

@@ -2,11 +2,16 @@
 capturing logger, and the value-reference lookups.
 
 Import the fixtures into a test module (``from fmu_fixtures import arm_fmu, ...``); the builds are
-cached at module level, so every FMU is built once per process however many modules use it.
+cached at module level, so every FMU is built once per process however many modules use it.  The
+FMU fixtures are parametrized over both runtimes (``native``, ``python``): every test of an FMU runs
+against both flavours, which must agree.  Where the flavours' FMI status discipline differs (a C
+library returns fmi2Error from a setter; pythonfmu can only log it), :attr:`Instance.native` says
+which one a test talks to.
 """
 from __future__ import annotations
 
 import atexit
+import json
 import os
 import shutil
 import sys
@@ -46,24 +51,44 @@ def example_models() -> list[str]:
     return sorted(p.name for p in EXAMPLES_DIR.iterdir() if p.suffix in (".urdf", ".toml"))
 
 
-@pytest.fixture(scope="session")
-def arm_fmu() -> Path:
-    return build("arm7.urdf", name="Arm7")
+RUNTIMES = ("native", "python")
 
 
-@pytest.fixture(scope="session")
-def pendulum_fmu() -> Path:
-    return build("double_pendulum.toml")
+@pytest.fixture(scope="session", params=RUNTIMES)
+def arm_fmu(request) -> Path:
+    return build("arm7.urdf", name="Arm7", runtime=request.param)
 
 
-@pytest.fixture(scope="session")
-def four_bar_fmu() -> Path:
-    return build("four_bar.toml")
+@pytest.fixture(scope="session", params=RUNTIMES)
+def pendulum_fmu(request) -> Path:
+    return build("double_pendulum.toml", runtime=request.param)
 
 
-@pytest.fixture(scope="session")
-def spacecraft_fmu() -> Path:
-    return build("spacecraft.toml")
+@pytest.fixture(scope="session", params=RUNTIMES)
+def four_bar_fmu(request) -> Path:
+    return build("four_bar.toml", runtime=request.param)
+
+
+@pytest.fixture(scope="session", params=RUNTIMES)
+def spacecraft_fmu(request) -> Path:
+    return build("spacecraft.toml", runtime=request.param)
+
+
+def runtime_of(fmu_path: Path) -> str:
+    """'native' or 'python': the flavour an FMU was built as (resources/fmu.json)."""
+    import zipfile
+    with zipfile.ZipFile(fmu_path) as z:
+        return json.loads(z.read("resources/fmu.json"))["runtime"]
+
+
+def status_of(call) -> int:
+    """The FMI status of ``call()`` (fmpy raises FMICallException for anything but fmi2OK)."""
+    from fmpy.fmi1 import FMICallException
+    try:
+        call()
+    except FMICallException as e:
+        return e.status
+    return 0
 
 
 # ---------------------------------------------------------------- fmpy instances
@@ -75,6 +100,10 @@ class Instance:
         from fmpy import extract, read_model_description
         from fmpy.fmi2 import FMU2Slave
         self.md = read_model_description(str(fmu_path))
+        self.native = runtime_of(fmu_path) == "native"
+        # what a setter returns for a rejected value: fmi2Error (native), fmi2OK (pythonfmu can
+        # only log it; the step that follows is refused in both)
+        self.rejected = 3 if self.native else 0
         self.unzip = unzip_dir or str(extract(str(fmu_path)))
         self._own_unzip = unzip_dir is None
         self.vr = {v.name: v.valueReference for v in self.md.modelVariables}

@@ -196,6 +196,26 @@ static PyObject *py_check_state(PyObject *Py_UNUSED(mod), PyObject *const *args,
     Py_RETURN_NONE;
 }
 
+/* energy(data, q, qd) -> (kinetic, potential)   (seed 000 sec. 2) */
+static PyObject *py_energy(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(3, "energy(data, q, qd)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    const soa_model *m = d->model->m;
+    PyArrayObject *q = NULL, *qd = NULL;
+    PyObject *result = NULL;
+    if (!(q = soa_py_vector(args[1], m->nq, "q")) || !(qd = soa_py_vector(args[2], m->nv, "qd")))
+        goto done;
+    double T, U;
+    const soa_status st = soa_energy(m, d->d, SOA_DBL(q), SOA_DBL(qd), &T, &U);
+    if (st.kind != SOA_OK) soa_py_status(d->model, st);
+    else result = Py_BuildValue("(dd)", T, U);
+done:
+    Py_XDECREF(q); Py_XDECREF(qd);
+    return result;
+}
+
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 PyMethodDef soa_py_dynamics_methods[] = {
@@ -209,5 +229,6 @@ PyMethodDef soa_py_dynamics_methods[] = {
     FAST(configuration_rate, "configuration_rate(model, q, qd) -> f(q) qd."),
     FAST(integrate_configuration, "integrate_configuration(model, q, dv) -> q (+) dv."),
     FAST(normalize_quaternions, "normalize_quaternions(model, q): in place."),
+    FAST(energy, "energy(data, q, qd) -> (kinetic, potential) energy."),
     FAST(check_state, "check_state(model, q, qd=None): raise StatusError on a bad state."),
     {NULL, NULL, 0, NULL}};

@@ -491,3 +491,25 @@ soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Mi
         }
     return st;
 }
+
+/* The input map of forward dynamics, d(beta-dot) = M^-1 (dT + J* df_ext): beta-dot is affine in
+ * (T, f_ext), and its linear part is Algorithm 2 (seed 001 eqs. 49-54) with a = b = 0 and a
+ * resting base: the bias-free filter and smoother after the Riccati sweep at theta.  Exact
+ * directional derivatives of the FMU's accelerations with respect to its inputs. */
+soa_status soa_forward_dynamics_input_map(const soa_model *m, soa_data *d, const double *q,
+                                          const double *dtau, int use_fext, double *dqdd)
+{
+    soa_status st = soa_check_configuration(m, q);
+    if (st.kind != SOA_OK) return st;
+    const double zero6[6] = {0, 0, 0, 0, 0, 0};
+    soa_outward_placements(m, d, q);
+    const int k = soa_riccati_sweep(m, d, 0);
+    if (k >= 0) {
+        st.kind = SOA_SINGULAR;
+        st.index = k;
+        return st;
+    }
+    soa_innovations_filter(m, d, dtau, 0, use_fext);
+    soa_innovations_smoother(m, d, zero6, 0, dqdd);
+    return st;
+}

@@ -200,6 +200,12 @@ soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const doubl
 soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              const double *tau, int use_fext, double *qdd);
 soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
+soa_status soa_forward_dynamics_input_map(const soa_model *m, soa_data *d, const double *q,
+                                          const double *dtau, int use_fext, double *dqdd);
+
+/* ------------------------------------------------------------------ energy.c */
+soa_status soa_energy(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                      double *kinetic, double *potential);
 
 /* ------------------------------------------------------------------ integrators.c */
 soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,

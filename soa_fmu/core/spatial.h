@@ -20,6 +20,35 @@ static inline void quat_to_matrix(double w, double x, double y, double z, double
 }
 
 /* Rodrigues' formula for a unit axis. */
+/* Unit quaternion (w, x, y, z), w >= 0, of a rotation matrix (Shepperd's method). */
+static inline void matrix_to_quat(const double *R, double *quat)
+{
+    const double t = R[0] + R[4] + R[8];
+    double w, v[3];
+    if (t > 0.0) {
+        const double s = 2.0 * sqrt(1.0 + t);
+        w = 0.25 * s;
+        v[0] = (R[7] - R[5]) / s;
+        v[1] = (R[2] - R[6]) / s;
+        v[2] = (R[3] - R[1]) / s;
+    } else {
+        const int i = (R[0] >= R[4] && R[0] >= R[8]) ? 0 : (R[4] >= R[8] ? 1 : 2);
+        const int j = (i + 1) % 3, k = (i + 2) % 3;
+        const double r = 1.0 + R[4 * i] - R[4 * j] - R[4 * k];
+        const double s = 2.0 * sqrt(r > 0.0 ? r : 0.0);
+        w = (R[3 * k + j] - R[3 * j + k]) / s;
+        v[i] = 0.25 * s;
+        v[j] = (R[3 * j + i] + R[3 * i + j]) / s;
+        v[k] = (R[3 * k + i] + R[3 * i + k]) / s;
+    }
+    const double n = sqrt(w * w + v[0] * v[0] + v[1] * v[1] + v[2] * v[2]);
+    const double sg = w < 0.0 ? -1.0 / n : 1.0 / n;
+    quat[0] = w * sg;
+    quat[1] = v[0] * sg;
+    quat[2] = v[1] * sg;
+    quat[3] = v[2] * sg;
+}
+
 static inline void axis_angle_to_matrix(const double *ax, double angle, double *R)
 {
     const double c = cos(angle), s = sin(angle), t = 1.0 - c;

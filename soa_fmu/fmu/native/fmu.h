@@ -1,0 +1,57 @@
+/* The native FMU: what build_fmu.py generates for one model (fmu_model.c, a soa_fmu_description of
+ * constants) and what the FMI 2.0 Co-Simulation wrapper (fmi2_cs.c) reads from it.
+ *
+ * The description is generated from the same variable table (soa_fmu/fmu/variables.py) as
+ * modelDescription.xml and the pythonfmu slave, so every flavour has the same variables, value
+ * references, start values, units and semantics.  Reals come first (value reference = index into
+ * the instance's real buffer), then Booleans, then the one String (the integrator). */
+#ifndef SOA_FMU_H
+#define SOA_FMU_H
+
+#include "soa.h"
+
+enum { SOA_FMU_REAL, SOA_FMU_BOOLEAN, SOA_FMU_STRING };
+enum { SOA_FMU_PARAMETER, SOA_FMU_INPUT, SOA_FMU_OUTPUT };
+enum { SOA_FMU_RK4, SOA_FMU_EULER, SOA_FMU_DOP853, SOA_FMU_NMETHODS };
+
+typedef struct {
+    const char *name;        /* FMI name, e.g. "tau[3]" */
+    const char *label;       /* the joint / frame / constraint it belongs to ("" if none) */
+    signed char type;        /* SOA_FMU_REAL ... */
+    signed char causality;   /* SOA_FMU_PARAMETER ... */
+    signed char fixed;       /* variability "fixed": settable only before initialization ends */
+    signed char positive;    /* the value must be > 0 (max_step, rtol, atol) */
+    double start;            /* start value (NaN for outputs; 0/1 for Booleans) */
+} soa_fmu_variable;
+
+typedef struct {
+    int body;                /* the body the frame is fixed in */
+    double R[9], p[3];       /* the frame in its body (rotation, origin) */
+    int vr_fext;             /* value reference of f_ext[1] (N then F, frame axes) */
+    int vr_pose;             /* of position[1] (then orientation[1..4], w x y z) */
+} soa_fmu_frame;
+
+typedef struct {
+    const char *identifier;  /* modelIdentifier */
+    const char *guid;        /* must equal the GUID the importer passes to fmi2Instantiate */
+    const char *digest;      /* SHA-256 of the variable table (hex): tags serialized states */
+    int nb, nq, nv;
+    const int *const *ints;      /* the soa_model integer buffers, in SOA_MODEL_INTS order */
+    const double *const *reals;  /* the soa_model real buffers, in SOA_MODEL_REALS order */
+    const char *const *joint_names;      /* nb */
+    const char *const *body_names;       /* nb */
+    const char *const *position_names;   /* nq */
+    const char *const *velocity_names;   /* nv */
+    int nvars, nreal, nboolean, nstring;
+    const soa_fmu_variable *vars;        /* nvars, by value reference */
+    /* value references of the first entry of each group (-1: absent) */
+    int vr_g, vr_q0, vr_qd0, vr_max_step, vr_rtol, vr_atol, vr_stab, vr_tau, vr_q, vr_qd, vr_qdd,
+        vr_energy, vr_integrator;
+    int nframes;
+    const soa_fmu_frame *frames;
+    int method;                          /* the default integrator, SOA_FMU_RK4 ... */
+} soa_fmu_description;
+
+extern const soa_fmu_description soa_fmu_model;
+
+#endif
