@@ -1,10 +1,14 @@
-"""FMU speed (SPEC §6): the 7-dof arm at h = 1 ms (RK4) through fmpy's FMU2Slave, measured as
-setReal(τ) + doStep + getReal(q, q̇, q̈) per step, next to a trivial pythonfmu FMU with the same
-interface (the floor set by fmpy + pythonfmu) and the engine's own Simulator.step in the same run;
-instantiate + initialize in a fresh process from a fresh extraction (warm and cold kernel cache);
-and, with --soak N, the resident memory over N steps.
+"""FMU speed (SPEC §6), both flavours of the 7-dof arm at h = 1 ms (RK4):
 
-    python benchmarks/bench_fmu.py [--steps 20000] [--soak 1000000]
+* in a C host (benchmarks/fmu_step_host.c, the role of a HIL rig's loop): the native FMU's
+  setReal(τ) + doStep + getReal(q, q̇, q̈) per step — median, p99, p99.9, worst beside the machine's
+  own floor (the same loop without the FMU), and the heap allocations made while stepping;
+* through fmpy's FMU2Slave: native vs pythonfmu flavour, next to a trivial pythonfmu FMU with the
+  same interface (the floor set by fmpy + pythonfmu) and the engine's own Simulator.step;
+* instantiate + initialize in a fresh process from a fresh extraction, and the native build time;
+* with --soak N, the resident memory over N steps.
+
+    python benchmarks/bench_fmu.py [--soak 1000000] [--no-startup]
 
 Writes benchmarks/results/fmu.txt.
 """
@@ -32,9 +36,12 @@ from model_descriptions import EXAMPLES_DIR  # noqa: E402
 
 H = 1e-3
 Q0 = {f"q0[{i + 1}]": 0.4 + 0.1 * i for i in range(7)}
-BAR_STEP_US = 40.0
-BAR_WARM_S = 1.0
-BAR_COLD_S = 60.0
+BAR_C_MEDIAN = 0.005 * H        # native step in a C host: median ≤ 0.5 % of h
+BAR_NATIVE_VS_PYTHON = 0.5      # through fmpy: native ≤ 0.5 × the pythonfmu flavour
+BAR_NATIVE_INIT_S = 0.010       # instantiate + initialize (native, fresh process)
+BAR_BUILD_S = 10.0              # building the 7-dof native FMU
+BAR_WARM_S = 1.0                # pythonfmu flavour, warm
+C_HOST_STEPS = 20000
 
 TRIVIAL = '''
 from pythonfmu import Fmi2Causality, Fmi2Slave, Real
@@ -66,14 +73,19 @@ class Trivial(Fmi2Slave):
 '''
 
 
-def build_fmus(tmp: Path) -> tuple[Path, Path]:
-    arm = build_fmu.build(EXAMPLES_DIR / "arm7.urdf", tmp / "Arm7.fmu", name="Arm7")
+def build_fmus(tmp: Path) -> tuple[Path, Path, Path, float]:
+    """(native arm, pythonfmu arm, trivial pythonfmu FMU, native build seconds)."""
+    t0 = time.perf_counter()
+    native = build_fmu.build(EXAMPLES_DIR / "arm7.urdf", tmp / "Arm7.fmu", name="Arm7")
+    t_build = time.perf_counter() - t0
+    python = build_fmu.build(EXAMPLES_DIR / "arm7.urdf", tmp / "Arm7py.fmu", name="Arm7py",
+                             runtime="python")
     src = tmp / "trivial_src"
     src.mkdir()
     (src / "trivial.py").write_text(TRIVIAL)
     from pythonfmu.builder import FmuBuilder
     trivial = FmuBuilder.build_FMU(src / "trivial.py", dest=tmp / "Trivial.fmu")
-    return arm, Path(trivial)
+    return native, python, Path(trivial), t_build
 
 
 class Slave:
@@ -111,28 +123,61 @@ class Slave:
         shutil.rmtree(self.dir, ignore_errors=True)
 
 
-def step_costs(arm: Path, trivial: Path) -> list[list]:
+def step_costs(native: Path, python: Path, trivial: Path) -> list[list]:
     import soa_fmu as sf
     from soa_fmu.io import load_model
     names = ([f"tau[{i}]" for i in range(1, 8)],
              [f"{p}[{i}]" for p in ("q", "qd", "qdd") for i in range(1, 8)])
-    ours = Slave(arm, *names, start=Q0)                   # swinging under gravity, τ = 0
+    nat = Slave(native, *names, start=Q0)                 # swinging under gravity, τ = 0
+    py = Slave(python, *names, start=Q0)
     triv = Slave(trivial, [f"x{i}" for i in range(7)], [f"x{i}" for i in range(7, 28)])
     for _ in range(500):
-        ours.step()
+        nat.step()
+        py.step()
         triv.step()
     sim = sf.Simulator(load_model(EXAMPLES_DIR / "arm7.urdf"), q0=list(Q0.values()))
-    t_ours = median_time(ours.step, number=2000, repeat=11)
+    t_nat = median_time(nat.step, number=2000, repeat=11)
+    t_py = median_time(py.step, number=2000, repeat=11)
     t_triv = median_time(triv.step, number=2000, repeat=11)
     t_sim = median_time(lambda: sim.step(H), number=2000, repeat=11)
-    ours.close()
-    triv.close()
+    for s in (nat, py, triv):
+        s.close()
     us = 1e6
-    return [["soa_fmu FMU (7-dof arm, RK4)", t_ours * us, t_ours / t_triv, f"≤ {BAR_STEP_US:g} µs"],
-            ["trivial pythonfmu FMU (floor)", t_triv * us, 1.0, ""],
-            ["Simulator.step alone (no FMU)", t_sim * us, t_sim / t_triv, ""],
-            ["FMU layer (FMU − floor − step)", (t_ours - t_triv - t_sim) * us,
-             (t_ours - t_triv - t_sim) / t_triv, ""]]
+    return [["native FMU (7-dof arm, RK4)", t_nat * us, t_nat / t_py,
+             f"≤ {BAR_NATIVE_VS_PYTHON:g} × pythonfmu"],
+            ["pythonfmu FMU (same model)", t_py * us, 1.0, ""],
+            ["trivial pythonfmu FMU (floor)", t_triv * us, t_triv / t_py, ""],
+            ["Simulator.step alone (Python API)", t_sim * us, t_sim / t_py, ""]]
+
+
+def c_host(native: Path, tmp: Path) -> tuple[list[list], list[str]]:
+    """The native FMU stepped by benchmarks/fmu_step_host.c (compiled here with gcc)."""
+    import zipfile
+    from fmpy import read_model_description
+    exe = tmp / "fmu_step_host"
+    subprocess.run(["gcc", "-O2", "-rdynamic", "-o", str(exe), str(HERE / "fmu_step_host.c"),
+                    "-ldl"], check=True, capture_output=True)
+    unzip = tmp / "native_fmu"
+    zipfile.ZipFile(native).extractall(unzip)
+    md = read_model_description(str(native))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    out = subprocess.run([str(exe), str(unzip), md.coSimulation.modelIdentifier, md.guid, repr(H),
+                          str(C_HOST_STEPS), str(vr["tau[1]"]), "7", str(vr["q[1]"]), "21"],
+                         capture_output=True, text=True, timeout=600)
+    if out.returncode != 0:
+        raise RuntimeError(f"fmu_step_host failed: {out.stderr[-2000:]}")
+    r = json.loads(out.stdout)
+    us = 1e6
+    rows = [["median", r["median"] * us, r["median"] / H * 100, r["floor_median"] * us,
+             f"≤ {BAR_C_MEDIAN * us:g} µs (0.5 % of h)"],
+            ["p99", r["p99"] * us, r["p99"] / H * 100, "", f"≤ 2 × median = {2 * r['median'] * us:.3g} µs"],
+            ["p99.9", r["p999"] * us, r["p999"] / H * 100, r["floor_p999"] * us, ""],
+            ["worst", r["worst"] * us, r["worst"] / H * 100, r["floor_worst"] * us, ""]]
+    notes = [f"{C_HOST_STEPS} steps after 1000 warm-up steps, wall time (CLOCK_MONOTONIC) per "
+             "step; floor: the same loop without the FMU calls.",
+             f"heap allocations while stepping: {r['allocations']} (bar: 0); instantiate + "
+             f"initialize in the C host: {r['instantiate_init'] * 1e3:.3g} ms."]
+    return rows, notes
 
 
 INSTANTIATE = textwrap.dedent('''
@@ -167,18 +212,19 @@ def fresh_process(arm: Path, env: dict, cwd: str) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-def startup(arm: Path, tmp: Path) -> list[list]:
+def startup(native: Path, python: Path, tmp: Path, t_build: float) -> list[list]:
     base = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "SOA_FMU_ENGINE")}
     installed = dict(base, PYTHONPATH=str(REPO))       # soa_fmu importable (pip install -e)
     rows = []
-    for label, env in (("installed soa_fmu, warm cache", installed),
-                       ("bundled engine only, warm cache", base)):
-        fresh_process(arm, env, str(tmp))               # warms the kernel cache if needed
-        runs = sorted(fresh_process(arm, env, str(tmp))["instantiate_init"] for _ in range(3))
-        rows.append([label, runs[1], f"≤ {BAR_WARM_S:g} s"])
-    cold = dict(base, SOA_FMU_CACHE_DIR=str(tmp / "cold_cache"))
-    rows.append(["bundled engine, cold (empty cache)",
-                 fresh_process(arm, cold, str(tmp))["instantiate_init"], f"≤ {BAR_COLD_S:g} s"])
+    for label, fmu, env, bar in (
+            ("native FMU", native, base, f"≤ {BAR_NATIVE_INIT_S * 1e3:g} ms"),
+            ("pythonfmu, installed soa_fmu", python, installed, f"≤ {BAR_WARM_S * 1e3:g} ms"),
+            ("pythonfmu, bundled engine only", python, base, f"≤ {BAR_WARM_S * 1e3:g} ms")):
+        fresh_process(fmu, env, str(tmp))               # warms the engine copy if needed
+        runs = sorted(fresh_process(fmu, env, str(tmp))["instantiate_init"] for _ in range(3))
+        rows.append([label, runs[1] * 1e3, bar])
+    rows.append(["building the native FMU (build_fmu.build)", t_build * 1e3,
+                 f"≤ {BAR_BUILD_S * 1e3:g} ms"])
     return rows
 
 
@@ -210,22 +256,29 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     tmp = Path(tempfile.mkdtemp(prefix="bench_fmu_"))
     try:
-        arm, trivial = build_fmus(tmp)
-        text = table("FMU step: setReal(τ) + doStep(h = 1 ms) + getReal(q, q̇, q̈) via fmpy FMU2Slave",
-                     ["", "µs per step", "× trivial FMU", "bar"], step_costs(arm, trivial),
-                     ["7-dof arm (model_descriptions/examples/arm7.urdf), RK4, max_step = h; "
-                      "medians of 11 × 2000 steps, CPU time of the calling thread."])
+        native, python, trivial, t_build = build_fmus(tmp)
+        rows, notes = c_host(native, tmp)
+        text = table("Native FMU in a C host: setReal(τ) + doStep(h = 1 ms) + getReal(q, q̇, q̈)",
+                     ["", "µs", "% of h", "floor µs", "bar"], rows,
+                     ["7-dof arm (model_descriptions/examples/arm7.urdf), RK4, max_step = h."]
+                     + notes)
+        text += "\n" + table("FMU step through fmpy FMU2Slave: setReal(τ) + doStep + getReal(q, q̇, q̈)",
+                             ["", "µs per step", "× pythonfmu", "bar"],
+                             step_costs(native, python, trivial),
+                             ["medians of 11 × 2000 steps, CPU time of the calling thread."])
         if not args.no_startup:
             text += "\n" + table("Instantiate + initialize + first step, fresh process, fresh "
-                                 "extraction", ["engine", "seconds", "bar"], startup(arm, tmp),
-                                 ["warm: median of 3 runs after one warm-up run; cold: every "
-                                  "kernel compiled (empty SOA_FMU_CACHE_DIR)."])
+                                 "extraction (fmpy)", ["", "ms", "bar"],
+                                 startup(native, python, tmp, t_build),
+                                 ["median of 3 runs after one warm-up run."])
         if args.soak:
-            rows = soak(arm, args.soak)
-            growth = rows[-1][1] - rows[0][1]
-            text += "\n" + table(f"Memory over {args.soak:,} steps", ["step", "RSS MiB", "s"], rows,
-                                 [f"RSS growth from step {rows[0][0]} to {rows[-1][0]}: "
-                                  f"{growth:+.2f} MiB"])
+            for label, fmu in (("native", native), ("pythonfmu", python)):
+                rows = soak(fmu, args.soak)
+                growth = rows[-1][1] - rows[0][1]
+                text += "\n" + table(f"Memory over {args.soak:,} steps ({label})",
+                                     ["step", "RSS MiB", "s"], rows,
+                                     [f"RSS growth from step {rows[0][0]} to {rows[-1][0]}: "
+                                      f"{growth:+.2f} MiB"])
         write_result("fmu.txt", text)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

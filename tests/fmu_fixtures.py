@@ -40,6 +40,7 @@ def example(name: str) -> Path:
 def build(model: str | Path, name: str | None = None, **options) -> Path:
     """The FMU of an example model (by file name) or a model path, built once per process."""
     path = Path(model) if Path(model).is_absolute() else example(str(model))
+    options.setdefault("runtime", "native")
     key = (str(path), name, tuple(sorted(options.items())))
     if key not in _BUILT:
         out = _BUILD_DIR / f"{len(_BUILT)}_{name or path.stem}.fmu"

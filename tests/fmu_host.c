@@ -1,12 +1,13 @@
 /* A minimal non-Python FMI 2.0 co-simulation host (the role OMSimulator or a Simulink-style
  * master plays): loads an extracted FMU's binary with dlopen and drives one instance.
  *
- *   fmu_host <unzip dir> <model identifier> <steps> <h> <tau> <n_tau> <vr_tau0> <n_q> <vr_q0>
+ *   fmu_host <unzip dir> <model identifier> <steps> <h> <tau> <n_tau> <vr_tau0> <n_q> <vr_q0> <guid>
  *
  * Sets tau[1..n_tau] (value references vr_tau0 ...) to <tau>, takes <steps> steps of size <h>,
  * then prints q[1..n_q] (references vr_q0 ...) one per line with 17 digits.  Exit status 0 on
- * success; the FMU's log goes to stderr.  Built and run by tests/test_fmu_runtime.py with
- * LD_PRELOAD=libpython3.11.so (pythonfmu's binary does not link libpython itself).
+ * success; the FMU's log goes to stderr.  Built and run by tests/test_fmu_runtime.py: a native
+ * FMU as it is, a pythonfmu FMU with LD_PRELOAD=libpython3.11.so (pythonfmu's binary does not
+ * link libpython itself).
  */
 #include <dlfcn.h>
 #include <stdarg.h>
@@ -48,8 +49,8 @@ typedef fmi2Status (*fmi2Terminate_t)(fmi2Component);
 typedef void (*fmi2FreeInstance_t)(fmi2Component);
 
 int main(int argc, char **argv) {
-    if (argc != 10) {
-        fprintf(stderr, "usage: fmu_host dir identifier steps h tau n_tau vr_tau0 n_q vr_q0\n");
+    if (argc != 11) {
+        fprintf(stderr, "usage: fmu_host dir identifier steps h tau n_tau vr_tau0 n_q vr_q0 guid\n");
         return 2;
     }
     const char *dir = argv[1], *ident = argv[2];
@@ -66,7 +67,7 @@ int main(int argc, char **argv) {
     LOAD(fmi2Terminate) LOAD(fmi2FreeInstance)
 
     fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};
-    fmi2Component c = fmi2Instantiate("c_host", 1, "", uri, &cb, 0, 1);
+    fmi2Component c = fmi2Instantiate("c_host", 1, argv[10], uri, &cb, 0, 1);
     if (!c) { fprintf(stderr, "fmi2Instantiate failed\n"); return 3; }
     if (fmi2SetupExperiment(c, 0, 0.0, 0.0, 0, 0.0) > 1) return 4;
     if (fmi2EnterInitializationMode(c) > 1 || fmi2ExitInitializationMode(c) > 1) return 5;

@@ -12,7 +12,7 @@ from lxml import etree
 
 import build_fmu
 import soa_fmu as sf
-from fmu_fixtures import arm_fmu, build, example, example_models  # noqa: F401
+from fmu_fixtures import RUNTIMES, arm_fmu, build, example, example_models  # noqa: F401
 from model_descriptions import generator
 from soa_fmu.fmu.variables import UNITS, build_table
 from soa_fmu.io import load_model
@@ -23,9 +23,10 @@ def _xml(fmu) -> bytes:
         return zf.read("modelDescription.xml")
 
 
+@pytest.mark.parametrize("runtime", RUNTIMES)
 @pytest.mark.parametrize("name", example_models())
-def test_every_example_builds_valid(name):
-    fmu = build(name)
+def test_every_example_builds_valid(name, runtime):
+    fmu = build(name, runtime=runtime)
     assert generator.validate(_xml(fmu)) == []          # FMI 2.0 XSD (lxml XMLSchema)
     assert validate_fmu(str(fmu)) == []                 # fmpy: schema, names, structure, units
 
@@ -155,10 +156,10 @@ def test_capability_flags_and_variability(arm_fmu):
     assert xml.find("DefaultExperiment").get("stepSize") == "0.001"
 
 
-def test_fmu_layout_and_unique_entry_modules(arm_fmu):
-    other = build("double_pendulum.toml")
+def test_python_fmu_layout_and_unique_entry_modules():
     names = []
-    for fmu in (arm_fmu, other):
+    for fmu in (build("arm7.urdf", name="Arm7", runtime="python"),
+                build("double_pendulum.toml", runtime="python")):
         with zipfile.ZipFile(fmu) as zf:
             files = set(zf.namelist())
             entry = zf.read("resources/slavemodule.txt").decode()
@@ -174,8 +175,34 @@ def test_fmu_layout_and_unique_entry_modules(arm_fmu):
         names.append(entry)
     assert names[0] != names[1]
     # a native model that includes a URDF brings the URDF along
-    with zipfile.ZipFile(build("two_arms_box.toml")) as zf:
+    with zipfile.ZipFile(build("two_arms_box.toml", runtime="python")) as zf:
         assert any(f.startswith("resources/model/") and f.endswith(".urdf") for f in zf.namelist())
+
+
+def test_native_fmu_layout(tmp_path):
+    """binaries/linux64/<id>.so depending on libc/libm only and exporting only the FMI functions;
+    sources/ holds every C file listed in SourceFiles (a source-code FMU); no Python inside."""
+    import subprocess
+    fmu = build("arm7.urdf", name="Arm7", runtime="native")
+    with zipfile.ZipFile(fmu) as zf:
+        files = set(zf.namelist())
+        zf.extractall(tmp_path)
+    assert "binaries/linux64/Arm7.so" in files
+    assert not any(f.endswith(".py") for f in files)
+    listed = [f.get("name") for f in etree.fromstring(_xml(fmu)).iter("File")]
+    assert "fmi2_cs.c" in listed and "articulated.c" in listed and "fmu_model.c" in listed
+    assert sorted(f"sources/{n}" for n in listed) == sorted(
+        f for f in files if f.startswith("sources/") and f.endswith(".c"))
+    assert "sources/soa.h" in files and "sources/fmu.h" in files
+    lib = tmp_path / "binaries" / "linux64" / "Arm7.so"
+    needed = subprocess.run(["readelf", "-d", str(lib)], capture_output=True, text=True).stdout
+    libs = sorted(line.split("[")[1].rstrip("]") for line in needed.splitlines() if "NEEDED" in line)
+    assert all(n.startswith(("libc.so", "libm.so")) for n in libs), libs
+    symbols = subprocess.run(["nm", "-D", "--defined-only", str(lib)], capture_output=True,
+                             text=True).stdout.split()[2::3]
+    assert symbols and all(s.startswith("fmi2") for s in symbols), symbols
+    cs = etree.fromstring(_xml(fmu)).find("CoSimulation")
+    assert cs.get("providesDirectionalDerivative") == "true"
 
 
 def test_build_is_reproducible(tmp_path, monkeypatch):

@@ -326,3 +326,39 @@ def test_spacecraft_quaternion_start_values(spacecraft_fmu):
     np.testing.assert_allclose(got, q / np.linalg.norm(q), atol=1e-15)
     assert np.linalg.norm(inst.get("q")[i:i + 4]) == pytest.approx(1.0, abs=1e-15)
     inst.close()
+
+
+# ---------------------------------------------------------------- directional derivatives
+def test_directional_derivatives_equal_finite_differences(arm_fmu):
+    """Native: fmi2GetDirectionalDerivative of qdd with respect to tau and a frame's f_ext equals
+    central differences of the feedthrough output qdd (qdd is affine in the inputs: exact to
+    round-off); columns of d qdd / d tau are M^-1."""
+    inst = Instance(arm_fmu).init({"q0[2]": 0.4, "qd0[3]": 1.0})
+    if not inst.native:
+        assert inst.md.coSimulation.providesDirectionalDerivative is False
+        inst.close()
+        return
+    inst.fmu.setReal(inst.refs("tau"), list(0.3 * np.arange(7)))
+    inst.fmu.doStep(0.0, H)
+    unknown, tau = inst.refs("qdd"), inst.refs("tau")
+    known = tau + inst.refs("tool0.f_ext")
+    base = inst.fmu.getReal(known)
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        v = rng.normal(size=len(known))
+        d = np.array(inst.fmu.getDirectionalDerivative(unknown, known, list(v)))
+        eps = 1e-3
+        inst.fmu.setReal(known, list(np.array(base) + eps * v))
+        plus = np.array(inst.fmu.getReal(unknown))
+        inst.fmu.setReal(known, list(np.array(base) - eps * v))
+        minus = np.array(inst.fmu.getReal(unknown))
+        inst.fmu.setReal(known, base)
+        np.testing.assert_allclose(d, (plus - minus) / (2 * eps), rtol=1e-7, atol=1e-9)
+    # d qdd / d tau = M^-1 at the current state
+    model = arm_model()
+    Minv = sf.mass_matrix_inverse(model, inst.get("q"))
+    J = np.column_stack([inst.fmu.getDirectionalDerivative(unknown, [r], [1.0]) for r in tau])
+    np.testing.assert_allclose(J, Minv, rtol=1e-10, atol=1e-12)
+    # outputs that do not depend on the inputs at the same instant have a zero derivative
+    assert inst.fmu.getDirectionalDerivative(inst.refs("q"), tau[:1], [1.0]) == [0.0] * 7
+    inst.close()

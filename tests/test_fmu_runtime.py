@@ -1,6 +1,8 @@
-"""What the FMU needs at run time: a fresh process from a fresh extraction without this checkout on
-sys.path, a non-Python host (C, with LD_PRELOAD=libpython), no sys.path growth per instance, and
-(slow) no memory growth over 10⁶ steps."""
+"""What the FMU needs at run time, for both flavours: a fresh process from a fresh extraction without
+this checkout (the native FMU: in a Python that cannot import soa_fmu at all), a non-Python host (C;
+the native FMU as it is, the pythonfmu FMU with LD_PRELOAD=libpython), the native FMU's sources
+compiled by the test and run, no sys.path growth per instance, and (slow) no memory growth over
+10⁶ steps."""
 from __future__ import annotations
 
 import json
@@ -16,7 +18,7 @@ import numpy as np
 import pytest
 
 import soa_fmu as sf
-from fmu_fixtures import REPO, Instance, arm_fmu, example  # noqa: F401
+from fmu_fixtures import REPO, Instance, arm_fmu, example, runtime_of  # noqa: F401
 from soa_fmu.io import load_model
 
 H = 1e-3
@@ -60,18 +62,35 @@ def reference_q() -> np.ndarray:
     return sim.q
 
 
+# a Python in which soa_fmu cannot be imported: no site (so no .pth of the editable install), only
+# the site-packages folder that holds fmpy and its dependencies
+NO_SOA_FMU = """
+import importlib.util, sys
+sys.path.append(%(site)r)
+assert importlib.util.find_spec("soa_fmu") is None, "soa_fmu is importable"
+""" % {"site": sysconfig.get_paths()["purelib"]}
+
+
 def test_fresh_process_without_the_checkout(arm_fmu, tmp_path):
-    """A child Python running in another folder, told to use the FMU's own engine (as it must when
-    no soa_fmu of the same sources is installed — `make test` installs this checkout, so the test
-    asks for the bundled engine explicitly), imports that engine from the stable cache folder —
-    as ``soa_fmu``, or as ``soa_fmu_<hash>`` when another soa_fmu is installed — and gets the same
-    numbers."""
+    """A child Python running in another folder.  Native: soa_fmu cannot even be imported there,
+    and the FMU needs nothing of it.  Python flavour: told to use the FMU's own engine (as it must
+    when no soa_fmu of the same sources is installed — `make test` installs this checkout, so the
+    test asks for the bundled engine explicitly), the FMU imports that engine from the stable cache
+    folder — as ``soa_fmu``, or as ``soa_fmu_<hash>`` when another soa_fmu is installed.  Both get
+    the engine's numbers."""
     env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
     env["SOA_FMU_ENGINE"] = "bundled"
-    out = subprocess.run([sys.executable, "-c", CHILD, str(arm_fmu)], capture_output=True,
-                         text=True, env=env, cwd=tmp_path, timeout=900)
+    native = runtime_of(arm_fmu) == "native"
+    cmd = [sys.executable, "-S", "-c", NO_SOA_FMU + CHILD] if native else [sys.executable, "-c",
+                                                                            CHILD]
+    out = subprocess.run(cmd + [str(arm_fmu)], capture_output=True, text=True, env=env,
+                         cwd=tmp_path, timeout=900)
     assert out.returncode == 0, out.stderr[-3000:]
     res = json.loads(out.stdout.strip().splitlines()[-1])
+    if native:
+        assert res["soa_fmu"] == [] and res["log"] == []
+        np.testing.assert_array_equal(res["q"], reference_q())
+        return
     assert any("imported as soa_fmu" in m for m in res["log"]), res["log"]
     assert any(m == "soa_fmu" or m.startswith("soa_fmu_") and "." not in m and not m.endswith("_boot")
                for m in res["soa_fmu"]), res["soa_fmu"]
@@ -109,28 +128,59 @@ def _libpython() -> Path | None:
     return lib if name and lib.is_file() else None
 
 
+def run_c_host(fmu_dir: Path, md, tmp_path: Path, env: dict) -> np.ndarray:
+    """tests/fmu_host.c (a C master that dlopens the FMU's binary) on an extracted FMU: q."""
+    exe = tmp_path / "fmu_host"
+    if not exe.exists():
+        subprocess.run(["gcc", "-O1", "-o", str(exe), str(REPO / "tests" / "fmu_host.c"), "-ldl"],
+                       check=True, capture_output=True)
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    out = subprocess.run([str(exe), str(fmu_dir), md.coSimulation.modelIdentifier, str(STEPS),
+                          repr(H), repr(TAU), "7", str(vr["tau[1]"]), "7", str(vr["q[1]"]),
+                          md.guid], capture_output=True, text=True, env=env, timeout=900)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return np.array([float(x) for x in out.stdout.split()])
+
+
 @pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") is None or _libpython() is None,
                     reason="needs Linux, gcc and a shared libpython")
 def test_non_python_host(arm_fmu, tmp_path):
-    """tests/fmu_host.c — a C master that dlopens the FMU — with LD_PRELOAD=libpython3.11.so,
+    """tests/fmu_host.c — a C master that dlopens the FMU.  The native FMU needs nothing (no
+    Python variables in the environment); the pythonfmu FMU needs LD_PRELOAD=libpython3.11.so,
     PYTHONHOME and PYTHONPATH set as docs/fmu.md describes."""
-    exe = tmp_path / "fmu_host"
-    subprocess.run(["gcc", "-O1", "-o", str(exe), str(REPO / "tests" / "fmu_host.c"), "-ldl"],
-                   check=True, capture_output=True)
+    from fmpy import read_model_description
     unzip = tmp_path / "fmu"
     zipfile.ZipFile(arm_fmu).extractall(unzip)
-    inst = Instance(arm_fmu, logging=False)
-    vr_tau, vr_q, ident = inst.vr["tau[1]"], inst.vr["q[1]"], inst.md.coSimulation.modelIdentifier
-    inst.close(terminate=False)
-    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "PYTHONHOME")}
-    env.update(LD_PRELOAD=str(_libpython()), PYTHONHOME=sys.base_prefix,
-               PYTHONPATH=os.pathsep.join(p for p in sys.path if p.endswith("site-packages")))
-    out = subprocess.run([str(exe), str(unzip), ident, str(STEPS), repr(H), repr(TAU), "7",
-                          str(vr_tau), "7", str(vr_q)], capture_output=True, text=True, env=env,
-                         timeout=900)
-    assert out.returncode == 0, out.stderr[-3000:]
-    q = np.array([float(x) for x in out.stdout.split()])
+    env = {k: v for k, v in os.environ.items()
+           if k not in ("PYTHONPATH", "PYTHONHOME", "LD_PRELOAD", "LD_LIBRARY_PATH")}
+    if runtime_of(arm_fmu) == "python":
+        env.update(LD_PRELOAD=str(_libpython()), PYTHONHOME=sys.base_prefix,
+                   PYTHONPATH=os.pathsep.join(p for p in sys.path if p.endswith("site-packages")))
+    q = run_c_host(unzip, read_model_description(str(arm_fmu)), tmp_path, env)
     np.testing.assert_array_equal(q, reference_q())
+
+
+@pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") is None,
+                    reason="needs Linux and gcc")
+def test_source_code_fmu_compiles_and_runs(tmp_path):
+    """The native FMU as a source-code FMU: compile sources/*.c (the files SourceFiles lists) with
+    the FMI headers, as an importer does for its own target, and run the result in the C host."""
+    from fmpy import read_model_description
+    from fmu_fixtures import build
+    from soa_fmu.fmu.native import fmi_headers
+    fmu = build("arm7.urdf", name="Arm7", runtime="native")
+    md = read_model_description(str(fmu))
+    unzip = tmp_path / "fmu"
+    zipfile.ZipFile(fmu).extractall(unzip)
+    lib = unzip / "binaries" / "linux64" / "Arm7.so"
+    lib.unlink()                               # only the sources are left
+    files = [str(unzip / "sources" / f.get("name")) for f in
+             __import__("lxml.etree").etree.parse(str(unzip / "modelDescription.xml")).iter("File")]
+    subprocess.run(["gcc", "-std=c99", "-O2", "-shared", "-fPIC", f"-I{unzip / 'sources'}",
+                    f"-I{fmi_headers()}", *files, "-o", str(lib), "-lm"], check=True,
+                   capture_output=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "LD_PRELOAD")}
+    np.testing.assert_array_equal(run_c_host(unzip, md, tmp_path, env), reference_q())
 
 
 @pytest.mark.slow

@@ -29,7 +29,7 @@ PACKAGE = Path(__file__).resolve().parents[1]
 CORE_DIR = PACKAGE / "core"
 WRAPPER_DIR = Path(__file__).resolve().parent / "native"
 MODEL_SOURCE = "fmu_model.c"         # (core/model.c is the engine's Model / Data)
-CFLAGS = ("-std=c99", "-O2", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra",
+CFLAGS = ("-std=c99", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra",
           "-Wno-missing-field-initializers", "-Wl,-z,defs")
 
 
