@@ -192,21 +192,23 @@ static inline void add_phi_inertia(const double *restrict R, const double *restr
 static inline void spatial_inertia(double mass, const double *restrict c, const double *restrict J,
                                    double *restrict M)
 {
-    const double cc = c[0] * c[0] + c[1] * c[1] + c[2] * c[2];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            const double Jij = 0.5 * (J[3 * i + j] + J[3 * j + i]);
-            M[6 * i + j] = Jij + mass * ((i == j ? cc : 0.0) - c[i] * c[j]);
-            M[6 * (3 + i) + 3 + j] = i == j ? mass : 0.0;
-        }
+    const double x = c[0], y = c[1], z = c[2];
+    const double mx = mass * x, my = mass * y, mz = mass * z;
+    const double J01 = 0.5 * (J[1] + J[3]), J02 = 0.5 * (J[2] + J[6]), J12 = 0.5 * (J[5] + J[7]);
+    /* upper-left: J_C + m (|c|^2 1 - c c^T) = J_C - m c~ c~ */
+    M[0] = J[0] + my * y + mz * z;
+    M[7] = J[4] + mx * x + mz * z;
+    M[14] = J[8] + mx * x + my * y;
+    M[1] = M[6] = J01 - mx * y;
+    M[2] = M[12] = J02 - mx * z;
+    M[8] = M[13] = J12 - my * z;
     /* m c~ in the upper-right block, -m c~ = (m c~)^T in the lower-left */
-    const double x = mass * c[0], y = mass * c[1], z = mass * c[2];
-    const double mc[9] = {0.0, -z, y, z, 0.0, -x, -y, x, 0.0};
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            M[6 * i + 3 + j] = mc[3 * i + j];
-            M[6 * (3 + j) + i] = mc[3 * i + j];
-        }
+    M[3] = M[18] = 0.0;   M[4] = M[24] = -mz;   M[5] = M[30] = my;
+    M[9] = M[19] = mz;    M[10] = M[25] = 0.0;  M[11] = M[31] = -mx;
+    M[15] = M[20] = -my;  M[16] = M[26] = mx;   M[17] = M[32] = 0.0;
+    /* lower-right: m 1 */
+    M[21] = M[28] = M[35] = mass;
+    M[22] = M[23] = M[27] = M[29] = M[33] = M[34] = 0.0;
 }
 
 /* acc += phi(p, k) X for a 6 x n block of forces (columns), row stride ld. */
