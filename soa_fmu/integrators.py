@@ -4,7 +4,8 @@ Methods
     ``rk4``        classical fixed-step Runge–Kutta 4 (default); C core (``soa_rk4``) for trees
     ``euler``      semi-implicit (symplectic) Euler: β ← β + h β̇, θ ← θ ⊕ h β (exponential map);
                    C core (``soa_euler``) for trees
-    ``dop853``     adaptive, error-controlled (scipy's DOP853, rtol/atol)
+    ``dop853``     adaptive, error-controlled Dormand–Prince 8(5,3), rtol/atol; C core
+                   (``soa_dop853``), step for step as scipy's ``solve_ivp(method="DOP853")``
 
 Quaternions are renormalized after every (sub)step and before each stage evaluation (the rotation
 of a quaternion is invariant to its scale, so this projection costs no accuracy).
@@ -250,28 +251,23 @@ class Simulator:
         return self.acceleration(q, qd, self.t + nsub * hs)
 
     def _step_adaptive(self, q, qd, h) -> np.ndarray:
-        from scipy.integrate import solve_ivp
-        model = self.model
-        nq = model.nq
-
-        def rhs(t, y):
-            qs = y[:nq].copy()
-            normalize_quaternions(model, qs)
-            return np.concatenate([configuration_rate(model, qs, y[nq:]),
-                                   self.acceleration(qs, y[nq:], t)])
-
-        t1 = self.t + h
-        first = min(self.last_h, t1 - self.t) if self.last_h > 0 else None
-        sol = solve_ivp(rhs, (self.t, t1), np.concatenate([q, qd]), method="DOP853",
-                        rtol=self.options.rtol, atol=self.options.atol, first_step=first)
-        if not sol.success or not np.all(np.isfinite(sol.y[:, -1])):
-            raise IntegrationError(f"adaptive integrator failed: {sol.message}")
-        if sol.t.size > 1:
-            self.last_h = float(sol.t[-1] - sol.t[-2])
-        q[:] = sol.y[:nq, -1]
-        qd[:] = sol.y[nq:, -1]
-        normalize_quaternions(model, q)
-        return self.acceleration(q, qd, t1)
+        """DOP853 in the C core (``soa_dop853``, scipy's DOP853 step for step) from t to t + h, q
+        and qd in place; the last accepted step carries over as the next call's first
+        (``last_h``).  Active constraints: the same C integrator over :meth:`acceleration` (a
+        Python callback)."""
+        o, model = self.options, self.model
+        args = (self.t, h, o.rtol, o.atol, math.inf, self.last_h)
+        try:
+            if self.constrained():
+                qdd, last_h = _core.dop853_callback(model.data, q, qd, self.acceleration, *args)
+            else:
+                use = external_forces(model, None, self.f_ext) if self.f_ext else False
+                qdd, last_h = _core.dop853(model.data, q, qd, self.tau, use, *args)
+                self._clear_constraint_outputs()
+        except _core.StatusError as e:
+            raise IntegrationError(e.args[0]) from None
+        self.last_h = last_h
+        return qdd
 
     # -------------------------------------------------------------- state capture
     def get_state(self) -> dict:

@@ -372,8 +372,19 @@ PyObject *soa_py_status(ModelObject *mo, soa_status st)
         }
         break;
     case SOA_BAD_ARG:
-        msg = PyUnicode_FromFormat("invalid argument (a step size must be finite and > 0)");
+        msg = PyUnicode_FromFormat(i == 1 ? "invalid argument (tolerances must be finite and >= 0, "
+                                            "max_step > 0)"
+                                          : "invalid argument (a step size must be finite and > 0)");
         break;
+    /* ---- dop853 */
+    case SOA_STEP_TOO_SMALL: {
+        const int nq = mo->m->nq;
+        name = i < nq ? name_of(mo, NAME_POSITION, i) : name_of(mo, NAME_VELOCITY, i - nq);
+        msg = PyUnicode_FromFormat("adaptive integrator failed: required step size is less than "
+                                   "spacing between numbers (largest error in %s[%d] (%U))",
+                                   i < nq ? "q" : "qd", (i < nq ? i : i - nq) + 1, name);
+        break;
+    }
     default:
         msg = PyUnicode_FromFormat("invalid input (status %d, index %d)", st.kind, i);
     }
@@ -429,7 +440,7 @@ PyMODINIT_FUNC PyInit__core(void)
         {"OK", SOA_OK}, {"BAD_Q", SOA_BAD_Q}, {"BAD_QD", SOA_BAD_QD}, {"BAD_TAU", SOA_BAD_TAU},
         {"BAD_QDD", SOA_BAD_QDD}, {"BAD_QUAT", SOA_BAD_QUAT}, {"BAD_FEXT", SOA_BAD_FEXT},
         {"SINGULAR", SOA_SINGULAR}, {"DIVERGED", SOA_DIVERGED}, {"BAD_MODEL", SOA_BAD_MODEL},
-        {"BAD_ARG", SOA_BAD_ARG}};
+        {"BAD_ARG", SOA_BAD_ARG}, {"STEP_TOO_SMALL", SOA_STEP_TOO_SMALL}};
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
     return mod;

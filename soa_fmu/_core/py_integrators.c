@@ -1,6 +1,9 @@
-/* soa_fmu._core entry points of the integrators (core/integrators.c): fixed-step RK4 and
- * semi-implicit Euler on (theta, beta) in place. */
+/* soa_fmu._core entry points of the integrators (core/integrators.c, core/dop853.c): fixed-step
+ * RK4 and semi-implicit Euler, and adaptive DOP853, on (theta, beta) in place, with the tree's
+ * acceleration or (dop853_callback) a Python function's. */
 #include "pycore.h"
+
+#include <math.h>
 
 typedef soa_status (*step_kernel)(const soa_model *, soa_data *, double *, double *,
                                   const double *, int, double, int, double *);
@@ -20,8 +23,10 @@ static PyObject *fixed_step(PyObject *const *args, Py_ssize_t nargs, step_kernel
     if (nsub < 1 || nsub > (1L << 30)) return PyErr_Format(PyExc_ValueError, "nsub must be in 1..2^30");
     if (!(tau = soa_py_vector(args[3], m->nv, "tau"))) return NULL;
     if (!(out = soa_py_new(1, m->nv, 0))) { Py_DECREF(tau); return NULL; }
-    const soa_status st = f(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau),
-                            PyObject_IsTrue(args[4]), h, (int)nsub, SOA_DBL(out));
+    const int use_fext = PyObject_IsTrue(args[4]);
+    if (use_fext < 0) { Py_DECREF(tau); Py_DECREF(out); return NULL; }
+    const soa_status st = f(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau), use_fext, h, (int)nsub,
+                            SOA_DBL(out));
     Py_DECREF(tau);
     if (st.kind != SOA_OK) {
         Py_DECREF(out);
@@ -40,9 +45,110 @@ static PyObject *py_euler(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ss
     return fixed_step(args, nargs, soa_euler);
 }
 
+/* ------------------------------------------------------------------ DOP853 */
+/* A Python acceleration accel(q, qd, t) -> qdd as a soa_accel; a Python exception becomes
+ * {SOA_BAD_ARG, -1} with the exception left set. */
+typedef struct {
+    PyObject *fn;
+    npy_intp nq, nv;
+} py_accel_ctx;
+
+static soa_status py_accel(void *ctx, const double *q, const double *qd, double t, double *qdd)
+{
+    const py_accel_ctx *c = ctx;
+    soa_status st = {SOA_BAD_ARG, -1};
+    PyArrayObject *qa = soa_py_new(1, c->nq, 0), *va = NULL, *a = NULL;
+    PyObject *ta = NULL, *r = NULL;
+    if (!qa || !(va = soa_py_new(1, c->nv, 0)) || !(ta = PyFloat_FromDouble(t))) goto done;
+    for (npy_intp i = 0; i < c->nq; i++) SOA_DBL(qa)[i] = q[i];
+    for (npy_intp i = 0; i < c->nv; i++) SOA_DBL(va)[i] = qd[i];
+    if (!(r = PyObject_CallFunctionObjArgs(c->fn, qa, va, ta, NULL))) goto done;
+    if (!(a = soa_py_vector(r, c->nv, "qdd"))) goto done;
+    for (npy_intp i = 0; i < c->nv; i++) qdd[i] = SOA_DBL(a)[i];
+    st.kind = SOA_OK;
+    st.index = 0;
+done:
+    Py_XDECREF(qa); Py_XDECREF(va); Py_XDECREF(ta); Py_XDECREF(r); Py_XDECREF(a);
+    return st;
+}
+
+/* The shared tail of both DOP853 entries: (..., t, h, rtol, atol, max_step, h_prev) from
+ * args[first], the kernel run with d->dop_h = h_prev, -> (qdd, h_last). */
+static PyObject *dop853_entry(DataObject *d, PyArrayObject *q, PyArrayObject *qd,
+                              const double *tau, int use_fext, PyObject *fn,
+                              PyObject *const *args)
+{
+    const soa_model *m = d->model->m;
+    double x[6];
+    for (int i = 0; i < 6; i++) {
+        x[i] = PyFloat_AsDouble(args[i]);
+        if (x[i] == -1.0 && PyErr_Occurred()) return NULL;
+    }
+    PyArrayObject *out = soa_py_new(1, m->nv, 0);
+    if (!out) return NULL;
+    d->d->dop_h[0] = x[5];
+    soa_status st;
+    if (fn) {
+        py_accel_ctx ctx = {fn, m->nq, m->nv};
+        const soa_accel acc = {py_accel, &ctx};
+        st = soa_dop853_with(m, d->d, acc, SOA_DBL(q), SOA_DBL(qd), x[0], x[1], x[2], x[3], x[4],
+                             SOA_DBL(out));
+    } else {
+        st = soa_dop853(m, d->d, SOA_DBL(q), SOA_DBL(qd), tau, use_fext, x[0], x[1], x[2], x[3],
+                        x[4], SOA_DBL(out));
+    }
+    if (st.kind != SOA_OK) {
+        Py_DECREF(out);
+        if (PyErr_Occurred()) return NULL;      /* raised by the Python acceleration */
+        return soa_py_status(d->model, st);
+    }
+    return Py_BuildValue("(Nd)", out, d->d->dop_h[0]);
+}
+
+/* dop853(data, q, qd, tau, use_fext, t, h, rtol, atol, max_step, h_prev) -> (qdd, h_last) */
+static PyObject *py_dop853(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 11)
+        return PyErr_Format(PyExc_TypeError,
+                            "dop853(data, q, qd, tau, use_fext, t, h, rtol, atol, max_step, h_prev)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    const soa_model *m = d->model->m;
+    PyArrayObject *q = soa_py_inout(args[1], m->nq, "q"), *qd = NULL, *tau = NULL;
+    if (!q || !(qd = soa_py_inout(args[2], m->nv, "qd"))) return NULL;
+    if (!(tau = soa_py_vector(args[3], m->nv, "tau"))) return NULL;
+    const int use_fext = PyObject_IsTrue(args[4]);
+    PyObject *r = use_fext < 0 ? NULL : dop853_entry(d, q, qd, SOA_DBL(tau), use_fext, NULL, args + 5);
+    Py_DECREF(tau);
+    return r;
+}
+
+/* dop853_callback(data, q, qd, accel, t, h, rtol, atol, max_step, h_prev) -> (qdd, h_last),
+ * beta-dot = accel(q, qd, t) a Python function (constrained dynamics). */
+static PyObject *py_dop853_callback(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                                    Py_ssize_t nargs)
+{
+    if (nargs != 10)
+        return PyErr_Format(PyExc_TypeError,
+                            "dop853_callback(data, q, qd, accel, t, h, rtol, atol, max_step, h_prev)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    const soa_model *m = d->model->m;
+    PyArrayObject *q = soa_py_inout(args[1], m->nq, "q"), *qd = NULL;
+    if (!q || !(qd = soa_py_inout(args[2], m->nv, "qd"))) return NULL;
+    if (!PyCallable_Check(args[3]))
+        return PyErr_Format(PyExc_TypeError, "accel must be callable as accel(q, qd, t) -> qdd");
+    return dop853_entry(d, q, qd, NULL, 0, args[3], args + 4);
+}
+
+#define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
+
 PyMethodDef soa_py_integrators_methods[] = {
-    {"rk4", (PyCFunction)(void (*)(void))py_rk4, METH_FASTCALL,
-     "rk4(data, q, qd, tau, use_fext, h, nsub) -> qdd: nsub RK4 steps, q and qd in place."},
-    {"euler", (PyCFunction)(void (*)(void))py_euler, METH_FASTCALL,
-     "euler(data, q, qd, tau, use_fext, h, nsub) -> qdd: nsub semi-implicit Euler steps."},
+    FAST(rk4, "rk4(data, q, qd, tau, use_fext, h, nsub) -> qdd: nsub RK4 steps, q and qd in place."),
+    FAST(euler, "euler(data, q, qd, tau, use_fext, h, nsub) -> qdd: nsub semi-implicit Euler steps."),
+    FAST(dop853, "dop853(data, q, qd, tau, use_fext, t, h, rtol, atol, max_step, h_prev) -> "
+                 "(qdd, h_last): adaptive DOP853 from t to t + h, q and qd in place; h_prev: the "
+                 "first step (0: choose); h_last: the last accepted step."),
+    FAST(dop853_callback, "dop853_callback(data, q, qd, accel, t, h, rtol, atol, max_step, h_prev) "
+                          "-> (qdd, h_last): dop853 with qdd = accel(q, qd, t)."),
     {NULL, NULL, 0, NULL}};

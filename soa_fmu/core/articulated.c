@@ -306,25 +306,12 @@ int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double
     return -1;
 }
 
-static soa_status check_inputs(const soa_model *m, const double *q, const double *qd,
-                               const double *tau)
-{
-    soa_status st = soa_check_state(m, q, qd);
-    if (st.kind != SOA_OK) return st;
-    const int i = soa_first_nonfinite(tau, m->nv);
-    if (i >= 0) {
-        st.kind = SOA_BAD_TAU;
-        st.index = i;
-    }
-    return st;
-}
-
 /* Innovations forward dynamics, three sweeps (seed 001 Algorithm 3; seed 000 A.1-A.2), in the
  * inertial frame. */
 soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const double *qd,
                    const double *tau, int use_fext, double *qdd)
 {
-    soa_status st = check_inputs(m, q, qd, tau);
+    soa_status st = soa_check_inputs(m, q, qd, tau);
     if (st.kind != SOA_OK) return st;
     const int k = soa_tree_acceleration_inertial(m, d, q, qd, tau, use_fext, qdd);
     if (k >= 0) {
@@ -339,7 +326,7 @@ soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const doubl
 soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              const double *tau, int use_fext, double *qdd)
 {
-    soa_status st = check_inputs(m, q, qd, tau);
+    soa_status st = soa_check_inputs(m, q, qd, tau);
     if (st.kind != SOA_OK) return st;
     const int nb = m->nb, nv = m->nv;
     const double zero6[6] = {0, 0, 0, 0, 0, 0};

@@ -1,21 +1,18 @@
-/* Fixed-step integrators of (theta, beta) with theta-dot = f(theta) beta and beta-dot from the
- * innovations forward dynamics: classical RK4 and semi-implicit (symplectic) Euler.  Quaternions
- * are renormalized after every (sub)step and before each stage evaluation (a quaternion's rotation
- * is invariant to its scale, so the projection costs no accuracy).  Every buffer is in soa_data. */
+/* Fixed-step integrators of (theta, beta) with theta-dot = f(theta) beta and beta-dot from an
+ * acceleration soa_accel (the tree's innovations forward dynamics by default, soa_tree_accel):
+ * classical RK4 and semi-implicit (symplectic) Euler.  Quaternions are renormalized after every
+ * (sub)step and before each stage evaluation (a quaternion's rotation is invariant to its scale,
+ * so the projection costs no accuracy).  Every buffer is in soa_data. */
 #include "soa.h"
 
-/* qdd <- beta-dot at the end of a step (reported at t + h), and the step's status. */
-static soa_status final_acceleration(const soa_model *m, soa_data *d, const double *q,
-                                     const double *qd, const double *tau, int use_fext, double *qdd)
+/* beta-dot of the tree (seed 001 Algorithm 3 in the inertial frame) with the held inputs of a
+ * soa_tree_inputs; time-invariant. */
+soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t, double *qdd)
 {
+    const soa_tree_inputs *in = ctx;
     soa_status st = {SOA_OK, 0};
-    const int iq = soa_first_nonfinite(q, m->nq), iv = soa_first_nonfinite(qd, m->nv);
-    if (iq >= 0 || iv >= 0) {
-        st.kind = SOA_DIVERGED;
-        st.index = iv > 0 ? iv : 0;
-        return st;
-    }
-    const int k = soa_tree_acceleration_inertial(m, d, q, qd, tau, use_fext, qdd);
+    (void)t;
+    const int k = soa_tree_acceleration_inertial(in->m, in->d, q, qd, in->tau, in->use_fext, qdd);
     if (k >= 0) {
         st.kind = SOA_SINGULAR;
         st.index = k;
@@ -23,30 +20,39 @@ static soa_status final_acceleration(const soa_model *m, soa_data *d, const doub
     return st;
 }
 
-static soa_status check_step(const soa_model *m, const double *q, const double *qd,
-                             const double *tau, double h, int nsub)
+/* qdd <- beta-dot at the end of a step (reported at t + h), and the step's status. */
+static soa_status final_acceleration(const soa_model *m, soa_accel acc, const double *q,
+                                     const double *qd, double t, double *qdd)
+{
+    const int iq = soa_first_nonfinite(q, m->nq), iv = soa_first_nonfinite(qd, m->nv);
+    if (iq >= 0 || iv >= 0) {
+        const soa_status st = {SOA_DIVERGED, iv >= 0 ? iv : 0};
+        return st;
+    }
+    return acc.fn(acc.ctx, q, qd, t, qdd);
+}
+
+static soa_status check_step(const soa_model *m, const double *q, const double *qd, double t,
+                             double h, int nsub)
 {
     soa_status st = soa_check_state(m, q, qd);
-    if (st.kind != SOA_OK) return st;
-    const int i = soa_first_nonfinite(tau, m->nv);
-    if (i >= 0) {
-        st.kind = SOA_BAD_TAU;
-        st.index = i;
-    } else if (!(h > 0.0 && h < 1e300) || nsub < 1) {
+    if (st.kind == SOA_OK && !(h > 0.0 && h < 1e300 && nsub >= 1 && t > -1e300 && t < 1e300)) {
         st.kind = SOA_BAD_ARG;
         st.index = 0;
     }
     return st;
 }
 
-/* nsub classical RK4 steps of size h on (theta, beta) in place; qdd <- beta-dot at the end. */
-soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
-                   int use_fext, double h, int nsub, double *qdd)
+/* nsub classical RK4 steps of size h from time t on (theta, beta) in place; qdd <- beta-dot at
+ * the end. */
+soa_status soa_rk4_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,
+                        double t, double h, int nsub, double *qdd)
 {
-    soa_status st = check_step(m, q, qd, tau, h, nsub);
+    soa_status st = check_step(m, q, qd, t, h, nsub);
     if (st.kind != SOA_OK) return st;
     const int nq = m->nq, nv = m->nv;
     for (int step = 0; step < nsub; step++) {
+        const double ts = t + step * h;
         for (int s = 0; s < 4; s++) {
             const double c = s == 0 ? 0.0 : (s < 3 ? 0.5 * h : h);
             const double *kqp = d->kq + (s > 0 ? s - 1 : 0) * nq, *kvp = d->kv + (s > 0 ? s - 1 : 0) * nv;
@@ -54,12 +60,8 @@ soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const
             for (int i = 0; i < nv; i++) d->vs[i] = s > 0 ? qd[i] + c * kvp[i] : qd[i];
             if (s > 0) soa_normalize_quaternions(m, d->qs);
             soa_configuration_rate(m, d->qs, d->vs, d->kq + s * nq);
-            const int k = soa_tree_acceleration_inertial(m, d, d->qs, d->vs, tau, use_fext, d->kv + s * nv);
-            if (k >= 0) {
-                st.kind = SOA_SINGULAR;
-                st.index = k;
-                return st;
-            }
+            st = acc.fn(acc.ctx, d->qs, d->vs, ts + c, d->kv + s * nv);
+            if (st.kind != SOA_OK) return st;
         }
         const double *kq = d->kq, *kv = d->kv;
         for (int i = 0; i < nq; i++)
@@ -68,22 +70,19 @@ soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const
             qd[i] += h / 6.0 * (kv[i] + 2.0 * kv[nv + i] + 2.0 * kv[2 * nv + i] + kv[3 * nv + i]);
         soa_normalize_quaternions(m, q);
     }
-    return final_acceleration(m, d, q, qd, tau, use_fext, qdd);
+    return final_acceleration(m, acc, q, qd, t + nsub * h, qdd);
 }
 
-/* nsub semi-implicit Euler steps in place: beta <- beta + h beta-dot, theta <- theta (+) h beta. */
-soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
-                     int use_fext, double h, int nsub, double *qdd)
+/* nsub semi-implicit Euler steps from time t in place: beta <- beta + h beta-dot,
+ * theta <- theta (+) h beta. */
+soa_status soa_euler_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,
+                          double t, double h, int nsub, double *qdd)
 {
-    soa_status st = check_step(m, q, qd, tau, h, nsub);
+    soa_status st = check_step(m, q, qd, t, h, nsub);
     if (st.kind != SOA_OK) return st;
     for (int step = 0; step < nsub; step++) {
-        const int k = soa_tree_acceleration_inertial(m, d, q, qd, tau, use_fext, qdd);
-        if (k >= 0) {
-            st.kind = SOA_SINGULAR;
-            st.index = k;
-            return st;
-        }
+        st = acc.fn(acc.ctx, q, qd, t + step * h, qdd);
+        if (st.kind != SOA_OK) return st;
         for (int i = 0; i < m->nv; i++) {
             qd[i] += h * qdd[i];
             d->dv[i] = h * qd[i];
@@ -91,5 +90,25 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
         soa_integrate_configuration(m, q, d->dv, d->qs);
         for (int i = 0; i < m->nq; i++) q[i] = d->qs[i];
     }
-    return final_acceleration(m, d, q, qd, tau, use_fext, qdd);
+    return final_acceleration(m, acc, q, qd, t + nsub * h, qdd);
+}
+
+soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                   int use_fext, double h, int nsub, double *qdd)
+{
+    const soa_status st = soa_check_inputs(m, q, qd, tau);
+    if (st.kind != SOA_OK) return st;
+    soa_tree_inputs in = {m, d, tau, use_fext};
+    const soa_accel acc = {soa_tree_accel, &in};
+    return soa_rk4_with(m, d, acc, q, qd, 0.0, h, nsub, qdd);
+}
+
+soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                     int use_fext, double h, int nsub, double *qdd)
+{
+    const soa_status st = soa_check_inputs(m, q, qd, tau);
+    if (st.kind != SOA_OK) return st;
+    soa_tree_inputs in = {m, d, tau, use_fext};
+    const soa_accel acc = {soa_tree_accel, &in};
+    return soa_euler_with(m, d, acc, q, qd, 0.0, h, nsub, qdd);
 }

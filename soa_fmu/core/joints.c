@@ -49,6 +49,19 @@ soa_status soa_check_state(const soa_model *m, const double *q, const double *qd
     return st;
 }
 
+/* soa_check_state, then {BAD_TAU, i} for a non-finite tau(i): the inputs of a tree kernel. */
+soa_status soa_check_inputs(const soa_model *m, const double *q, const double *qd, const double *tau)
+{
+    soa_status st = soa_check_state(m, q, qd);
+    if (st.kind != SOA_OK) return st;
+    const int i = soa_first_nonfinite(tau, m->nv);
+    if (i >= 0) {
+        st.kind = SOA_BAD_TAU;
+        st.index = i;
+    }
+    return st;
+}
+
 /* SE(3) exponential of the body-frame twist (w, v): rotation R and translation t. */
 static void twist_exp(const double *w, const double *v, double *R, double *t)
 {

@@ -34,7 +34,10 @@ typedef enum {
     SOA_SINGULAR,       /* D(index) of the Riccati sweep is not positive definite */
     SOA_DIVERGED,       /* a step produced a non-finite state near velocity dof index */
     SOA_BAD_MODEL,      /* soa_model_finish: body index breaks a structural rule */
-    SOA_BAD_ARG,        /* an argument outside its domain (e.g. a step size); index: which */
+    SOA_BAD_ARG,        /* an argument outside its domain; index 0: a step size, 1: a tolerance */
+    /* ---- dop853 (adaptive integrator) */
+    SOA_STEP_TOO_SMALL, /* the adaptive step fell below the spacing of floats near t; index: the
+                           state component (theta, then beta) with the largest scaled error */
     SOA_NSTATUS
 } soa_kind;
 
@@ -122,7 +125,15 @@ typedef struct {
     X(kv,      2, 4, nv, 0)   /* RK4 stage rates of beta */                                      \
     X(qs,      1, nq, 0, 0)   /* stage configuration */                                          \
     X(vs,      1, nv, 0, 0)   /* stage velocity */                                               \
-    X(dv,      1, nv, 0, 0)   /* a velocity increment */
+    X(dv,      1, nv, 0, 0)   /* a velocity increment */                                         \
+    /* ---- dop853.c: Dormand-Prince 8(5,3) on y = (theta, beta), n = nq + nv ---- */            \
+    X(dop_K,     2, 13, nq + nv, 0) /* rates K(0..11) of the stages, K(12) = f(t+h, y_new) */    \
+    X(dop_y,     1, nq + nv, 0, 0)  /* y at the start of the step */                             \
+    X(dop_ynew,  1, nq + nv, 0, 0)  /* y at the end of the step (8th order) */                   \
+    X(dop_ys,    1, nq + nv, 0, 0)  /* stage state y + h sum_j a(s, j) K(j) */                   \
+    X(dop_err,   2, 2, nq + nv, 0)  /* scaled error estimates: 5th order, 3rd order */           \
+    X(dop_h,     1, 1, 0, 0)        /* last accepted step = next call's first (0: choose) */     \
+    X(dop_stats, 1, 3, 0, 0)        /* last call: rhs evaluations, accepted, rejected steps */
 
 /* ------------------------------------------------------------------ the structs */
 #define SOA_DECLARE_INT(name, ndim, d0, d1, d2) int *name;
@@ -155,6 +166,7 @@ size_t soa_buffer_dims(int ndim, int d0, int d1, int d2);
 /* ------------------------------------------------------------------ joints.c */
 soa_status soa_check_configuration(const soa_model *m, const double *q);
 soa_status soa_check_state(const soa_model *m, const double *q, const double *qd);
+soa_status soa_check_inputs(const soa_model *m, const double *q, const double *qd, const double *tau);
 int soa_first_nonfinite(const double *x, int n);
 void soa_joint_transform(const soa_model *m, int k, const double *q, double *Rj, double *tj);
 void soa_configuration_rate(const soa_model *m, const double *q, const double *qd, double *qdot);
@@ -208,9 +220,35 @@ soa_status soa_energy(const soa_model *m, soa_data *d, const double *q, const do
                       double *kinetic, double *potential);
 
 /* ------------------------------------------------------------------ integrators.c */
+/* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the
+ * tree's (soa_tree_accel over a soa_tree_inputs: soa_tree_acceleration_inertial with the held tau
+ * and f_ext); constrained forward dynamics plugs in here.  It may use every buffer of the data
+ * except the integrators' own (kq, kv, qs, vs, dv, dop_*). */
+typedef soa_status (*soa_accel_fn)(void *ctx, const double *q, const double *qd, double t,
+                                   double *qdd);
+typedef struct { soa_accel_fn fn; void *ctx; } soa_accel;
+typedef struct { const soa_model *m; soa_data *d; const double *tau; int use_fext; } soa_tree_inputs;
+soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t, double *qdd);
+
+/* nsub fixed steps of size h from time t, (q, qd) in place; qdd <- beta-dot at the end. */
+soa_status soa_rk4_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,
+                        double t, double h, int nsub, double *qdd);
+soa_status soa_euler_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,
+                          double t, double h, int nsub, double *qdd);
+/* The same with the tree's acceleration (tau checked first). */
 soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
                    int use_fext, double h, int nsub, double *qdd);
 soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
                      int use_fext, double h, int nsub, double *qdd);
+
+/* ------------------------------------------------------------------ dop853.c */
+/* Adaptive DOP853 from t to t + h, (q, qd) in place; first step d->dop_h[0] (0: choose), left
+ * holding the last accepted step; max_step may be HUGE_VAL. */
+soa_status soa_dop853_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,
+                           double t, double h, double rtol, double atol, double max_step,
+                           double *qdd);
+soa_status soa_dop853(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                      int use_fext, double t, double h, double rtol, double atol, double max_step,
+                      double *qdd);
 
 #endif
