@@ -308,90 +308,24 @@ PyArrayObject *soa_py_new(int ndim, npy_intp d0, npy_intp d1)
 }
 
 /* ------------------------------------------------------------------ status -> exception */
-static PyObject *name_of(ModelObject *mo, int which, int index)
+/* A name of the model for soa_status_message: the UTF-8 of the str in names[which][index]. */
+static const char *name_of(const void *ctx, int which, int index)
 {
+    const ModelObject *mo = ctx;
     PyObject *t = PyTuple_GET_ITEM(mo->names, which);
-    if (index < 0 || index >= PyTuple_GET_SIZE(t)) return PyUnicode_FromFormat("#%d", index);
-    PyObject *n = PyTuple_GET_ITEM(t, index);
-    Py_INCREF(n);
-    return n;
+    if (index < 0 || index >= PyTuple_GET_SIZE(t)) return NULL;
+    return PyUnicode_AsUTF8(PyTuple_GET_ITEM(t, index));
 }
 
-enum { NAME_BODY, NAME_JOINT, NAME_POSITION, NAME_VELOCITY };
-
-/* Raises StatusError(message, kind, index): the message names the coordinate, joint or body. */
+/* Raises StatusError(message, kind, index): the message (core/status.c) names the coordinate,
+ * joint or body. */
 PyObject *soa_py_status(ModelObject *mo, soa_status st)
 {
-    PyObject *msg = NULL, *name = NULL;
-    const int i = st.index;
-    switch (st.kind) {
-    case SOA_BAD_Q:
-        name = name_of(mo, NAME_POSITION, i);
-        msg = PyUnicode_FromFormat("q[%d] (%U) is not finite", i + 1, name);
-        break;
-    case SOA_BAD_QD:
-    case SOA_BAD_TAU:
-    case SOA_BAD_QDD: {
-        const char *v = st.kind == SOA_BAD_QD ? "qd" : st.kind == SOA_BAD_TAU ? "tau" : "qdd";
-        name = name_of(mo, NAME_VELOCITY, i);
-        msg = PyUnicode_FromFormat("%s[%d] (%U) is not finite", v, i + 1, name);
-        break;
-    }
-    case SOA_BAD_QUAT: {
-        const int q0 = (i >= 0 && i < mo->m->nb) ? mo->m->q0[i] : 0;
-        PyObject *norm = PyUnicode_FromString("|q|\xc2\xb2\xe2\x88\x92" "1");   /* |q|^2-1, UTF-8 */
-        name = name_of(mo, NAME_JOINT, i);
-        if (norm)
-            msg = PyUnicode_FromFormat("quaternion of joint %R (q[%d..%d]) is not unit length "
-                                       "(tolerance 1e-06 on %U); normalize it", name, q0 + 1, q0 + 4,
-                                       norm);   /* 1e-06: SOA_QUAT_TOL */
-        Py_XDECREF(norm);
-        break;
-    }
-    case SOA_BAD_FEXT:
-        name = name_of(mo, NAME_BODY, i);
-        msg = PyUnicode_FromFormat("f_ext on body %R is not finite", name);
-        break;
-    case SOA_SINGULAR:
-        name = name_of(mo, NAME_JOINT, i);
-        msg = PyUnicode_FromFormat("articulated inertia D of joint %R is singular (massless subtree?)",
-                                   name);
-        break;
-    case SOA_DIVERGED:
-        name = name_of(mo, NAME_VELOCITY, i);
-        msg = PyUnicode_FromFormat("the step diverged (non-finite state near %R); reduce the step size",
-                                   name);
-        break;
-    case SOA_BAD_MODEL:
-        if (i < mo->m->nb) {
-            name = name_of(mo, NAME_BODY, i);
-            msg = PyUnicode_FromFormat("body %R: inconsistent joint sizes, parent order or "
-                                       "non-finite constants", name);
-        } else {
-            msg = PyUnicode_FromFormat("model: coordinate counts or constants are inconsistent");
-        }
-        break;
-    case SOA_BAD_ARG:
-        msg = PyUnicode_FromFormat(i == 1 ? "invalid argument (tolerances must be finite and >= 0, "
-                                            "max_step > 0)"
-                                          : "invalid argument (a step size must be finite and > 0)");
-        break;
-    /* ---- dop853 */
-    case SOA_STEP_TOO_SMALL: {
-        const int nq = mo->m->nq;
-        name = i < nq ? name_of(mo, NAME_POSITION, i) : name_of(mo, NAME_VELOCITY, i - nq);
-        msg = PyUnicode_FromFormat("adaptive integrator failed: required step size is less than "
-                                   "spacing between numbers (largest error in %s[%d] (%U))",
-                                   i < nq ? "q" : "qd", (i < nq ? i : i - nq) + 1, name);
-        break;
-    }
-    default:
-        msg = PyUnicode_FromFormat("invalid input (status %d, index %d)", st.kind, i);
-    }
-    Py_XDECREF(name);
-    if (!msg) return NULL;
-    PyObject *exc = PyObject_CallFunction(soa_StatusError, "Oii", msg, st.kind, i);
-    Py_DECREF(msg);
+    char buf[512];
+    const soa_names names = {name_of, mo};
+    soa_status_message(mo->m, st, &names, buf, sizeof buf);
+    PyErr_Clear();                            /* (a failed PyUnicode_AsUTF8 left "?") */
+    PyObject *exc = PyObject_CallFunction(soa_StatusError, "sii", buf, st.kind, st.index);
     if (exc) {
         PyErr_SetObject(soa_StatusError, exc);
         Py_DECREF(exc);

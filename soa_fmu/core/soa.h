@@ -43,6 +43,13 @@ typedef enum {
 
 typedef struct { int kind; int index; } soa_status;
 
+/* Names for messages (status.c): name(ctx, SOA_NAME_*, index) -> a NUL-terminated string. */
+enum { SOA_NAME_BODY, SOA_NAME_JOINT, SOA_NAME_POSITION, SOA_NAME_VELOCITY };
+typedef struct {
+    const char *(*name)(const void *ctx, int which, int index);
+    const void *ctx;
+} soa_names;
+
 #define SOA_QUAT_TOL 1e-6   /* tolerance on |q|^2 - 1 of a joint quaternion */
 
 /* ------------------------------------------------------------------ sizes */
@@ -162,6 +169,11 @@ void soa_model_free(soa_model *m);
 soa_data *soa_data_new(const soa_model *m);           /* NULL if out of memory */
 void soa_data_free(soa_data *d);
 size_t soa_buffer_dims(int ndim, int d0, int d1, int d2);
+
+/* ------------------------------------------------------------------ status.c */
+struct soa_model;
+const char *soa_status_message(const struct soa_model *m, soa_status st, const soa_names *names,
+                               char *buf, size_t n);
 
 /* ------------------------------------------------------------------ joints.c */
 soa_status soa_check_configuration(const soa_model *m, const double *q);

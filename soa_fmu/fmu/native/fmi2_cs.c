@@ -115,31 +115,22 @@ static const char *named(int vr, char *buf, size_t n)
     return buf;
 }
 
-/* The message of a core status, naming the coordinate, joint or body (as soa_fmu._core does). */
-static void status_message(soa_status st, char *buf, size_t n)
+/* The model's names for the messages of core/status.c (the same texts soa_fmu._core raises). */
+static const char *name_of(const void *ctx, int which, int index)
 {
-    const int i = st.index;
-#define NAME(arr, count) ((i >= 0 && i < (count)) ? D.arr[i] : "?")
-    switch (st.kind) {
-    case SOA_BAD_Q: snprintf(buf, n, "q[%d] (%s) is not finite", i + 1, NAME(position_names, D.nq)); break;
-    case SOA_BAD_QD: snprintf(buf, n, "qd[%d] (%s) is not finite", i + 1, NAME(velocity_names, D.nv)); break;
-    case SOA_BAD_TAU: snprintf(buf, n, "tau[%d] (%s) is not finite", i + 1, NAME(velocity_names, D.nv)); break;
-    case SOA_BAD_QDD: snprintf(buf, n, "qdd[%d] (%s) is not finite", i + 1, NAME(velocity_names, D.nv)); break;
-    case SOA_BAD_QUAT:
-        snprintf(buf, n, "quaternion of joint '%s' is not unit length; normalize it", NAME(joint_names, D.nb));
-        break;
-    case SOA_BAD_FEXT: snprintf(buf, n, "f_ext on body '%s' is not finite", NAME(body_names, D.nb)); break;
-    case SOA_SINGULAR:
-        snprintf(buf, n, "articulated inertia D of joint '%s' is singular (massless subtree?)", NAME(joint_names, D.nb));
-        break;
-    case SOA_DIVERGED:
-        snprintf(buf, n, "the step diverged (non-finite state near '%s'); reduce the step size", NAME(velocity_names, D.nv));
-        break;
-    case SOA_BAD_MODEL: snprintf(buf, n, "the model's constants are inconsistent (body %d)", i); break;
-    case SOA_BAD_ARG: snprintf(buf, n, "invalid argument (a step size must be finite and > 0)"); break;
-    default: snprintf(buf, n, "invalid input (status %d, index %d)", st.kind, i);
+    (void)ctx;
+    switch (which) {
+    case SOA_NAME_BODY: return index < D.nb ? D.body_names[index] : NULL;
+    case SOA_NAME_JOINT: return index < D.nb ? D.joint_names[index] : NULL;
+    case SOA_NAME_POSITION: return index < D.nq ? D.position_names[index] : NULL;
+    default: return index < D.nv ? D.velocity_names[index] : NULL;
     }
-#undef NAME
+}
+
+static void status_message(const Instance *c, soa_status st, char *buf, size_t n)
+{
+    const soa_names names = {name_of, NULL};
+    soa_status_message(c->m, st, &names, buf, n);
 }
 
 /* ------------------------------------------------------------------ the simulation */
@@ -223,7 +214,7 @@ static int build(Instance *c, char *msg, size_t n)
     c->params_dirty = 0;
     const soa_status st = update_outputs(c);
     if (st.kind != SOA_OK) {
-        status_message(st, msg, n);
+        status_message(c, st, msg, n);
         c->built = 0;
         return 0;
     }
@@ -231,8 +222,9 @@ static int build(Instance *c, char *msg, size_t n)
     return 1;
 }
 
-/* Advance from t to t + h with the inputs held (soa_fmu.Simulator.step): nsub equal sub-steps no
- * longer than max_step (rk4, euler).  The state is replaced only on success. */
+/* Advance from t to t + h with the inputs held (soa_fmu.Simulator.step): rk4 and euler in nsub
+ * equal sub-steps no longer than max_step; dop853 adaptive (rtol, atol), its first step the last
+ * accepted one of the previous call.  The state is replaced only on success. */
 static soa_status integrate(Instance *c, double h)
 {
     soa_status st = {SOA_OK, 0};
@@ -240,18 +232,24 @@ static soa_status integrate(Instance *c, double h)
     memcpy(c->qds, c->real + D.vr_qd, sizeof(double) * D.nv);
     const int use = pack_frame_forces(c, c->real, c->d->fext);
     const double *tau = c->real + D.vr_tau;
-    const double max_step = c->real[D.vr_max_step];
-    const double r = ceil(h / max_step - 1e-9);
-    if (!(r < 1e9)) {
-        st.kind = SOA_BAD_ARG;
-        return st;
+    if (c->method == SOA_FMU_DOP853) {
+        c->d->dop_h[0] = c->last_h;
+        st = soa_dop853(c->m, c->d, c->qs, c->qds, tau, use, c->t, h, c->real[D.vr_rtol],
+                        c->real[D.vr_atol], HUGE_VAL, c->qdds);
+    } else {
+        const double r = ceil(h / c->real[D.vr_max_step] - 1e-9);
+        if (!(r < 1e9)) {
+            st.kind = SOA_BAD_ARG;
+            return st;
+        }
+        const int nsub = r < 1.0 ? 1 : (int)r;
+        if (c->method == SOA_FMU_EULER)
+            st = soa_euler(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
+        else
+            st = soa_rk4(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
     }
-    const int nsub = r < 1.0 ? 1 : (int)r;
-    if (c->method == SOA_FMU_EULER)
-        st = soa_euler(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
-    else
-        st = soa_rk4(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
     if (st.kind != SOA_OK) return st;
+    if (c->method == SOA_FMU_DOP853) c->last_h = c->d->dop_h[0];
     memcpy(c->real + D.vr_q, c->qs, sizeof(double) * D.nq);
     memcpy(c->real + D.vr_qd, c->qds, sizeof(double) * D.nv);
     memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
@@ -308,7 +306,7 @@ static int refresh(Instance *c, int feedthrough, int energy, int poses, const ch
     } else if (c->stale && feedthrough) {
         soa_status st = update_outputs(c);
         if (st.kind != SOA_OK) {
-            status_message(st, msg, sizeof msg);
+            status_message(c, st, msg, sizeof msg);
             logf_(c, fmi2Error, "%s: %s", fn, msg);
             return 0;
         }
@@ -317,7 +315,7 @@ static int refresh(Instance *c, int feedthrough, int energy, int poses, const ch
     if (energy && !c->energy_valid) st = update_energy(c);
     if (st.kind == SOA_OK && poses && !c->poses_valid) st = update_poses(c);
     if (st.kind != SOA_OK) {
-        status_message(st, msg, sizeof msg);
+        status_message(c, st, msg, sizeof msg);
         logf_(c, fmi2Error, "%s: %s", fn, msg);
         return 0;
     }
@@ -930,7 +928,7 @@ fmi2Status fmi2DoStep(fmi2Component comp, fmi2Real currentCommunicationPoint,
     }
     const soa_status st = integrate(c, h);
     if (st.kind != SOA_OK) {
-        status_message(st, msg, sizeof msg);
+        status_message(c, st, msg, sizeof msg);
         logf_(c, fmi2Discard, "step from t = %.17g by h = %.17g failed (state unchanged): %s", t,
               h, msg);
         return fmi2Discard;
@@ -1157,7 +1155,7 @@ fmi2Status fmi2GetDirectionalDerivative(fmi2Component comp, const fmi2ValueRefer
                                                          use, c->dqdd);
     if (st.kind != SOA_OK) {
         char msg[MSG];
-        status_message(st, msg, sizeof msg);
+        status_message(c, st, msg, sizeof msg);
         logf_(c, fmi2Error, "fmi2GetDirectionalDerivative: %s", msg);
         return fmi2Error;
     }

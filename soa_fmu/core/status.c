@@ -1,0 +1,71 @@
+/* The message of a status: one text per soa_kind, naming the offending coordinate, joint or body.
+ * Shared by the Python extension (StatusError) and the native FMU (the FMI logger), so both say
+ * the same thing. */
+#include <stdio.h>
+
+#include "soa.h"
+
+static const char *name(const soa_names *nm, int which, int index, int count)
+{
+    const char *s = (index >= 0 && index < count && nm && nm->name) ? nm->name(nm->ctx, which, index)
+                                                                    : NULL;
+    return s ? s : "?";
+}
+
+/* Writes the message of st (st.kind != SOA_OK) into buf; returns buf. */
+const char *soa_status_message(const soa_model *m, soa_status st, const soa_names *nm, char *buf,
+                               size_t n)
+{
+    const int i = st.index, nb = m->nb, nq = m->nq, nv = m->nv;
+    switch (st.kind) {
+    case SOA_BAD_Q:
+        snprintf(buf, n, "q[%d] (%s) is not finite", i + 1, name(nm, SOA_NAME_POSITION, i, nq));
+        break;
+    case SOA_BAD_QD:
+    case SOA_BAD_TAU:
+    case SOA_BAD_QDD:
+        snprintf(buf, n, "%s[%d] (%s) is not finite",
+                 st.kind == SOA_BAD_QD ? "qd" : st.kind == SOA_BAD_TAU ? "tau" : "qdd", i + 1,
+                 name(nm, SOA_NAME_VELOCITY, i, nv));
+        break;
+    case SOA_BAD_QUAT: {
+        const int q0 = (i >= 0 && i < nb) ? m->q0[i] : 0;
+        snprintf(buf, n, "quaternion of joint '%s' (q[%d..%d]) is not unit length (tolerance "
+                 "%.0e on |q|\xc2\xb2\xe2\x88\x92" "1); normalize it",
+                 name(nm, SOA_NAME_JOINT, i, nb), q0 + 1, q0 + 4, SOA_QUAT_TOL);
+        break;
+    }
+    case SOA_BAD_FEXT:
+        snprintf(buf, n, "f_ext on body '%s' is not finite", name(nm, SOA_NAME_BODY, i, nb));
+        break;
+    case SOA_SINGULAR:
+        snprintf(buf, n, "articulated inertia D of joint '%s' is singular (massless subtree?)",
+                 name(nm, SOA_NAME_JOINT, i, nb));
+        break;
+    case SOA_DIVERGED:
+        snprintf(buf, n, "the step diverged (non-finite state near '%s'); reduce the step size",
+                 name(nm, SOA_NAME_VELOCITY, i, nv));
+        break;
+    case SOA_BAD_MODEL:
+        if (i >= 0 && i < nb)
+            snprintf(buf, n, "body '%s': inconsistent joint sizes, parent order or non-finite "
+                     "constants", name(nm, SOA_NAME_BODY, i, nb));
+        else
+            snprintf(buf, n, "model: coordinate counts or constants are inconsistent");
+        break;
+    case SOA_BAD_ARG:
+        snprintf(buf, n, i == 1 ? "invalid argument (tolerances must be finite and >= 0, "
+                                  "max_step > 0)"
+                                : "invalid argument (a step size must be finite and > 0)");
+        break;
+    case SOA_STEP_TOO_SMALL:
+        snprintf(buf, n, "adaptive integrator failed: required step size is less than spacing "
+                 "between numbers (largest error in %s[%d] (%s))", i < nq ? "q" : "qd",
+                 (i < nq ? i : i - nq) + 1,
+                 i < nq ? name(nm, SOA_NAME_POSITION, i, nq) : name(nm, SOA_NAME_VELOCITY, i - nq, nv));
+        break;
+    default:
+        snprintf(buf, n, "invalid input (status %d, index %d)", st.kind, i);
+    }
+    return buf;
+}
