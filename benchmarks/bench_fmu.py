@@ -117,6 +117,11 @@ class Slave:
         fmu.getReal(self.out)
         self.t += H
 
+    def exchange(self) -> None:
+        """setReal(τ) + getReal(q, q̇, q̈) without a step: fmpy's own per-step cost."""
+        self.fmu.setReal(self.tau, self.u)
+        self.fmu.getReal(self.out)
+
     def close(self) -> None:
         self.fmu.terminate()
         self.fmu.freeInstance()
@@ -139,6 +144,7 @@ def step_costs(native: Path, python: Path, trivial: Path) -> list[list]:
     t_nat = median_time(nat.step, number=2000, repeat=11)
     t_py = median_time(py.step, number=2000, repeat=11)
     t_triv = median_time(triv.step, number=2000, repeat=11)
+    t_exch = median_time(nat.exchange, number=2000, repeat=11)
     t_sim = median_time(lambda: sim.step(H), number=2000, repeat=11)
     for s in (nat, py, triv):
         s.close()
@@ -147,6 +153,7 @@ def step_costs(native: Path, python: Path, trivial: Path) -> list[list]:
              f"≤ {BAR_NATIVE_VS_PYTHON:g} × pythonfmu"],
             ["pythonfmu FMU (same model)", t_py * us, 1.0, ""],
             ["trivial pythonfmu FMU (floor)", t_triv * us, t_triv / t_py, ""],
+            ["native FMU, setReal + getReal only (fmpy floor + one FD for q̈)", t_exch * us, t_exch / t_py, ""],
             ["Simulator.step alone (Python API)", t_sim * us, t_sim / t_py, ""]]
 
 

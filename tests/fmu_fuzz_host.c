@@ -1,0 +1,152 @@
+/* A hostile FMI 2.0 master for the native FMU: random call sequences with random and hostile
+ * arguments (NaN, Inf, huge values, invalid value references, every function in every state,
+ * random bytes as serialized states, truncated and bit-flipped real states).  Built together with
+ * the FMU's sources under -fsanitize=address,undefined by tests/test_fmu_native_fuzz.py; any
+ * memory error or undefined behaviour aborts the process.
+ *
+ *   fmu_fuzz_host <guid> <seed> <iterations> <nreal> <nbool> <nvars>
+ *
+ * The FMU's functions are linked in directly (no dlopen), so the sanitizers see every access. */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fmi2Functions.h"
+
+static unsigned long long state = 88172645463325252ull;
+static unsigned long long rnd(void)
+{
+    state ^= state << 13;
+    state ^= state >> 7;
+    state ^= state << 17;
+    return state;
+}
+static int below(int n) { return n > 0 ? (int)(rnd() % (unsigned long long)n) : 0; }
+
+static double hostile_real(void)
+{
+    switch (below(10)) {
+    case 0: return NAN;
+    case 1: return INFINITY;
+    case 2: return -INFINITY;
+    case 3: return 1e300;
+    case 4: return -1e-300;
+    case 5: return 0.0;
+    default: return ((double)below(2001) - 1000.0) / 100.0;
+    }
+}
+
+static long messages;
+static void logger(fmi2ComponentEnvironment env, fmi2String instance, fmi2Status status,
+                   fmi2String category, fmi2String message, ...)
+{
+    (void)env; (void)instance; (void)status; (void)category;
+    if (message && message[0]) messages++;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc != 7) return 2;
+    const char *guid = argv[1];
+    state ^= strtoull(argv[2], NULL, 10) * 2654435761ull;
+    const int iterations = atoi(argv[3]), nreal = atoi(argv[4]), nbool = atoi(argv[5]),
+              nvars = atoi(argv[6]);
+    const fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};
+    if (fmi2Instantiate("x", fmi2ModelExchange, guid, "", &cb, 0, 0) != NULL) return 3;
+    if (fmi2Instantiate("x", fmi2CoSimulation, "{wrong}", "", &cb, 0, 0) != NULL) return 3;
+    fmi2Component c = fmi2Instantiate("fuzz", fmi2CoSimulation, guid, "", &cb, 0, 1);
+    if (!c) return 4;
+    fmi2FMUstate saved = NULL;
+    double t = 0.0;
+    fmi2ValueReference vr[16];
+    double v[16], out[16];
+    fmi2Boolean b[16];
+    fmi2String s[16];
+    unsigned char bytes[4096];
+    for (int it = 0; it < iterations; it++) {
+        const int n = 1 + below(8);
+        for (int i = 0; i < n; i++) {
+            vr[i] = below(20) == 0 ? (fmi2ValueReference)rnd() : (fmi2ValueReference)below(nvars + 3);
+            v[i] = hostile_real();
+            b[i] = below(2);
+        }
+        switch (below(22)) {
+        case 0: fmi2SetReal(c, vr, (size_t)n, v); break;
+        case 1: fmi2GetReal(c, vr, (size_t)n, out); break;
+        case 2: fmi2DoStep(c, t, below(8) ? 1e-3 : hostile_real(), fmi2True); t += 1e-3; break;
+        case 3: fmi2SetBoolean(c, vr, (size_t)n, b); break;
+        case 4: fmi2GetBoolean(c, vr, (size_t)n, b); break;
+        case 5: {
+            static const char *const names[] = {"rk4", "euler", "dop853", "", "leapfrog"};
+            for (int i = 0; i < n; i++) s[i] = names[below(5)];
+            fmi2SetString(c, vr, (size_t)n, s);
+            break;
+        }
+        case 6: fmi2GetString(c, vr, (size_t)n, s); break;
+        case 7: fmi2SetupExperiment(c, fmi2False, 0.0, hostile_real(), fmi2False, 0.0); break;
+        case 8: fmi2EnterInitializationMode(c); break;
+        case 9: fmi2ExitInitializationMode(c); break;
+        case 10: if (below(4) == 0) fmi2Terminate(c); break;
+        case 11: fmi2Reset(c); t = 0.0; break;
+        case 12:
+            if (saved) fmi2FreeFMUstate(c, &saved);
+            fmi2GetFMUstate(c, &saved);
+            break;
+        case 13: if (saved) fmi2SetFMUstate(c, saved); break;
+        case 14: {           /* random bytes, and a real state truncated or with one bit flipped */
+            size_t size = (size_t)below(sizeof bytes);
+            for (size_t i = 0; i < size; i++) bytes[i] = (unsigned char)rnd();
+            if (saved && below(2)) {
+                size_t full = 0;
+                fmi2SerializedFMUstateSize(c, saved, &full);
+                unsigned char *buf = malloc(full + 1);
+                if (buf && fmi2SerializeFMUstate(c, saved, (fmi2Byte *)buf, full) == fmi2OK) {
+                    size = below(3) ? full : (size_t)below((int)full);
+                    if (size == full && full) buf[below((int)full)] ^= (unsigned char)(1u << below(8));
+                    fmi2FMUstate st = NULL;
+                    if (fmi2DeSerializeFMUstate(c, (fmi2Byte *)buf, size, &st) == fmi2OK) {
+                        fmi2SetFMUstate(c, st);
+                        fmi2FreeFMUstate(c, &st);
+                    }
+                }
+                free(buf);
+                break;
+            }
+            fmi2FMUstate st = NULL;
+            if (fmi2DeSerializeFMUstate(c, (fmi2Byte *)bytes, size, &st) == fmi2OK) {
+                fmi2SetFMUstate(c, st);
+                fmi2FreeFMUstate(c, &st);
+            }
+            break;
+        }
+        case 15: {
+            fmi2ValueReference known[4] = {(fmi2ValueReference)below(nreal + 2),
+                                           (fmi2ValueReference)below(nreal + 2), 0, 0};
+            fmi2GetDirectionalDerivative(c, vr, (size_t)n, known, 2, v, out);
+            break;
+        }
+        case 16: fmi2SetInteger(c, vr, (size_t)n, (const fmi2Integer *)b); break;
+        case 17: fmi2GetInteger(c, vr, (size_t)n, (fmi2Integer *)b); break;
+        case 18: fmi2SetDebugLogging(c, below(2), 0, NULL); break;
+        case 19: { fmi2Real r; fmi2GetRealStatus(c, fmi2LastSuccessfulTime, &r); break; }
+        case 20: fmi2SetReal(c, vr, 0, NULL); fmi2GetReal(c, vr, 0, NULL); break;
+        default: {          /* a normal episode: initialize and step with plausible inputs */
+            fmi2Reset(c);
+            fmi2SetupExperiment(c, fmi2False, 0.0, 0.0, fmi2False, 0.0);
+            fmi2EnterInitializationMode(c);
+            fmi2ExitInitializationMode(c);
+            t = 0.0;
+            for (int k = 0; k < 5; k++) {
+                fmi2DoStep(c, t, 1e-3, fmi2True);
+                t += 1e-3;
+            }
+        }
+        }
+    }
+    if (saved) fmi2FreeFMUstate(c, &saved);
+    fmi2FreeInstance(c);
+    (void)nbool;
+    printf("ok %ld messages\n", messages);
+    return 0;
+}
