@@ -385,6 +385,15 @@ PyObject *soa_py_status(ModelObject *mo, soa_status st)
                                    i < nq ? "q" : "qd", (i < nq ? i : i - nq) + 1, name);
         break;
     }
+    case SOA_TOO_MANY_STEPS:
+        msg = PyUnicode_FromFormat("adaptive integrator failed: more than %d steps in one call (a "
+                                   "stiff problem, or a state out of range)", i);
+        break;
+    case SOA_BAD_RESULT:
+        name = name_of(mo, NAME_VELOCITY, i);
+        msg = PyUnicode_FromFormat("the result is not finite in the row of qd[%d] (%U): the inputs "
+                                   "are out of range (overflow)", i + 1, name);
+        break;
     default:
         msg = PyUnicode_FromFormat("invalid input (status %d, index %d)", st.kind, i);
     }
@@ -440,7 +449,8 @@ PyMODINIT_FUNC PyInit__core(void)
         {"OK", SOA_OK}, {"BAD_Q", SOA_BAD_Q}, {"BAD_QD", SOA_BAD_QD}, {"BAD_TAU", SOA_BAD_TAU},
         {"BAD_QDD", SOA_BAD_QDD}, {"BAD_QUAT", SOA_BAD_QUAT}, {"BAD_FEXT", SOA_BAD_FEXT},
         {"SINGULAR", SOA_SINGULAR}, {"DIVERGED", SOA_DIVERGED}, {"BAD_MODEL", SOA_BAD_MODEL},
-        {"BAD_ARG", SOA_BAD_ARG}, {"STEP_TOO_SMALL", SOA_STEP_TOO_SMALL}};
+        {"BAD_ARG", SOA_BAD_ARG}, {"STEP_TOO_SMALL", SOA_STEP_TOO_SMALL},
+        {"TOO_MANY_STEPS", SOA_TOO_MANY_STEPS}, {"BAD_RESULT", SOA_BAD_RESULT}};
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
     return mod;
