@@ -174,6 +174,30 @@ def test_python_acceleration_equals_the_tree_path_bit_for_bit():
     assert ra[1] == rb[1]
 
 
+def test_simulator_with_active_constraints_integrates_over_its_acceleration(monkeypatch):
+    """While constraints are active, Simulator._step_adaptive runs the C DOP853 over
+    Simulator.acceleration (here stood in for by the tree's, so the two runs must agree)."""
+    model = serial_chain(3, seed=6)
+    q, qd = random_state(model, 5)
+    tree = sf.Simulator(model, q, qd, method="dop853")
+    other = sf.Simulator(model, q, qd, method="dop853")
+    times = []
+
+    def acceleration(q, qd, t=None):
+        times.append(t)
+        return sf.forward_dynamics(model, q, qd, other.tau)
+
+    monkeypatch.setattr(other, "constrained", lambda: True)
+    monkeypatch.setattr(other, "acceleration", acceleration)
+    for sim in (tree, other):
+        sim.tau = np.array([0.3, -0.2, 0.1])
+        sim.step(0.05)
+        sim.step(0.05)
+    np.testing.assert_array_equal(np.r_[tree.q, tree.qd, tree.qdd], np.r_[other.q, other.qd, other.qdd])
+    assert tree.last_h == other.last_h
+    assert min(times) == 0.0 and max(times) == 0.1
+
+
 # ---------------------------------------------------------------- closed forms
 def test_harmonic_oscillator():
     model = Model("slider")

@@ -311,8 +311,8 @@ def test_dop853_with_a_python_acceleration(data):
     accel = draw(_accelerations(model))
     h = draw(st.sampled_from([1e-3, 0.05, -1.0, math.nan]))
     try:
-        r = _core.dop853_callback(model.create_data(), q, qd, accel, 0.0, h, 1e-6, 1e-8,
-                                  math.inf, 0.0)
+        data = model.data if draw(st.booleans()) else model.create_data()   # re-entered or not
+        r = _core.dop853_callback(data, q, qd, accel, 0.0, h, 1e-6, 1e-8, math.inf, 0.0)
     except (*CLEAN, RuntimeError):
         return
     assert finite(r) and finite(q) and finite(qd)
