@@ -356,3 +356,15 @@ def test_python_acceleration_errors_propagate():
     with pytest.raises(TypeError, match="callable"):
         _core.dop853_callback(model.data, np.zeros(1), np.zeros(1), None, 0.0, 0.1, 1e-8, 1e-10,
                               math.inf, 0.0)
+
+
+def test_a_state_out_of_range_ends_after_a_bounded_number_of_steps():
+    """Spinning at 1e6 rad/s needs ~1e7 steps for one second: the call gives up (scipy would run
+    on) after SOA_DOP853_MAX_STEPS attempts, state untouched."""
+    model = free_body()
+    q, qd = model.neutral_configuration(), np.array([1e6, 2e6, -1e6, 0, 0, 0])
+    sim = sf.Simulator(model, q, qd, method="dop853")
+    with pytest.raises(sf.IntegrationError, match="adaptive integrator failed: more than 100000 steps"):
+        sim.step(1.0)
+    np.testing.assert_array_equal(np.r_[sim.q, sim.qd], np.r_[q, qd])
+    assert sim.t == 0.0 and sim.last_h == 0.0
