@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed
 EXT     := $(VENV)/.extension
 CSRC    := $(wildcard soa_fmu/core/*.c soa_fmu/core/*.h soa_fmu/_core/*.c soa_fmu/_core/*.h)
 
-.PHONY: demo test bench test-slow clean venv
+.PHONY: demo test bench test-slow test-sanitize clean venv
 
 venv: $(EXT)
 
@@ -29,6 +29,28 @@ test: $(EXT)
 
 test-slow: $(EXT)
 	$(BIN)/python -m pytest -q -m slow
+
+# The engine tests and the fuzz tests against a copy of the checkout whose extension is built with
+# AddressSanitizer + UBSan (SOA_SANITIZE=1, setup.py), gcc's runtimes preloaded into the venv's
+# python.  Reports go to build/sanitize/{asan,ubsan}.<pid>: any report, or a failing test, fails.
+SAN       := build/sanitize
+SAN_TESTS := tests/test_core.py tests/test_spatial.py tests/test_joints.py tests/test_dynamics.py \
+             tests/test_operators.py tests/test_integrators.py tests/test_dop853.py \
+             tests/test_bad_models.py tests/test_fuzz_core.py
+SAN_LIBS   = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libubsan.so)
+
+test-sanitize: $(STAMP)
+	rm -rf $(SAN) && mkdir -p $(SAN)
+	tar -cf - --exclude=./.venv --exclude=./build --exclude=./.git --exclude=./out \
+	    --exclude='*.so' --exclude=__pycache__ --exclude=.hypothesis --exclude=.pytest_cache . \
+	    | tar -xf - -C $(SAN)
+	cd $(SAN) && SOA_SANITIZE=1 $(CURDIR)/$(BIN)/python setup.py -q build_ext --inplace
+	cd $(SAN) && PYTHONPATH=. LD_PRELOAD="$(SAN_LIBS)" \
+	    ASAN_OPTIONS=detect_leaks=0:halt_on_error=1:log_path=$(CURDIR)/$(SAN)/asan \
+	    UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1:log_path=$(CURDIR)/$(SAN)/ubsan \
+	    $(CURDIR)/$(BIN)/python -m pytest -q -p no:cacheprovider $(SAN_TESTS)
+	@if ls $(SAN)/asan.* $(SAN)/ubsan.* >/dev/null 2>&1; then cat $(SAN)/asan.* $(SAN)/ubsan.* 2>/dev/null; \
+	    echo "sanitizer reports above"; exit 1; fi
 
 bench: $(EXT)
 	$(BIN)/python benchmarks/run_all.py

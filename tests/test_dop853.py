@@ -1,6 +1,7 @@
 """The C DOP853 (core/dop853.c): step for step as scipy's solve_ivp(method="DOP853"), closed forms,
 conservation, and its failures as statuses."""
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -9,8 +10,8 @@ from scipy.special import ellipj, ellipk
 
 import soa_fmu as sf
 from soa_fmu import _core, joints as J
-from soa_fmu.integrators import configuration_rate, normalize_quaternions
 from soa_fmu.energy import spatial_momentum, total_energy
+from soa_fmu.integrators import configuration_rate, normalize_quaternions
 from soa_fmu.model import Model
 from soa_fmu.verify.builders import random_state, random_tree, serial_chain
 
@@ -35,7 +36,7 @@ MODELS = {"pendulum": lambda: pendulum(), "chain7": lambda: serial_chain(7, seed
           "floating_tree": lambda: random_tree(6, seed=2, floating_base=True)}
 
 
-def scipy_dop853(model, q, qd, tau, t0, h, rtol, atol, first_step):
+def scipy_dop853(model, q, qd, tau, t0, h, rtol, atol, first_step, max_step=math.inf):
     """The reference: scipy over the same right-hand side (θ projected before evaluating θ̇ and
     β̇), as Simulator._step_adaptive did before the port."""
     nq = model.nq
@@ -47,17 +48,17 @@ def scipy_dop853(model, q, qd, tau, t0, h, rtol, atol, first_step):
                                sf.forward_dynamics(model, qs, y[nq:], tau)])
 
     sol = solve_ivp(rhs, (t0, t0 + h), np.r_[q, qd], method="DOP853", rtol=rtol, atol=atol,
-                    first_step=first_step)
+                    first_step=first_step, max_step=max_step)
     assert sol.success
     y = sol.y[:, -1].copy()
     normalize_quaternions(model, y[:nq])
     return sol, y
 
 
-def c_dop853(model, q, qd, tau, t0, h, rtol, atol, first_step, data=None):
-    data = data or model.create_data()
+def c_dop853(model, q, qd, tau, t0, h, rtol, atol, first_step, max_step=math.inf):
+    data = model.create_data()
     q, qd = q.copy(), qd.copy()
-    qdd, last = _core.dop853(data, q, qd, tau, False, t0, h, rtol, atol, math.inf, first_step or 0.0)
+    qdd, last = _core.dop853(data, q, qd, tau, False, t0, h, rtol, atol, max_step, first_step or 0.0)
     return np.r_[q, qd], qdd, last, data.views()["dop_stats"].copy()
 
 
@@ -149,12 +150,18 @@ def test_step_memory_lives_in_the_data():
     assert data.views()["dop_stats"][0] == 1 + 12 * data.views()["dop_stats"][1:].sum()
 
 
-def test_max_step_bounds_every_step():
+@pytest.mark.parametrize("rtol", [1e-6, 1e-30])          # 1e-30: raised to 100 eps, as scipy does
+def test_max_step_and_loose_or_tight_tolerances_bit_for_bit(rtol, in_order_scipy):
     model = serial_chain(2, seed=4)
     q, qd = random_state(model, 1)
-    data = model.create_data()
-    _core.dop853(data, q.copy(), qd.copy(), np.zeros(2), False, 0.0, 1.0, 1e-6, 1e-8, 0.01, 0.0)
-    assert data.views()["dop_stats"][1] >= 100
+    tau = np.zeros(2)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")          # scipy's "rtol is too small"
+        sol, ref = scipy_dop853(model, q, qd, tau, 0.0, 0.3, rtol, 1e-8, None, max_step=0.01)
+    y, _, last, (nfev, accepted, _) = c_dop853(model, q, qd, tau, 0.0, 0.3, rtol, 1e-8, None, 0.01)
+    assert accepted >= 30 and (nfev, accepted, last) == (sol.nfev, sol.t.size - 1,
+                                                         sol.t[-1] - sol.t[-2])
+    np.testing.assert_array_equal(y, ref)
 
 
 def test_python_acceleration_equals_the_tree_path_bit_for_bit():
@@ -172,6 +179,30 @@ def test_python_acceleration_equals_the_tree_path_bit_for_bit():
     for x, y in zip(a + ra[:1], b + rb[:1]):
         np.testing.assert_array_equal(x, y)
     assert ra[1] == rb[1]
+
+
+def test_simulator_with_active_constraints_integrates_over_its_acceleration(monkeypatch):
+    """While constraints are active, Simulator._step_adaptive runs the C DOP853 over
+    Simulator.acceleration (here stood in for by the tree's, so the two runs must agree)."""
+    model = serial_chain(3, seed=6)
+    q, qd = random_state(model, 5)
+    tree = sf.Simulator(model, q, qd, method="dop853")
+    other = sf.Simulator(model, q, qd, method="dop853")
+    times = []
+
+    def acceleration(q, qd, t=None):
+        times.append(t)
+        return sf.forward_dynamics(model, q, qd, other.tau)
+
+    monkeypatch.setattr(other, "constrained", lambda: True)
+    monkeypatch.setattr(other, "acceleration", acceleration)
+    for sim in (tree, other):
+        sim.tau = np.array([0.3, -0.2, 0.1])
+        sim.step(0.05)
+        sim.step(0.05)
+    np.testing.assert_array_equal(np.r_[tree.q, tree.qd, tree.qdd], np.r_[other.q, other.qd, other.qdd])
+    assert tree.last_h == other.last_h
+    assert min(times) == 0.0 and max(times) == 0.1
 
 
 # ---------------------------------------------------------------- closed forms
@@ -292,12 +323,13 @@ def test_singular_dynamics_is_reported_like_rk4():
     model = Model("massless")
     model.add_body("b", joint=J.Revolute((0, 0, 1)), joint_name="j", mass=0.0,
                    inertia=np.zeros((3, 3)))
-    msgs = []
-    for kernel in (lambda *a: _core.rk4(*a, 0.01, 1), lambda *a: _core.dop853(*a, 0.0, 0.01, 1e-8, 1e-10, math.inf, 0.0)):
-        with pytest.raises(_core.StatusError, match="articulated inertia D of joint 'j' is singular") as e:
-            kernel(model.data, np.zeros(1), np.zeros(1), np.zeros(1), False)
-        msgs.append(e.value.args)
-    assert msgs[0] == msgs[1]
+    args = (model.data, np.zeros(1), np.zeros(1), np.zeros(1), False)
+    singular = "articulated inertia D of joint 'j' is singular"
+    with pytest.raises(_core.StatusError, match=singular) as rk4:
+        _core.rk4(*args, 0.01, 1)
+    with pytest.raises(_core.StatusError, match=singular) as dop853:
+        _core.dop853(*args, 0.0, 0.01, 1e-8, 1e-10, math.inf, 0.0)
+    assert rk4.value.args == dop853.value.args
 
 
 def test_blow_up_and_nan_rates_end_in_a_step_size_failure():
@@ -332,3 +364,15 @@ def test_python_acceleration_errors_propagate():
     with pytest.raises(TypeError, match="callable"):
         _core.dop853_callback(model.data, np.zeros(1), np.zeros(1), None, 0.0, 0.1, 1e-8, 1e-10,
                               math.inf, 0.0)
+
+
+def test_a_state_out_of_range_ends_after_a_bounded_number_of_steps():
+    """Spinning at 1e6 rad/s needs ~1e7 steps for one second: the call gives up (scipy would run
+    on) after SOA_DOP853_MAX_STEPS attempts, state untouched."""
+    model = free_body()
+    q, qd = model.neutral_configuration(), np.array([1e6, 2e6, -1e6, 0, 0, 0])
+    sim = sf.Simulator(model, q, qd, method="dop853")
+    with pytest.raises(sf.IntegrationError, match="adaptive integrator failed: more than 100000 steps"):
+        sim.step(1.0)
+    np.testing.assert_array_equal(np.r_[sim.q, sim.qd], np.r_[q, qd])
+    assert sim.t == 0.0 and sim.last_h == 0.0

@@ -374,7 +374,8 @@ PyMODINIT_FUNC PyInit__core(void)
         {"OK", SOA_OK}, {"BAD_Q", SOA_BAD_Q}, {"BAD_QD", SOA_BAD_QD}, {"BAD_TAU", SOA_BAD_TAU},
         {"BAD_QDD", SOA_BAD_QDD}, {"BAD_QUAT", SOA_BAD_QUAT}, {"BAD_FEXT", SOA_BAD_FEXT},
         {"SINGULAR", SOA_SINGULAR}, {"DIVERGED", SOA_DIVERGED}, {"BAD_MODEL", SOA_BAD_MODEL},
-        {"BAD_ARG", SOA_BAD_ARG}, {"STEP_TOO_SMALL", SOA_STEP_TOO_SMALL}};
+        {"BAD_ARG", SOA_BAD_ARG}, {"STEP_TOO_SMALL", SOA_STEP_TOO_SMALL},
+        {"TOO_MANY_STEPS", SOA_TOO_MANY_STEPS}, {"BAD_RESULT", SOA_BAD_RESULT}};
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
     return mod;

@@ -18,8 +18,10 @@ static PyObject *py_aba(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssiz
     if (!(q = soa_py_vector(args[1], m->nq, "q")) || !(qd = soa_py_vector(args[2], m->nv, "qd"))
         || !(tau = soa_py_vector(args[3], m->nv, "tau")) || !(out = soa_py_new(1, m->nv, 0)))
         goto done;
-    const soa_status st = soa_aba(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau),
-                                  PyObject_IsTrue(args[4]), SOA_DBL(out));
+    const int use_fext = PyObject_IsTrue(args[4]);
+    if (use_fext < 0) goto done;
+    const soa_status st = soa_aba(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau), use_fext,
+                                  SOA_DBL(out));
     if (st.kind != SOA_OK) soa_py_status(d->model, st);
     else { result = (PyObject *)out; out = NULL; }
 done:
@@ -39,8 +41,10 @@ static PyObject *py_aba_bias_free(PyObject *Py_UNUSED(mod), PyObject *const *arg
     if (!(q = soa_py_vector(args[1], m->nq, "q")) || !(qd = soa_py_vector(args[2], m->nv, "qd"))
         || !(tau = soa_py_vector(args[3], m->nv, "tau")) || !(out = soa_py_new(1, m->nv, 0)))
         goto done;
+    const int use_fext = PyObject_IsTrue(args[4]);
+    if (use_fext < 0) goto done;
     const soa_status st = soa_aba_bias_free(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau),
-                                            PyObject_IsTrue(args[4]), SOA_DBL(out));
+                                            use_fext, SOA_DBL(out));
     if (st.kind != SOA_OK) soa_py_status(d->model, st);
     else { result = (PyObject *)out; out = NULL; }
 done:
@@ -60,8 +64,10 @@ static PyObject *py_rnea(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssi
     if (!(q = soa_py_vector(args[1], m->nq, "q")) || !(qd = soa_py_vector(args[2], m->nv, "qd"))
         || !(qdd = soa_py_vector(args[3], m->nv, "qdd")) || !(out = soa_py_new(1, m->nv, 0)))
         goto done;
-    const soa_status st = soa_rnea(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(qdd),
-                                   PyObject_IsTrue(args[4]), SOA_DBL(out));
+    const int use_fext = PyObject_IsTrue(args[4]);
+    if (use_fext < 0) goto done;
+    const soa_status st = soa_rnea(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(qdd), use_fext,
+                                   SOA_DBL(out));
     if (st.kind != SOA_OK) soa_py_status(d->model, st);
     else { result = (PyObject *)out; out = NULL; }
 done:
@@ -130,9 +136,19 @@ static PyObject *py_point_jacobian(PyObject *Py_UNUSED(mod), PyObject *const *ar
     if (body < 0 || body >= m->nb) return PyErr_Format(PyExc_IndexError, "body index %ld out of range", body);
     PyArrayObject *p = soa_py_vector(args[2], 3, "p_world");
     if (!p) return NULL;
+    if (soa_first_nonfinite(SOA_DBL(p), 3) >= 0) {
+        Py_DECREF(p);
+        return PyErr_Format(PyExc_ValueError, "p_world must be finite");
+    }
     PyArrayObject *J = soa_py_new(2, 6, m->nv);
     if (J) soa_point_jacobian(m, d->d, (int)body, SOA_DBL(p), SOA_DBL(J));
     Py_DECREF(p);
+    const int i = J ? soa_first_nonfinite(SOA_DBL(J), 6 * m->nv) : -1;
+    if (i >= 0) {                                 /* the placements of the last kinematics overflowed */
+        const soa_status st = {SOA_BAD_RESULT, i % m->nv};
+        Py_DECREF(J);
+        return soa_py_status(d->model, st);
+    }
     return (PyObject *)J;
 }
 

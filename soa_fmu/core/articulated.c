@@ -317,8 +317,9 @@ soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const doubl
     if (k >= 0) {
         st.kind = SOA_SINGULAR;
         st.index = k;
+        return st;
     }
-    return st;
+    return soa_check_result(qdd, m->nv, 1);
 }
 
 /* Algorithm 2 (seed 001 eqs. 55-59): T' = T - H phi (M phi* a + b - f_ext) with gravity, then nu by
@@ -347,7 +348,7 @@ soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, c
     soa_innovations_filter(m, d, d->tprime, 0, 0);
     soa_innovations_smoother(m, d, zero6, 0, qdd);           /* alpha = lambda */
     for (int i = 0; i < 6 * nb; i++) d->alpha[i] += d->zeta[i];
-    return st;
+    return soa_check_result(qdd, nv, 1);
 }
 
 /* Inward step of M^-1 for a 1-dof body over its subtree's columns [c0, c1) (seed 001 eqs. 50-51 on
@@ -476,7 +477,7 @@ soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Mi
             for (int c = 0; c < nv; c++) d->dv[c] = row[c];
             for (int c = 0; c < nv; c++) row[c] = d->dv[m->vdfs[c]];
         }
-    return st;
+    return soa_check_result(Minv, nv, nv);
 }
 
 /* The input map of forward dynamics, d(beta-dot) = M^-1 (dT + J* df_ext): beta-dot is affine in

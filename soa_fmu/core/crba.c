@@ -57,5 +57,5 @@ soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
                 }
         }
     }
-    return st;
+    return soa_check_result(M, nv, nv);
 }

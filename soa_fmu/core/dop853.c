@@ -10,7 +10,8 @@
  * scipy: the right-hand side projects theta (quaternions scaled to unit) before evaluating
  * theta-dot = f(theta) beta and beta-dot, y itself keeps its unprojected theta, and theta is
  * projected once at the end.  Every buffer is in soa_data (dop_*); the last accepted step stays in
- * d->dop_h as the next call's first step (part of the saved state of an FMU). */
+ * d->dop_h as the next call's first step (part of the saved state of an FMU).  Unlike scipy, one
+ * call gives up after SOA_DOP853_MAX_STEPS attempted steps (a hostile state would run forever). */
 #include <float.h>
 #include <math.h>
 
@@ -264,6 +265,11 @@ soa_status soa_dop853_with(const soa_model *m, soa_data *d, soa_accel acc, doubl
                 if (h_abs < min_step) {
                     st.kind = SOA_STEP_TOO_SMALL;
                     st.index = worst;
+                    return st;
+                }
+                if (accepted + rejected >= SOA_DOP853_MAX_STEPS) {   /* not in scipy: a bound */
+                    st.kind = SOA_TOO_MANY_STEPS;
+                    st.index = SOA_DOP853_MAX_STEPS;
                     return st;
                 }
                 t_new = t + h_abs;

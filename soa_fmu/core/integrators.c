@@ -20,16 +20,19 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
     return st;
 }
 
-/* qdd <- beta-dot at the end of a step (reported at t + h), and the step's status. */
+/* qdd <- beta-dot at the end of a step (reported at t + h), and the step's status: DIVERGED when
+ * the state or beta-dot is not finite. */
 static soa_status final_acceleration(const soa_model *m, soa_accel acc, const double *q,
                                      const double *qd, double t, double *qdd)
 {
     const int iq = soa_first_nonfinite(q, m->nq), iv = soa_first_nonfinite(qd, m->nv);
-    if (iq >= 0 || iv >= 0) {
-        const soa_status st = {SOA_DIVERGED, iv >= 0 ? iv : 0};
-        return st;
-    }
-    return acc.fn(acc.ctx, q, qd, t, qdd);
+    soa_status st = {SOA_DIVERGED, iv >= 0 ? iv : 0};
+    if (iq >= 0 || iv >= 0) return st;
+    const soa_status sa = acc.fn(acc.ctx, q, qd, t, qdd);
+    const int ia = soa_first_nonfinite(qdd, m->nv);
+    if (sa.kind != SOA_OK || ia < 0) return sa;
+    st.index = ia;
+    return st;
 }
 
 static soa_status check_step(const soa_model *m, const double *q, const double *qd, double t,

@@ -62,6 +62,19 @@ soa_status soa_check_inputs(const soa_model *m, const double *q, const double *q
     return st;
 }
 
+/* {BAD_RESULT, i} for the first row i of the rows x cols result x with a non-finite entry: finite
+ * inputs can still overflow (velocities of 1e200, a joint map of 1e300). */
+soa_status soa_check_result(const double *x, int rows, int cols)
+{
+    soa_status st = {SOA_OK, 0};
+    const int i = soa_first_nonfinite(x, rows * cols);
+    if (i >= 0) {
+        st.kind = SOA_BAD_RESULT;
+        st.index = i / cols;
+    }
+    return st;
+}
+
 /* SE(3) exponential of the body-frame twist (w, v): rotation R and translation t. */
 static void twist_exp(const double *w, const double *v, double *R, double *t)
 {

@@ -155,6 +155,7 @@ soa_status soa_model_finish(soa_model *m)
         for (int i = 0; i < 9; i++)
             if (!isfinite(m->Jc[9 * k + i])) return st;
     }
+    st.kind = SOA_BAD_MODEL;                          /* (also when there is no body) */
     st.index = nb;
     if (qn != nq || vn != nv) return st;
     for (int i = 0; i < 6 * nv; i++)

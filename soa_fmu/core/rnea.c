@@ -42,5 +42,5 @@ soa_status soa_rnea(const soa_model *m, soa_data *d, const double *q, const doub
     soa_outward_accelerations(m, d, qdd, m->a0);
     soa_inward_forces(m, d, use_fext);
     soa_project_forces(m, d, tau);
-    return st;
+    return soa_check_result(tau, m->nv, 1);
 }

@@ -35,9 +35,12 @@ typedef enum {
     SOA_DIVERGED,       /* a step produced a non-finite state near velocity dof index */
     SOA_BAD_MODEL,      /* soa_model_finish: body index breaks a structural rule */
     SOA_BAD_ARG,        /* an argument outside its domain; index 0: a step size, 1: a tolerance */
-    /* ---- dop853 (adaptive integrator) */
+    /* ---- dop853 (adaptive integrator) and fuzzed inputs */
     SOA_STEP_TOO_SMALL, /* the adaptive step fell below the spacing of floats near t; index: the
                            state component (theta, then beta) with the largest scaled error */
+    SOA_TOO_MANY_STEPS, /* the adaptive integrator took SOA_DOP853_MAX_STEPS steps in one call */
+    SOA_BAD_RESULT,     /* a result is not finite (finite inputs out of range: overflow); index:
+                           its row, a velocity dof */
     SOA_NSTATUS
 } soa_kind;
 
@@ -179,6 +182,7 @@ const char *soa_status_message(const struct soa_model *m, soa_status st, const s
 soa_status soa_check_configuration(const soa_model *m, const double *q);
 soa_status soa_check_state(const soa_model *m, const double *q, const double *qd);
 soa_status soa_check_inputs(const soa_model *m, const double *q, const double *qd, const double *tau);
+soa_status soa_check_result(const double *x, int rows, int cols);
 int soa_first_nonfinite(const double *x, int n);
 void soa_joint_transform(const soa_model *m, int k, const double *q, double *Rj, double *tj);
 void soa_configuration_rate(const soa_model *m, const double *q, const double *qd, double *qdot);
@@ -254,6 +258,7 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
                      int use_fext, double h, int nsub, double *qdd);
 
 /* ------------------------------------------------------------------ dop853.c */
+#define SOA_DOP853_MAX_STEPS 100000   /* attempted steps per call before SOA_TOO_MANY_STEPS */
 /* Adaptive DOP853 from t to t + h, (q, qd) in place; first step d->dop_h[0] (0: choose), left
  * holding the last accepted step; max_step may be HUGE_VAL. */
 soa_status soa_dop853_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,

@@ -64,6 +64,14 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
                  (i < nq ? i : i - nq) + 1,
                  i < nq ? name(nm, SOA_NAME_POSITION, i, nq) : name(nm, SOA_NAME_VELOCITY, i - nq, nv));
         break;
+    case SOA_TOO_MANY_STEPS:
+        snprintf(buf, n, "adaptive integrator failed: more than %d steps in one call (a stiff "
+                 "problem, or a state out of range)", i);
+        break;
+    case SOA_BAD_RESULT:
+        snprintf(buf, n, "the result is not finite in the row of qd[%d] (%s): the inputs are out "
+                 "of range (overflow)", i + 1, name(nm, SOA_NAME_VELOCITY, i, nv));
+        break;
     default:
         snprintf(buf, n, "invalid input (status %d, index %d)", st.kind, i);
     }
