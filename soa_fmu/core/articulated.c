@@ -360,7 +360,7 @@ soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, c
         return st;
     }
     for (int i = 0; i < nv; i++) d->tprime[i] = tau[i] - d->tbias[i];
-    soa_innovations_filter(m, d, d->tprime, 0, use_fext ? d->fext : NULL, 0);
+    soa_innovations_filter(m, d, d->tprime, 0, NULL, 0);
     soa_innovations_smoother(m, d, zero6, 0, qdd, 0);        /* alpha = lambda */
     for (int i = 0; i < 6 * nb; i++) d->alpha[i] += d->zeta[i];
     return st;
