@@ -361,6 +361,7 @@ def _general_form(model: Model, inp: _Inputs, q, qd, tau, f_ext, alpha, beta,
 
         (4.9a) θ̈_f of the arms by any forward dynamics (here the tree FD), the object's free
                acceleration from its own Newton–Euler equation at C: M(C)α + b(C) = f(C)
+               (f(C): its external force and the generalized force τ of its free joint)
         (4.9b) α_f(0) = J θ̈_f + J̇ θ̇ at the closure points
         (4.9c) Ω = J M⁻¹ J* + A M(C)⁻¹ A*     (M⁻¹ of the arms by Identity 6, dense)
         (4.9d) Ω f = α_f(0) − (Ũ̇ − stabilization)
@@ -369,6 +370,7 @@ def _general_form(model: Model, inp: _Inputs, q, qd, tau, f_ext, alpha, beta,
     nv = model.nv
     q = np.asarray(q, dtype=float)
     qd = np.asarray(qd, dtype=float)
+    tau = np.asarray(tau, dtype=float)
     active_names = {c.name for j, c in enumerate(inp.constraints) if inp.active[j]}
     objects = secondary_bodies(model, active_names)
     obj = np.zeros(nv, dtype=bool)
@@ -393,7 +395,7 @@ def _general_form(model: Model, inp: _Inputs, q, qd, tau, f_ext, alpha, beta,
         Mc, V = inertia[k], qd[sl]
         bC = _core.cross_force(V, Mc @ V)                          # b(C) = V ×̄* M(C) V
         McInv = np.linalg.inv(Mc)
-        qdd_f[sl] = np.r_[0.0, 0.0, 0.0, wk.Rw[k].T @ g] + McInv @ (w.fext[k] - bC)
+        qdd_f[sl] = np.r_[0.0, 0.0, 0.0, wk.Rw[k].T @ g] + McInv @ (w.fext[k] + tau[sl] - bC)
         Minv[sl, sl] = McInv
     # (4.9b) free closure-point accelerations (kinematics with θ̈_f), right-hand sides
     data = model.data

@@ -16,6 +16,8 @@ from soa_fmu.constraints import (ConstraintError, ConstraintWarning, constraint_
 from soa_fmu.spatial import rpy_to_matrix
 from soa_fmu.verify.builders import random_state, random_tree
 
+from model_descriptions import example_path
+
 from closed_chain_models import four_bar, random_closed_tree, two_arms_box
 
 KINDS = ("weld", "ball", "hinge", "soft_finger")
@@ -65,6 +67,21 @@ def test_rccfd1_equals_the_general_form_on_random_closed_chains(seed):
     for j, c in enumerate(model.constraints):
         np.testing.assert_array_equal(forces[j, :c.size], rec.forces[c.name])
         assert np.all(forces[j, c.size:] == 0.0) and resid[j] == rec.residuals[c.name]
+
+
+def test_two_arms_box_model_file_recursive_equals_general_with_tau_on_the_box():
+    """The model file's two arms and box, a generalized force on the box's free joint too (it enters
+    the object's own Newton–Euler equation in (4.9a))."""
+    model = sf.load_model(example_path("two_arms_box"))
+    q = model.initial_q
+    rng = np.random.default_rng(1)
+    qd = sf.project_velocities(model, q, rng.normal(scale=0.3, size=model.nv))
+    tau = rng.normal(size=model.nv)
+    rec = constrained_forward_dynamics(model, q, qd, tau, stabilization=(20.0, 20.0))
+    gen = constrained_forward_dynamics(model, q, qd, tau, stabilization=(20.0, 20.0), method="general")
+    assert rel(rec.qdd, gen.qdd) <= 1e-10
+    for c in model.constraints:
+        assert rel(rec.forces[c.name], gen.forces[c.name]) <= 1e-10
 
 
 def test_two_arms_grasp_accelerations_satisfy_the_constraints():
