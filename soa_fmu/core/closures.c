@@ -236,7 +236,6 @@ static double pose_error(const soa_model *m, int j, const double *R0, const doub
 static int closure_kinematics(const soa_model *m, soa_data *d, const int *active,
                               const double *anchors, int with_acc)
 {
-    static const double I3[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1}, zero3[3] = {0, 0, 0};
     int *row0 = d->cl_row0;
     row0[0] = 0;
     for (int j = 0; j < m->nc; j++) {
@@ -256,15 +255,11 @@ static int closure_kinematics(const soa_model *m, soa_data *d, const int *active
         if (!with_acc)
             for (int i = 0; i < 6; i++) Aa[i] = Ab[i] = 0.0;
         relative_motion(Va, Vb, Aa, Ab, d->cl_Vrel + 6 * j, d->cl_arel + 6 * j);
-        double R0[9];
-        const double *p0 = zero3;
-        const double *T = anchors ? anchors + 16 * j : NULL;
-        for (int i = 0; i < 3; i++)
-            for (int k = 0; k < 3; k++) R0[3 * i + k] = T ? T[4 * i + k] : I3[3 * i + k];
-        double p0T[3];
-        if (T) {
-            for (int i = 0; i < 3; i++) p0T[i] = T[4 * i + 3];
-            p0 = p0T;
+        double R0[9], p0[3];                          /* the target pose (identity: none) */
+        for (int i = 0; i < 3; i++) {
+            const double *T = anchors ? anchors + 16 * j + 4 * i : NULL;
+            for (int k = 0; k < 3; k++) R0[3 * i + k] = T ? T[k] : (i == k ? 1.0 : 0.0);
+            p0[i] = T ? T[3] : 0.0;
         }
         d->cl_resid[j] = pose_error(m, j, R0, p0, RA, xA, RB, xB, d->cl_err + 6 * j);
     }
@@ -647,7 +642,7 @@ soa_status soa_project_velocities(const soa_model *m, soa_data *d, const double 
         return st;
     }
     soa_inertial_velocities(m, d, qd);
-    const int n = closure_kinematics(m, d, active, NULL, 0);
+    closure_kinematics(m, d, active, NULL, 0);
     double scale = 1.0;                                    /* rhs_dyn = A V~ - U~ */
     for (int j = 0; j < m->nc; j++) {
         if (active && !active[j]) continue;
@@ -658,7 +653,6 @@ soa_status soa_project_velocities(const soa_model *m, soa_data *d, const double 
             scale = fmax(scale, fabs(v));
         }
     }
-    (void)n;
     st = closure_solve_points(m, d, active, scale);
     if (st.kind != SOA_OK) return st;
     closure_correction(m, d, active);
