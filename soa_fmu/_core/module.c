@@ -30,21 +30,29 @@ static int add_view(PyObject *dict, PyObject *owner, const char *name, int typen
 /* ------------------------------------------------------------------ Model */
 static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"nb", "nq", "nv", "names", NULL};
-    soa_sizes s;
+    static char *kwlist[] = {"nb", "nq", "nv", "names", "nc", NULL};
+    soa_sizes s = {0, 0, 0, 0};
     PyObject *names;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!", kwlist, &s.nb, &s.nq, &s.nv, &PyTuple_Type,
-                                     &names))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!|i", kwlist, &s.nb, &s.nq, &s.nv, &PyTuple_Type,
+                                     &names, &s.nc))
         return NULL;
-    if (s.nb < 0 || s.nq < 0 || s.nv < 0 || s.nq > 7 * s.nb || s.nv > 6 * s.nb)
-        return PyErr_Format(PyExc_ValueError, "invalid model sizes nb=%d nq=%d nv=%d", s.nb, s.nq,
-                            s.nv);
-    if (PyTuple_GET_SIZE(names) != 4) {
-        PyErr_SetString(PyExc_ValueError, "names: expected (bodies, joints, positions, velocities)");
+    if (s.nb < 0 || s.nq < 0 || s.nv < 0 || s.nq > 7 * s.nb || s.nv > 6 * s.nb || s.nc < 0
+        || s.nc >= (1 << 12))
+        return PyErr_Format(PyExc_ValueError, "invalid model sizes nb=%d nq=%d nv=%d nc=%d", s.nb,
+                            s.nq, s.nv, s.nc);
+    /* (bodies, joints, positions, velocities[, constraints]) */
+    const Py_ssize_t nnames = PyTuple_GET_SIZE(names);
+    if (nnames != 4 && nnames != 5) {
+        PyErr_SetString(PyExc_ValueError,
+                        "names: expected (bodies, joints, positions, velocities[, constraints])");
         return NULL;
     }
-    const Py_ssize_t want[4] = {s.nb, s.nb, s.nq, s.nv};
-    for (int i = 0; i < 4; i++) {
+    const Py_ssize_t want[5] = {s.nb, s.nb, s.nq, s.nv, s.nc};
+    if (nnames == 4 && s.nc) {
+        PyErr_SetString(PyExc_ValueError, "names: a model with constraints needs their names");
+        return NULL;
+    }
+    for (int i = 0; i < nnames; i++) {
         PyObject *t = PyTuple_GET_ITEM(names, i);
         if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != want[i]) {
             PyErr_Format(PyExc_ValueError, "names[%d]: expected a tuple of %zd names", i, want[i]);
@@ -63,8 +71,20 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
-    Py_INCREF(names);
-    self->names = names;
+    if (nnames == 4) {                                  /* no constraints: an empty tuple of names */
+        PyObject *empty = PyTuple_New(0);
+        self->names = empty ? PyTuple_Pack(5, PyTuple_GET_ITEM(names, 0), PyTuple_GET_ITEM(names, 1),
+                                           PyTuple_GET_ITEM(names, 2), PyTuple_GET_ITEM(names, 3), empty)
+                            : NULL;
+        Py_XDECREF(empty);
+        if (!self->names) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    } else {
+        Py_INCREF(names);
+        self->names = names;
+    }
     return (PyObject *)self;
 }
 
@@ -126,7 +146,8 @@ static PyObject *Model_set_gravity(ModelObject *self, PyObject *const *args, Py_
 static PyObject *Model_get_size(ModelObject *self, void *which)
 {
     const char c = *(const char *)which;
-    return PyLong_FromLong(c == 'b' ? self->m->nb : c == 'q' ? self->m->nq : self->m->nv);
+    return PyLong_FromLong(c == 'b' ? self->m->nb : c == 'q' ? self->m->nq
+                           : c == 'c' ? self->m->nc : self->m->nv);
 }
 
 static PyMethodDef Model_methods[] = {
@@ -140,6 +161,7 @@ static PyGetSetDef Model_getset[] = {
     {"nb", (getter)Model_get_size, NULL, "number of bodies", "b"},
     {"nq", (getter)Model_get_size, NULL, "configuration size", "q"},
     {"nv", (getter)Model_get_size, NULL, "velocity size", "v"},
+    {"nc", (getter)Model_get_size, NULL, "number of closure constraints", "c"},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject soa_ModelType = {
@@ -147,7 +169,7 @@ PyTypeObject soa_ModelType = {
     .tp_name = "soa_fmu._core.Model",
     .tp_basicsize = sizeof(ModelObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Model(nb, nq, nv, names): the constants of a mechanism (soa_model).",
+    .tp_doc = "Model(nb, nq, nv, names, nc=0): the constants of a mechanism (soa_model).",
     .tp_new = Model_new,
     .tp_dealloc = (destructor)Model_dealloc,
     .tp_methods = Model_methods,
@@ -189,7 +211,10 @@ static PyObject *Data_views(DataObject *self, PyObject *Py_UNUSED(ignored))
     if (!dict) return NULL;
 #define VIEW_DATA(name, ndim, d0, d1, d2) \
     if (add_view(dict, (PyObject *)self, #name, NPY_DOUBLE, d->name, ndim, d0, d1, d2, 1) < 0) goto fail;
+#define VIEW_DATA_INT(name, ndim, d0, d1, d2) \
+    if (add_view(dict, (PyObject *)self, #name, NPY_INT, d->name, ndim, d0, d1, d2, 1) < 0) goto fail;
     SOA_DATA_REALS(VIEW_DATA)
+    SOA_DATA_INTS(VIEW_DATA_INT)
     return dict;
 fail:
     Py_DECREF(dict);
@@ -317,7 +342,7 @@ static PyObject *name_of(ModelObject *mo, int which, int index)
     return n;
 }
 
-enum { NAME_BODY, NAME_JOINT, NAME_POSITION, NAME_VELOCITY };
+enum { NAME_BODY, NAME_JOINT, NAME_POSITION, NAME_VELOCITY, NAME_CONSTRAINT };
 
 /* Raises StatusError(message, kind, index): the message names the coordinate, joint or body. */
 PyObject *soa_py_status(ModelObject *mo, soa_status st)
@@ -374,6 +399,7 @@ PyObject *soa_py_status(ModelObject *mo, soa_status st)
     case SOA_BAD_ARG:
         msg = PyUnicode_FromFormat(i == 1 ? "invalid argument (tolerances must be finite and >= 0, "
                                             "max_step > 0)"
+                                   : i == 2 ? "invalid argument (no such constraint)"
                                           : "invalid argument (a step size must be finite and > 0)");
         break;
     /* ---- dop853 */
@@ -394,6 +420,37 @@ PyObject *soa_py_status(ModelObject *mo, soa_status st)
         msg = PyUnicode_FromFormat("the result is not finite in the row of qd[%d] (%U): the inputs "
                                    "are out of range (overflow)", i + 1, name);
         break;
+    /* ---- closed chains (the full text of SOA_CONSTRAINT_SINGULAR: soa_py_closure_status) ---- */
+    case SOA_BAD_CONSTRAINT:
+        name = name_of(mo, NAME_CONSTRAINT, i);
+        msg = PyUnicode_FromFormat("constraint %R: unknown kind, body index or non-finite constants",
+                                   name);
+        break;
+    case SOA_BAD_FRAME:
+        msg = PyUnicode_FromFormat("frames[%d]: body index out of range or placement not finite", i);
+        break;
+    case SOA_BAD_U:
+    case SOA_BAD_UDOT:
+        name = name_of(mo, NAME_CONSTRAINT, i);
+        msg = PyUnicode_FromFormat("%s[%R] is not finite", st.kind == SOA_BAD_U ? "u" : "udot", name);
+        break;
+    case SOA_BAD_ANCHOR: {
+        PyObject *x = PyUnicode_FromString("\xc3\x97");                 /* U+00D7, UTF-8 */
+        name = name_of(mo, NAME_CONSTRAINT, i);
+        if (x) msg = PyUnicode_FromFormat("anchors[%R] must be a finite 4%U4 pose", name, x);
+        Py_XDECREF(x);
+        break;
+    }
+    case SOA_BAD_GAINS: {
+        PyObject *x = PyUnicode_FromString("\xe2\x89\xa5");             /* U+2265, UTF-8 */
+        if (x) msg = PyUnicode_FromFormat("stabilization gains must be finite and %U 0", x);
+        Py_XDECREF(x);
+        break;
+    }
+    case SOA_CONSTRAINT_SINGULAR:
+        name = name_of(mo, NAME_CONSTRAINT, i);
+        msg = PyUnicode_FromFormat("the constraints [%R] are singular at this configuration", name);
+        break;
     default:
         msg = PyUnicode_FromFormat("invalid input (status %d, index %d)", st.kind, i);
     }
@@ -406,6 +463,70 @@ PyObject *soa_py_status(ModelObject *mo, soa_status st)
         Py_DECREF(exc);
     }
     return NULL;
+}
+
+/* ---- closed chains: the messages of step (D), with the involved constraints and the rank ---- */
+/* [names of the constraints marked in d->cl_involved] */
+static PyObject *involved_names(DataObject *d)
+{
+    const soa_model *m = d->model->m;
+    PyObject *list = PyList_New(0);
+    for (int j = 0; list && j < m->nc; j++)
+        if (d->d->cl_involved[j]) {
+            PyObject *n = name_of(d->model, NAME_CONSTRAINT, j);
+            if (!n || PyList_Append(list, n) < 0) Py_CLEAR(list);
+            Py_XDECREF(n);
+        }
+    return list;
+}
+
+/* text % (args): a UTF-8 template formatted like Python's % operator (steals args). */
+static PyObject *format_utf8(const char *text, PyObject *args)
+{
+    if (!args) return NULL;
+    PyObject *t = PyUnicode_FromString(text), *r = t ? PyUnicode_Format(t, args) : NULL;
+    Py_XDECREF(t);
+    Py_DECREF(args);
+    return r;
+}
+
+PyObject *soa_py_closure_status(DataObject *d, soa_status st, const char *what)
+{
+    if (st.kind != SOA_CONSTRAINT_SINGULAR) return soa_py_status(d->model, st);
+    PyObject *names = involved_names(d);
+    if (!names) return NULL;
+    PyObject *msg = format_utf8(
+        "%s: the constraints %s are singular at this configuration \xe2\x80\x94 the rows of "
+        "A\xc2\xb7J they span are dependent (rank %d of %d active rows) and the motion demands a "
+        "relative acceleration along them that no finite force can cancel (kinematic singularity, "
+        "or constraints that contradict each other)",
+        Py_BuildValue("(sOii)", what, names, d->d->cl_info[0], d->d->cl_info[1]));
+    Py_DECREF(names);
+    if (!msg) return NULL;
+    PyObject *exc = PyObject_CallFunction(soa_StatusError, "Oii", msg, st.kind, st.index);
+    Py_DECREF(msg);
+    if (exc) {
+        PyErr_SetObject(soa_StatusError, exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+PyObject *soa_py_closure_warning(DataObject *d)
+{
+    if (!d->d->cl_info[2]) Py_RETURN_NONE;
+    PyObject *names = involved_names(d);
+    if (!names) return NULL;
+    PyObject *msg = format_utf8(
+        "constraints %s are redundant (rank %d of %d active rows of A\xc2\xb7J): their forces are "
+        "statically indeterminate; the minimum-norm forces are reported",
+        Py_BuildValue("(Oii)", names, d->d->cl_info[0], d->d->cl_info[1]));
+    PyObject *key = msg ? PyList_AsTuple(names) : NULL;
+    Py_DECREF(names);
+    PyObject *r = key ? PyTuple_Pack(2, msg, key) : NULL;
+    Py_XDECREF(msg);
+    Py_XDECREF(key);
+    return r;
 }
 
 /* ------------------------------------------------------------------ the module */
@@ -450,7 +571,10 @@ PyMODINIT_FUNC PyInit__core(void)
         {"BAD_QDD", SOA_BAD_QDD}, {"BAD_QUAT", SOA_BAD_QUAT}, {"BAD_FEXT", SOA_BAD_FEXT},
         {"SINGULAR", SOA_SINGULAR}, {"DIVERGED", SOA_DIVERGED}, {"BAD_MODEL", SOA_BAD_MODEL},
         {"BAD_ARG", SOA_BAD_ARG}, {"STEP_TOO_SMALL", SOA_STEP_TOO_SMALL},
-        {"TOO_MANY_STEPS", SOA_TOO_MANY_STEPS}, {"BAD_RESULT", SOA_BAD_RESULT}};
+        {"TOO_MANY_STEPS", SOA_TOO_MANY_STEPS}, {"BAD_RESULT", SOA_BAD_RESULT},
+        {"BAD_CONSTRAINT", SOA_BAD_CONSTRAINT}, {"BAD_FRAME", SOA_BAD_FRAME},
+        {"BAD_U", SOA_BAD_U}, {"BAD_UDOT", SOA_BAD_UDOT}, {"BAD_ANCHOR", SOA_BAD_ANCHOR},
+        {"BAD_GAINS", SOA_BAD_GAINS}, {"CONSTRAINT_SINGULAR", SOA_CONSTRAINT_SINGULAR}};
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
     return mod;
