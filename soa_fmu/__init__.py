@@ -23,14 +23,11 @@ try:  # TEMPORARY while these modules are ported to the C core (removed before c
                                 inverse_dynamics_derivatives, linearize)
 except ImportError as _e:
     print("PORT IN PROGRESS (sensitivities):", _e)
-try:  # TEMPORARY while these modules are ported to the C core (removed before commit)
-    from .operational_space import (correction_accelerations, operational_space_inertia,
-                                    operational_space_inertia_inverse)
-    from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,
-                              constrained_forward_dynamics, constraint_jacobian,
-                              constraint_residuals, project_velocities)
-except ImportError as _e:
-    print("PORT IN PROGRESS (closed chains):", _e)
+from .operational_space import (correction_accelerations, operational_space_inertia,
+                                operational_space_inertia_inverse)
+from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,
+                          constrained_forward_dynamics, constraint_jacobian, constraint_residuals,
+                          project_velocities)
 
 __version__ = "0.1.0"
 

@@ -197,6 +197,7 @@ class Model:
             raise ModelError(str(e)) from None
         c = Constraint(name, kind, frame_a, frame_b, unit_axis, active)
         self.constraints.append(c)
+        self._invalidate()                         # the engine's model holds the constraints
         return c
 
     # ------------------------------------------------------------------ queries
@@ -279,10 +280,11 @@ class Model:
         return self._core
 
     def _build_core(self) -> _core.Model:
-        nb, nv = self.nbodies, self.nv
+        nb, nv, nc = self.nbodies, self.nv, len(self.constraints)
         names = (tuple(b.name for b in self.bodies), tuple(b.joint_name for b in self.bodies),
-                 tuple(self.position_names), tuple(self.velocity_names))
-        cm = _core.Model(nb, self.nq, nv, names)
+                 tuple(self.position_names), tuple(self.velocity_names),
+                 tuple(c.name for c in self.constraints))
+        cm = _core.Model(nb, self.nq, nv, names, nc)
         v = cm.views()
         for k, b in enumerate(self.bodies):
             v["parent"][k], v["jtype"][k] = b.parent, b.joint.code
@@ -293,6 +295,13 @@ class Model:
             if b.joint.nv:
                 v["S"][b.v_index:b.v_index + b.joint.nv] = b.joint.motion_subspace().T
         v["a0"][3:] = -self._gravity
+        # ---- closures.c: the constraints (rows A derived by finish) ----
+        kinds = list(CONSTRAINT_KINDS)
+        for j, c in enumerate(self.constraints):
+            v["cn_kind"][j], v["cn_size"][j] = kinds.index(c.kind), c.size
+            v["cn_body_a"][j], v["cn_Ra"][j], v["cn_pa"][j] = self.frame_placement(c.frame_a)
+            v["cn_body_b"][j], v["cn_Rb"][j], v["cn_pb"][j] = self.frame_placement(c.frame_b)
+            v["cn_axis"][j] = c.axis
         cm.finish()
         return cm
 

@@ -30,21 +30,29 @@ static int add_view(PyObject *dict, PyObject *owner, const char *name, int typen
 /* ------------------------------------------------------------------ Model */
 static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"nb", "nq", "nv", "names", NULL};
-    soa_sizes s;
+    static char *kwlist[] = {"nb", "nq", "nv", "names", "nc", NULL};
+    soa_sizes s = {0, 0, 0, 0};
     PyObject *names;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!", kwlist, &s.nb, &s.nq, &s.nv, &PyTuple_Type,
-                                     &names))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!|i", kwlist, &s.nb, &s.nq, &s.nv, &PyTuple_Type,
+                                     &names, &s.nc))
         return NULL;
-    if (s.nb < 0 || s.nq < 0 || s.nv < 0 || s.nq > 7 * s.nb || s.nv > 6 * s.nb)
-        return PyErr_Format(PyExc_ValueError, "invalid model sizes nb=%d nq=%d nv=%d", s.nb, s.nq,
-                            s.nv);
-    if (PyTuple_GET_SIZE(names) != 4) {
-        PyErr_SetString(PyExc_ValueError, "names: expected (bodies, joints, positions, velocities)");
+    if (s.nb < 0 || s.nq < 0 || s.nv < 0 || s.nq > 7 * s.nb || s.nv > 6 * s.nb || s.nc < 0
+        || s.nc >= (1 << 12))
+        return PyErr_Format(PyExc_ValueError, "invalid model sizes nb=%d nq=%d nv=%d nc=%d", s.nb,
+                            s.nq, s.nv, s.nc);
+    /* (bodies, joints, positions, velocities[, constraints]) */
+    const Py_ssize_t nnames = PyTuple_GET_SIZE(names);
+    if (nnames != 4 && nnames != 5) {
+        PyErr_SetString(PyExc_ValueError,
+                        "names: expected (bodies, joints, positions, velocities[, constraints])");
         return NULL;
     }
-    const Py_ssize_t want[4] = {s.nb, s.nb, s.nq, s.nv};
-    for (int i = 0; i < 4; i++) {
+    const Py_ssize_t want[5] = {s.nb, s.nb, s.nq, s.nv, s.nc};
+    if (nnames == 4 && s.nc) {
+        PyErr_SetString(PyExc_ValueError, "names: a model with constraints needs their names");
+        return NULL;
+    }
+    for (int i = 0; i < nnames; i++) {
         PyObject *t = PyTuple_GET_ITEM(names, i);
         if (!PyTuple_Check(t) || PyTuple_GET_SIZE(t) != want[i]) {
             PyErr_Format(PyExc_ValueError, "names[%d]: expected a tuple of %zd names", i, want[i]);
@@ -63,8 +71,20 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
-    Py_INCREF(names);
-    self->names = names;
+    if (nnames == 4) {                                  /* no constraints: an empty tuple of names */
+        PyObject *empty = PyTuple_New(0);
+        self->names = empty ? PyTuple_Pack(5, PyTuple_GET_ITEM(names, 0), PyTuple_GET_ITEM(names, 1),
+                                           PyTuple_GET_ITEM(names, 2), PyTuple_GET_ITEM(names, 3), empty)
+                            : NULL;
+        Py_XDECREF(empty);
+        if (!self->names) {
+            Py_DECREF(self);
+            return NULL;
+        }
+    } else {
+        Py_INCREF(names);
+        self->names = names;
+    }
     return (PyObject *)self;
 }
 
@@ -126,7 +146,8 @@ static PyObject *Model_set_gravity(ModelObject *self, PyObject *const *args, Py_
 static PyObject *Model_get_size(ModelObject *self, void *which)
 {
     const char c = *(const char *)which;
-    return PyLong_FromLong(c == 'b' ? self->m->nb : c == 'q' ? self->m->nq : self->m->nv);
+    return PyLong_FromLong(c == 'b' ? self->m->nb : c == 'q' ? self->m->nq
+                           : c == 'c' ? self->m->nc : self->m->nv);
 }
 
 static PyMethodDef Model_methods[] = {
@@ -140,6 +161,7 @@ static PyGetSetDef Model_getset[] = {
     {"nb", (getter)Model_get_size, NULL, "number of bodies", "b"},
     {"nq", (getter)Model_get_size, NULL, "configuration size", "q"},
     {"nv", (getter)Model_get_size, NULL, "velocity size", "v"},
+    {"nc", (getter)Model_get_size, NULL, "number of closure constraints", "c"},
     {NULL, NULL, NULL, NULL, NULL}};
 
 PyTypeObject soa_ModelType = {
@@ -147,7 +169,7 @@ PyTypeObject soa_ModelType = {
     .tp_name = "soa_fmu._core.Model",
     .tp_basicsize = sizeof(ModelObject),
     .tp_flags = Py_TPFLAGS_DEFAULT,
-    .tp_doc = "Model(nb, nq, nv, names): the constants of a mechanism (soa_model).",
+    .tp_doc = "Model(nb, nq, nv, names, nc=0): the constants of a mechanism (soa_model).",
     .tp_new = Model_new,
     .tp_dealloc = (destructor)Model_dealloc,
     .tp_methods = Model_methods,
@@ -189,7 +211,10 @@ static PyObject *Data_views(DataObject *self, PyObject *Py_UNUSED(ignored))
     if (!dict) return NULL;
 #define VIEW_DATA(name, ndim, d0, d1, d2) \
     if (add_view(dict, (PyObject *)self, #name, NPY_DOUBLE, d->name, ndim, d0, d1, d2, 1) < 0) goto fail;
+#define VIEW_DATA_INT(name, ndim, d0, d1, d2) \
+    if (add_view(dict, (PyObject *)self, #name, NPY_INT, d->name, ndim, d0, d1, d2, 1) < 0) goto fail;
     SOA_DATA_REALS(VIEW_DATA)
+    SOA_DATA_INTS(VIEW_DATA_INT)
     return dict;
 fail:
     Py_DECREF(dict);
@@ -333,6 +358,44 @@ PyObject *soa_py_status(ModelObject *mo, soa_status st)
     return NULL;
 }
 
+/* ---- closed chains: step (D)'s messages name the involved constraints and the rank ---- */
+PyObject *soa_py_closure_status(DataObject *d, soa_status st, const char *what)
+{
+    if (st.kind != SOA_CONSTRAINT_SINGULAR) return soa_py_status(d->model, st);
+    char buf[2048];
+    const soa_names names = {name_of, d->model};
+    soa_closure_message(d->model->m, d->d, what, &names, buf, sizeof buf);
+    PyErr_Clear();
+    PyObject *exc = PyObject_CallFunction(soa_StatusError, "sii", buf, st.kind, st.index);
+    if (exc) {
+        PyErr_SetObject(soa_StatusError, exc);
+        Py_DECREF(exc);
+    }
+    return NULL;
+}
+
+/* None, or (message, names of the constraints involved) for redundant rows (ConstraintWarning). */
+PyObject *soa_py_closure_warning(DataObject *d)
+{
+    if (!d->d->cl_info[2]) Py_RETURN_NONE;
+    char buf[2048];
+    const soa_model *m = d->model->m;
+    const soa_names names = {name_of, d->model};
+    soa_closure_message(m, d->d, NULL, &names, buf, sizeof buf);
+    PyErr_Clear();
+    PyObject *key = PyTuple_New(0);
+    for (int j = 0; key && j < m->nc; j++)
+        if (d->d->cl_involved[j]) {
+            PyObject *n = PyTuple_GET_ITEM(PyTuple_GET_ITEM(d->model->names, SOA_NAME_CONSTRAINT), j);
+            Py_INCREF(n);
+            if (_PyTuple_Resize(&key, PyTuple_GET_SIZE(key) + 1) < 0) { Py_DECREF(n); break; }
+            PyTuple_SET_ITEM(key, PyTuple_GET_SIZE(key) - 1, n);
+        }
+    if (!key) return NULL;
+    PyObject *r = Py_BuildValue("(sN)", buf, key);
+    return r;
+}
+
 /* ------------------------------------------------------------------ the module */
 static PyMethodDef *families[] = {soa_py_spatial_methods, soa_py_dynamics_methods, soa_py_integrators_methods,
                                   soa_py_closed_chains_methods, soa_py_sensitivities_methods};
@@ -375,7 +438,10 @@ PyMODINIT_FUNC PyInit__core(void)
         {"BAD_QDD", SOA_BAD_QDD}, {"BAD_QUAT", SOA_BAD_QUAT}, {"BAD_FEXT", SOA_BAD_FEXT},
         {"SINGULAR", SOA_SINGULAR}, {"DIVERGED", SOA_DIVERGED}, {"BAD_MODEL", SOA_BAD_MODEL},
         {"BAD_ARG", SOA_BAD_ARG}, {"STEP_TOO_SMALL", SOA_STEP_TOO_SMALL},
-        {"TOO_MANY_STEPS", SOA_TOO_MANY_STEPS}, {"BAD_RESULT", SOA_BAD_RESULT}};
+        {"TOO_MANY_STEPS", SOA_TOO_MANY_STEPS}, {"BAD_RESULT", SOA_BAD_RESULT},
+        {"BAD_CONSTRAINT", SOA_BAD_CONSTRAINT}, {"BAD_FRAME", SOA_BAD_FRAME},
+        {"BAD_U", SOA_BAD_U}, {"BAD_UDOT", SOA_BAD_UDOT}, {"BAD_ANCHOR", SOA_BAD_ANCHOR},
+        {"BAD_GAINS", SOA_BAD_GAINS}, {"CONSTRAINT_SINGULAR", SOA_CONSTRAINT_SINGULAR}};
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
     return mod;

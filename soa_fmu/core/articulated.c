@@ -156,9 +156,9 @@ static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, i
 }
 
 /* z(k) of the filter before its children's terms arrive: P(k) a(k) + b(k) - f_ext(k) (with the
- * bias, seed 001 eq. 63), or -f_ext(k) / 0 (bias-free, eq. 49); f_ext enters the inertial frame as
- * phi(I, k) f_ext(k). */
-static void filter_start(soa_data *d, int k, int with_bias, int use_fext, int inertial)
+ * bias, seed 001 eq. 63), or -f_ext(k) / 0 (bias-free, eq. 49); fext (body frames, at the body
+ * origins; NULL: none) enters the inertial frame as phi(I, k) f_ext(k). */
+static void filter_start(soa_data *d, int k, int with_bias, const double *fext, int inertial)
 {
     double *z = d->f + 6 * k;
     if (with_bias) {
@@ -167,10 +167,10 @@ static void filter_start(soa_data *d, int k, int with_bias, int use_fext, int in
     } else {
         for (int i = 0; i < 6; i++) z[i] = 0.0;
     }
-    if (use_fext) {
+    if (fext) {
         double fe[6] = {0, 0, 0, 0, 0, 0};
-        if (inertial) add_phi(d->Rw + 9 * k, d->pw + 3 * k, d->fext + 6 * k, fe);
-        for (int i = 0; i < 6; i++) z[i] -= inertial ? fe[i] : d->fext[6 * k + i];
+        if (inertial) add_phi(d->Rw + 9 * k, d->pw + 3 * k, fext + 6 * k, fe);
+        for (int i = 0; i < 6; i++) z[i] -= inertial ? fe[i] : fext[6 * k + i];
     }
 }
 
@@ -217,13 +217,15 @@ int soa_riccati_sweep(const soa_model *m, soa_data *d, int inertial)
     return -1;
 }
 
-/* Tip-to-base filter in body frames (seed 001 eqs. 49-51 / 63-65; seed 000 A.2) after the
- * Riccati sweep: z+ in d->f, eps, nu. */
+/* Tip-to-base filter (seed 001 eqs. 49-51 / 63-65; seed 000 A.2) after the Riccati sweep of the
+ * same frame (body frames, or `inertial`): z+ in d->f, eps, nu; fext: body forces (body frames,
+ * NULL: none). */
 void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, int with_bias,
-                            int use_fext)
+                            const double *fext, int inertial)
 {
-    for (int k = 0; k < m->nb; k++) filter_start(d, k, with_bias, use_fext, 0);
-    for (int k = m->nb - 1; k >= 0; k--) filter_step_body(m, d, m->S, T, k, 0);
+    const double *S = inertial ? d->Sw : m->S;
+    for (int k = 0; k < m->nb; k++) filter_start(d, k, with_bias, fext, inertial);
+    for (int k = m->nb - 1; k >= 0; k--) filter_step_body(m, d, S, T, k, inertial);
 }
 
 /* The Riccati sweep and the filter with the bias in ONE tip-to-base pass (seed 001 Algorithm 3:
@@ -237,7 +239,7 @@ static int articulated_pass(const soa_model *m, soa_data *d, const double *S, co
         double z[6];
         for (int i = 0; i < 6; i++) z[i] = d->f[6 * k + i];      /* the children's z+ */
         if (!riccati_step_body(m, d, S, k, inertial)) return k;
-        filter_start(d, k, 1, use_fext, inertial);
+        filter_start(d, k, 1, use_fext ? d->fext : NULL, inertial);
         for (int i = 0; i < 6; i++) d->f[6 * k + i] += z[i];
         filter_step_body(m, d, S, T, k, inertial);
     }
@@ -269,10 +271,11 @@ static void smoother(const soa_model *m, soa_data *d, const double *S, const dou
     }
 }
 
+/* The smoother after the filter of the same frame (body frames, or `inertial`). */
 void soa_innovations_smoother(const soa_model *m, soa_data *d, const double *base, int with_bias,
-                              double *qdd)
+                              double *qdd, int inertial)
 {
-    smoother(m, d, m->S, base, with_bias, qdd, 0);
+    smoother(m, d, inertial ? d->Sw : m->S, base, with_bias, qdd, inertial);
 }
 
 /* beta-dot of the tree by the innovations algorithm, no input checks; -1 or the singular body. */
@@ -345,8 +348,8 @@ soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, c
         return st;
     }
     for (int i = 0; i < nv; i++) d->tprime[i] = tau[i] - d->tbias[i];
-    soa_innovations_filter(m, d, d->tprime, 0, 0);
-    soa_innovations_smoother(m, d, zero6, 0, qdd);           /* alpha = lambda */
+    soa_innovations_filter(m, d, d->tprime, 0, NULL, 0);
+    soa_innovations_smoother(m, d, zero6, 0, qdd, 0);        /* alpha = lambda */
     for (int i = 0; i < 6 * nb; i++) d->alpha[i] += d->zeta[i];
     return soa_check_result(qdd, nv, 1);
 }
@@ -497,7 +500,7 @@ soa_status soa_forward_dynamics_input_map(const soa_model *m, soa_data *d, const
         st.index = k;
         return st;
     }
-    soa_innovations_filter(m, d, dtau, 0, use_fext);
-    soa_innovations_smoother(m, d, zero6, 0, dqdd);
+    soa_innovations_filter(m, d, dtau, 0, use_fext ? d->fext : NULL, 0);
+    soa_innovations_smoother(m, d, zero6, 0, dqdd, 0);
     return st;
 }

@@ -102,6 +102,24 @@ void soa_outward_accelerations(const soa_model *m, soa_data *d, const double *qd
     }
 }
 
+/* alpha_I(k) = alpha_I(p) + H*_I(k) beta-dot(k) + a_I(k), alpha_I(world) = base: the acceleration
+ * sweep in the inertial frame (seed 001 eq. 25 with every phi* the identity, seed 004 sec. 5.2).
+ * Needs soa_inertial_velocities (a_I) and Sw. */
+void soa_inertial_accelerations(const soa_model *m, soa_data *d, const double *qdd,
+                                const double *base)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const int p = m->parent[k], v0 = m->v0[k];
+        const double *ap = p < 0 ? base : d->alpha + 6 * p;
+        double *al = d->alpha + 6 * k;
+        for (int i = 0; i < 6; i++) al[i] = ap[i] + d->a[6 * k + i];
+        for (int dd = 0; dd < m->nvj[k]; dd++) {
+            const double *s = d->Sw + 6 * (v0 + dd), x = qdd[v0 + dd];
+            for (int i = 0; i < 6; i++) al[i] += s[i] * x;
+        }
+    }
+}
+
 /* Sw[i] = H*_I of velocity dof i: its unit twist as a motion at the world origin, world axes
  * (the inertial-frame joint maps of seed 004 sec. 5).  Needs the world placements. */
 void soa_joint_maps_to_world(const soa_model *m, soa_data *d)

@@ -27,7 +27,7 @@ static int sizes_ok(const soa_sizes *s)
 {
     const int big = 1 << 20;
     return s && s->nb >= 0 && s->nq >= 0 && s->nv >= 0 && s->nb < big && s->nq <= 7 * s->nb
-           && s->nv <= 6 * s->nb;
+           && s->nv <= 6 * s->nb && s->nc >= 0 && s->nc < (1 << 12);
 }
 
 soa_model *soa_model_new(const soa_sizes *s)
@@ -35,7 +35,7 @@ soa_model *soa_model_new(const soa_sizes *s)
     if (!sizes_ok(s)) return NULL;
     soa_model *m = calloc(1, sizeof(soa_model));
     if (!m) return NULL;
-    m->nb = s->nb; m->nq = s->nq; m->nv = s->nv;
+    m->nb = s->nb; m->nq = s->nq; m->nv = s->nv; m->nc = s->nc;
     SOA_SIZES(m);
     size_t total = 0;
 #define COUNT_INT(name, ndim, d0, d1, d2) total += aligned(sizeof(int) * soa_buffer_dims(ndim, d0, d1, d2));
@@ -70,13 +70,17 @@ soa_data *soa_data_new(const soa_model *m)
     if (!d) return NULL;
     size_t total = 0;
     SOA_DATA_REALS(COUNT_REAL)
+    SOA_DATA_INTS(COUNT_INT)
     d->buffer = calloc(total ? total : 1, 1);
     if (!d->buffer) { free(d); return NULL; }
     d->nbytes = total;
     char *p = d->buffer;
 #define PLACE_DATA(name, ndim, d0, d1, d2) \
     d->name = (double *)p; p += aligned(sizeof(double) * soa_buffer_dims(ndim, d0, d1, d2));
+#define PLACE_DATA_INT(name, ndim, d0, d1, d2) \
+    d->name = (int *)p; p += aligned(sizeof(int) * soa_buffer_dims(ndim, d0, d1, d2));
     SOA_DATA_REALS(PLACE_DATA)
+    SOA_DATA_INTS(PLACE_DATA_INT)
     return d;
 }
 
@@ -175,6 +179,8 @@ soa_status soa_model_finish(soa_model *m)
         for (int c = k + 1; c < nb && last; c++) last = m->parent[c] != m->parent[k];
         m->lamslot[k] = (m->parent[k] >= 0 && last) ? m->lamslot[m->parent[k]] : k;
     }
+    st = soa_closures_finish(m);                       /* the constraints, their rows A */
+    if (st.kind != SOA_OK) return st;
     m->finished = 1;
     st.kind = SOA_OK;
     st.index = 0;

@@ -22,6 +22,9 @@
 enum { SOA_FIXED, SOA_REVOLUTE, SOA_PRISMATIC, SOA_SPHERICAL, SOA_FREE, SOA_PLANAR, SOA_GENERAL,
        SOA_NJOINTTYPES };
 
+/* ------------------------------------------------------------------ constraint kinds (closures.c) */
+enum { SOA_WELD, SOA_BALL, SOA_HINGE, SOA_SOFT_FINGER, SOA_NCONSTRAINTKINDS };
+
 /* ------------------------------------------------------------------ status */
 typedef enum {
     SOA_OK = 0,
@@ -34,20 +37,30 @@ typedef enum {
     SOA_SINGULAR,       /* D(index) of the Riccati sweep is not positive definite */
     SOA_DIVERGED,       /* a step produced a non-finite state near velocity dof index */
     SOA_BAD_MODEL,      /* soa_model_finish: body index breaks a structural rule */
-    SOA_BAD_ARG,        /* an argument outside its domain; index 0: a step size, 1: a tolerance */
+    SOA_BAD_ARG,        /* an argument outside its domain; index 0: a step size, 1: a tolerance,
+                           2: no such constraint */
     /* ---- dop853 (adaptive integrator) and fuzzed inputs */
     SOA_STEP_TOO_SMALL, /* the adaptive step fell below the spacing of floats near t; index: the
                            state component (theta, then beta) with the largest scaled error */
     SOA_TOO_MANY_STEPS, /* the adaptive integrator took SOA_DOP853_MAX_STEPS steps in one call */
     SOA_BAD_RESULT,     /* a result is not finite (finite inputs out of range: overflow); index:
                            its row, a velocity dof */
+    /* ---- closed chains (operational_space.c, closures.c) ---- */
+    SOA_BAD_CONSTRAINT, /* soa_model_finish: constraint index has a bad kind, body or constant */
+    SOA_BAD_FRAME,      /* a point / frame argument: body index out of range or not finite */
+    SOA_BAD_U,          /* the prescribed velocity u of constraint index is not finite */
+    SOA_BAD_UDOT,       /* its derivative udot is not finite */
+    SOA_BAD_ANCHOR,     /* the anchor (target pose) of constraint index is not a finite pose */
+    SOA_BAD_GAINS,      /* the stabilization gains are not finite and >= 0 */
+    SOA_CONSTRAINT_SINGULAR, /* the active constraints are singular at this configuration
+                                (d->cl_info, d->cl_involved say which); index: the first one */
     SOA_NSTATUS
 } soa_kind;
 
 typedef struct { int kind; int index; } soa_status;
 
 /* Names for messages (status.c): name(ctx, SOA_NAME_*, index) -> a NUL-terminated string. */
-enum { SOA_NAME_BODY, SOA_NAME_JOINT, SOA_NAME_POSITION, SOA_NAME_VELOCITY };
+enum { SOA_NAME_BODY, SOA_NAME_JOINT, SOA_NAME_POSITION, SOA_NAME_VELOCITY, SOA_NAME_CONSTRAINT };
 typedef struct {
     const char *(*name)(const void *ctx, int which, int index);
     const void *ctx;
@@ -61,11 +74,13 @@ typedef struct {
     int nb;     /* bodies */
     int nq;     /* configuration coordinates */
     int nv;     /* velocity coordinates */
+    int nc;     /* closure constraints (closures.c) */
 } soa_sizes;
 
 /* Declares the sizes of model m as local constants, so the table expressions below evaluate. */
-#define SOA_SIZES(m) \
-    const int nb = (m)->nb, nq = (m)->nq, nv = (m)->nv; (void)nb; (void)nq; (void)nv
+#define SOA_SIZES(m)                                                                          \
+    const int nb = (m)->nb, nq = (m)->nq, nv = (m)->nv, nc = (m)->nc;                           \
+    (void)nb; (void)nq; (void)nv; (void)nc
 
 /* X(name, ndim, d0, d1, d2): one buffer, dims d0 x d1 x d2 (only the first ndim used). */
 
@@ -83,7 +98,12 @@ typedef struct {
     X(vdfs,    1, nv, 0, 0)   /* depth-first column of each velocity dof */                     \
     X(vcol,    1, nv, 0, 0)   /* the velocity dof at each depth-first column (vdfs inverse) */  \
     X(lamslot, 1, nb, 0, 0)   /* block of d->blocks holding Lambda(k) in soa_minv: the parent's \
-                                 for its last child (updated in place), else k's own */
+                                 for its last child (updated in place), else k's own */          \
+    /* ---- closures.c: the closure constraints (seed 000 sec. 2.3; seed 003 Part II) ---- */   \
+    X(cn_kind,   1, nc, 0, 0) /* SOA_WELD, SOA_BALL, SOA_HINGE, SOA_SOFT_FINGER */                \
+    X(cn_size,   1, nc, 0, 0) /* rows of the constraint (6, 3, 5, 4) */                          \
+    X(cn_body_a, 1, nc, 0, 0) /* body of frame_a, -1 = world */                                  \
+    X(cn_body_b, 1, nc, 0, 0) /* body of frame_b, -1 = world */
 
 #define SOA_MODEL_REALS(X)                                                                    \
     X(axis,    2, nb, 3, 0)   /* revolute/prismatic axis, planar normal (unit) */               \
@@ -96,7 +116,15 @@ typedef struct {
     X(Jc,      3, nb, 3, 3)   /* rotational inertia J_C(k) about the centre of mass, body axes */ \
     X(inertia, 3, nb, 6, 6)   /* M(k) about the body origin, body frame: derived from (m, p, J_C) \
                                  by soa_model_finish (seed 000 sec. 2) */                        \
-    X(a0,      1, 6, 0, 0)    /* base acceleration [0; -g]: gravity as a base acceleration */
+    X(a0,      1, 6, 0, 0)    /* base acceleration [0; -g]: gravity as a base acceleration */   \
+    /* ---- closures.c: placements of the constraint frames, rows A (seed 000 eq. 2.16) ---- */ \
+    X(cn_Ra,   3, nc, 3, 3)   /* frame_a in its body (x_body = Ra x_frame) */                   \
+    X(cn_pa,   2, nc, 3, 0)   /* frame_a origin in its body */                                   \
+    X(cn_Rb,   3, nc, 3, 3)   /* frame_b in its body */                                          \
+    X(cn_pb,   2, nc, 3, 0)   /* frame_b origin in its body */                                   \
+    X(cn_axis, 2, nc, 3, 0)   /* n of a hinge / soft finger, frame_a axes (unit) */              \
+    X(cn_A,    3, nc, 6, 6)   /* rows A (first cn_size used), frame_a axes: derived from kind \
+                                 and axis by soa_model_finish (soa_constraint_rows) */
 
 /* ------------------------------------------------------------------ the data (workspace) */
 /* Frames: V, a, b, alpha, f, P, G are in body frames after the body-frame sweeps
@@ -143,14 +171,51 @@ typedef struct {
     X(dop_ys,    1, nq + nv, 0, 0)  /* stage state y + h sum_j a(s, j) K(j) */                   \
     X(dop_err,   2, 2, nq + nv, 0)  /* scaled error estimates: 5th order, 3rd order */           \
     X(dop_h,     1, 1, 0, 0)        /* last accepted step = next call's first (0: choose) */     \
-    X(dop_stats, 1, 3, 0, 0)        /* last call: rhs evaluations, accepted, rejected steps */
+    X(dop_stats, 1, 3, 0, 0)        /* last call: rhs evaluations, accepted, rejected steps */ \
+    /* ---- operational_space.c: the Omega recursion (inertial frame; seed 000 A.3-A.5) ---- */   \
+    X(os_Ups,   3, nb, 6, 6)  /* Upsilon(k) = Omega(k, k) on the paths of the points */          \
+    X(os_Psi,   3, nb, 6, 6)  /* psi(c, k) for a body k carrying points, c where it has got to */ \
+    /* ---- closures.c: per-call arrays of the closure constraints (steps B-F) ---- */          \
+    X(cl_R,     3, 2 * nc, 3, 3)  /* closure points (frame_a side, frame_b side) in their body:  \
+                                     axes (frame_a's) ... */                                      \
+    X(cl_l,     2, 2 * nc, 3, 0)  /* ... and origin (frame_b's origin x_b), body frame */         \
+    X(cl_L,     2, 12 * nc, 12 * nc, 0) /* Lambda^-1 = B* Omega B of the closure points */        \
+    X(cl_Vrel,  2, nc, 6, 0)  /* relative velocity V~ of frame_b in frame_a (frame_a axes) */    \
+    X(cl_arel,  2, nc, 6, 0)  /* its derivative at the current alpha (free: alpha~f) */          \
+    X(cl_err,   2, nc, 6, 0)  /* position error rows e (first cn_size used) */                   \
+    X(cl_resid, 1, nc, 0, 0)  /* |e| */                                                          \
+    X(cl_S,     2, 6 * nc, 6 * nc, 0) /* A Lambda^-1 A* of the active rows */                     \
+    X(cl_C,     2, 6 * nc, 6 * nc, 0) /* its Jacobi-scaled Cholesky factor / eigen workspace */   \
+    X(cl_V,     2, 6 * nc, 6 * nc, 0) /* eigenvectors of the scaled A Lambda^-1 A* */             \
+    X(cl_eig,   1, 6 * nc, 0, 0)  /* its eigenvalues */                                          \
+    X(cl_rhs_dyn,  1, 6 * nc, 0, 0) /* A alpha~f - U~dot */                                      \
+    X(cl_rhs_stab, 1, 6 * nc, 0, 0) /* 2 alpha (A V~ - U~) + beta^2 e */                        \
+    X(cl_f,     1, 6 * nc, 0, 0)  /* f~ (the papers' sign: minus the force on frame_b's body) */ \
+    X(cl_ds,    1, 6 * nc, 0, 0)  /* Jacobi scaling */                                           \
+    X(cl_y,     1, 6 * nc, 0, 0)  /* scratch */                                                  \
+    X(cl_nullw, 1, 6 * nc, 0, 0)  /* weight of each row in the dependent directions found */     \
+    X(cl_fext,  2, nb, 6, 0)  /* the closure forces -A* f~ on the bodies, body frames */         \
+    X(cl_qfree, 1, nv, 0, 0)  /* beta-dot f: the tree's free accelerations */                   \
+    X(cl_dq,    1, nv, 0, 0)  /* the correction accelerations */
+
+/* Integer per-call arrays (same X(name, ndim, d0, d1, d2) form). */
+#define SOA_DATA_INTS(X)                                                                      \
+    /* ---- operational_space.c ---- */                                                        \
+    X(os_mask,  1, nb, 0, 0)  /* 1 on the paths from the points to the base */                 \
+    X(os_at,    1, nb, 0, 0)  /* a body carrying points: the body its psi has got to (-2: none) */ \
+    X(os_from,  1, nb, 0, 0)  /* ... and the child it came through (-1: it started there) */     \
+    /* ---- closures.c ---- */                                                                 \
+    X(cl_row0,  1, nc + 1, 0, 0) /* first row of each constraint among the active rows */       \
+    X(cl_body,  1, 2 * nc, 0, 0) /* body of each closure point (-1: world or inactive) */       \
+    X(cl_involved, 1, nc, 0, 0)  /* 1: constraint involved in the singular / redundant rows */  \
+    X(cl_info,  1, 3, 0, 0)   /* last solve: rank, active rows, 1 if redundant (min-norm forces) */
 
 /* ------------------------------------------------------------------ the structs */
 #define SOA_DECLARE_INT(name, ndim, d0, d1, d2) int *name;
 #define SOA_DECLARE_REAL(name, ndim, d0, d1, d2) double *name;
 
 typedef struct soa_model {
-    int nb, nq, nv;
+    int nb, nq, nv, nc;
     SOA_MODEL_INTS(SOA_DECLARE_INT)
     SOA_MODEL_REALS(SOA_DECLARE_REAL)
     int finished;           /* set by soa_model_finish: the model passed its checks */
@@ -161,6 +226,7 @@ typedef struct soa_model {
 
 typedef struct soa_data {
     SOA_DATA_REALS(SOA_DECLARE_REAL)
+    SOA_DATA_INTS(SOA_DECLARE_INT)
     void *buffer;
     size_t nbytes;
 } soa_data;
@@ -177,6 +243,12 @@ size_t soa_buffer_dims(int ndim, int d0, int d1, int d2);
 struct soa_model;
 const char *soa_status_message(const struct soa_model *m, soa_status st, const soa_names *names,
                                char *buf, size_t n);
+/* Step (D)'s message after a closure solve, naming the constraints marked in d->cl_involved and
+ * the rank (d->cl_info): SOA_CONSTRAINT_SINGULAR of `what` (e.g. "constrained forward dynamics"),
+ * or with what == NULL the redundancy warning. */
+struct soa_data;
+const char *soa_closure_message(const struct soa_model *m, const struct soa_data *d,
+                                const char *what, const soa_names *names, char *buf, size_t n);
 
 /* ------------------------------------------------------------------ joints.c */
 soa_status soa_check_configuration(const soa_model *m, const double *q);
@@ -197,6 +269,8 @@ void soa_outward_velocities(const soa_model *m, soa_data *d, const double *qd);
 void soa_outward_accelerations(const soa_model *m, soa_data *d, const double *qdd,
                                const double *base);
 void soa_inertial_velocities(const soa_model *m, soa_data *d, const double *qd);
+void soa_inertial_accelerations(const soa_model *m, soa_data *d, const double *qdd,
+                                const double *base);
 void soa_joint_maps_to_world(const soa_model *m, soa_data *d);
 void soa_point_jacobian(const soa_model *m, const soa_data *d, int body, const double *p_world,
                         double *J);
@@ -216,9 +290,9 @@ soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
 /* ------------------------------------------------------------------ articulated.c */
 int soa_riccati_sweep(const soa_model *m, soa_data *d, int inertial);
 void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, int with_bias,
-                            int use_fext);
+                            const double *fext, int inertial);
 void soa_innovations_smoother(const soa_model *m, soa_data *d, const double *base, int with_bias,
-                              double *qdd);
+                              double *qdd, int inertial);
 int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, const double *qd,
                           const double *tau, int use_fext, double *qdd);
 int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double *q,
@@ -267,5 +341,50 @@ soa_status soa_dop853_with(const soa_model *m, soa_data *d, soa_accel acc, doubl
 soa_status soa_dop853(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
                       int use_fext, double t, double h, double rtol, double atol, double max_step,
                       double *qdd);
+
+/* ------------------------------------------------------------------ operational_space.c */
+/* A point set: point s on body body[s] (-1: world, no dof moves it), placed in its body frame at
+ * (R + 9 s, l + 3 s) (x_body = R x_point + l); world_axes: world-aligned axes at the point
+ * instead of R.  L: (6 npt) x (6 npt), row-major.  The kernels need the factors of an
+ * inertial-frame Riccati sweep (soa_riccati_sweep(m, d, 1), or the one inside
+ * soa_tree_acceleration_inertial). */
+void soa_point_inertia_inverse(const soa_model *m, soa_data *d, int npt, const int *body,
+                               const double *R, const double *l, int world_axes, double *L);
+void soa_correction_sweep(const soa_model *m, soa_data *d, const double *fext, double *dqdd);
+/* The same from a configuration: Lambda^-1 = J M^-1 J* of the points; Delta beta-dot = M^-1 J* f
+ * for body forces fext (nb x 6, body frames, at the body origins). */
+soa_status soa_operational_space_inverse(const soa_model *m, soa_data *d, const double *q, int npt,
+                                         const int *body, const double *R, const double *l,
+                                         int world_axes, double *L);
+soa_status soa_correction_accelerations(const soa_model *m, soa_data *d, const double *q,
+                                        const double *fext, double *dqdd);
+
+/* ------------------------------------------------------------------ closures.c */
+/* Per-call inputs of the closure constraints (any may be NULL):
+ *   active   nc ints, 1 = switched on (NULL: all on)
+ *   u, udot  nc x 6: prescribed constraint velocity U~ and its derivative, first cn_size rows
+ *            used (NULL: 0)
+ *   anchors  nc x 16: target pose of frame_b in frame_a, 4 x 4 row-major (NULL: identity)
+ * Outputs: forces nc x 6 (the force on frame_b's body, rows of the constraint's basis; 0 when
+ * inactive), residuals nc (|e|; 0 when inactive); either may be NULL.  Redundant (dependent but
+ * consistent) rows give the minimum-norm forces and SOA_OK with d->cl_info[2] = 1 and
+ * d->cl_involved marking the constraints; inconsistent ones {SOA_CONSTRAINT_SINGULAR, first}. */
+void soa_constraint_rows(int kind, const double *axis, double *A);
+soa_status soa_closures_finish(soa_model *m);
+soa_status soa_constrained_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                              const double *tau, int use_fext, const int *active, const double *u,
+                              const double *udot, const double *anchors, double alpha, double beta,
+                              double *qdd, double *forces, double *residuals);
+soa_status soa_project_velocities(const soa_model *m, soa_data *d, const double *q,
+                                  const double *qd, const int *active, const double *u,
+                                  double *qd_out);
+soa_status soa_closure_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                             const double *qdd, const int *active, const double *u,
+                             const double *udot, const double *anchors, double alpha, double beta);
+void soa_closure_jacobian(const soa_model *m, soa_data *d, const int *active, double *G);
+soa_status soa_closure_solve(const soa_model *m, soa_data *d, const int *active);
+soa_status soa_relative_pose(const soa_model *m, soa_data *d, const double *q, int j, double *T);
+soa_status soa_advance_anchor(const soa_model *m, int j, const double *T0, const double *u,
+                              double dt, double *T);
 
 #endif

@@ -72,8 +72,66 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
         snprintf(buf, n, "the result is not finite in the row of qd[%d] (%s): the inputs are out "
                  "of range (overflow)", i + 1, name(nm, SOA_NAME_VELOCITY, i, nv));
         break;
+    /* ---- closed chains (the full text of SOA_CONSTRAINT_SINGULAR: soa_closure_message) */
+    case SOA_BAD_CONSTRAINT:
+        snprintf(buf, n, "constraint '%s': unknown kind, body index or non-finite constants",
+                 name(nm, SOA_NAME_CONSTRAINT, i, m->nc));
+        break;
+    case SOA_BAD_FRAME:
+        snprintf(buf, n, "frames[%d]: body index out of range or placement not finite", i);
+        break;
+    case SOA_BAD_U:
+    case SOA_BAD_UDOT:
+        snprintf(buf, n, "%s['%s'] is not finite", st.kind == SOA_BAD_U ? "u" : "udot",
+                 name(nm, SOA_NAME_CONSTRAINT, i, m->nc));
+        break;
+    case SOA_BAD_ANCHOR:
+        snprintf(buf, n, "anchors['%s'] must be a finite 4\xc3\x974 pose",
+                 name(nm, SOA_NAME_CONSTRAINT, i, m->nc));
+        break;
+    case SOA_BAD_GAINS:
+        snprintf(buf, n, "stabilization gains must be finite and \xe2\x89\xa5 0");
+        break;
+    case SOA_CONSTRAINT_SINGULAR:
+        snprintf(buf, n, "the constraints ['%s'] are singular at this configuration",
+                 name(nm, SOA_NAME_CONSTRAINT, i, m->nc));
+        break;
     default:
         snprintf(buf, n, "invalid input (status %d, index %d)", st.kind, i);
     }
+    return buf;
+}
+
+/* ['a', 'b']: the constraints marked in d->cl_involved, as Python prints a list of names. */
+static size_t involved(const soa_model *m, const soa_data *d, const soa_names *nm, char *buf,
+                       size_t n)
+{
+    size_t used = (size_t)snprintf(buf, n, "[");
+    int first = 1;
+    for (int j = 0; j < m->nc && used < n; j++)
+        if (d->cl_involved[j]) {
+            used += (size_t)snprintf(buf + used, n - used, "%s'%s'", first ? "" : ", ",
+                                     name(nm, SOA_NAME_CONSTRAINT, j, m->nc));
+            first = 0;
+        }
+    if (used < n) used += (size_t)snprintf(buf + used, n - used, "]");
+    return used < n ? used : n - 1;
+}
+
+const char *soa_closure_message(const soa_model *m, const soa_data *d, const char *what,
+                                const soa_names *nm, char *buf, size_t n)
+{
+    char names[1024];
+    involved(m, d, nm, names, sizeof names);
+    if (what)
+        snprintf(buf, n, "%s: the constraints %s are singular at this configuration \xe2\x80\x94 "
+                 "the rows of A\xc2\xb7J they span are dependent (rank %d of %d active rows) and the "
+                 "motion demands a relative acceleration along them that no finite force can cancel "
+                 "(kinematic singularity, or constraints that contradict each other)", what, names,
+                 d->cl_info[0], d->cl_info[1]);
+    else
+        snprintf(buf, n, "constraints %s are redundant (rank %d of %d active rows of A\xc2\xb7J): "
+                 "their forces are statically indeterminate; the minimum-norm forces are reported",
+                 names, d->cl_info[0], d->cl_info[1]);
     return buf;
 }
