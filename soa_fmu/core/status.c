@@ -86,7 +86,7 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
                  name(nm, SOA_NAME_CONSTRAINT, i, m->nc));
         break;
     case SOA_BAD_ANCHOR:
-        snprintf(buf, n, "anchors['%s'] must be a finite 4\xc3\x974 pose",
+        snprintf(buf, n, "anchors['%s'] must be a finite 4\xc3\x97" "4 pose",
                  name(nm, SOA_NAME_CONSTRAINT, i, m->nc));
         break;
     case SOA_BAD_GAINS:
