@@ -1,11 +1,12 @@
 """Time integration of (θ, β) with θ̇ = f(θ) β and β̇ from the forward dynamics.
 
-Methods
-    ``rk4``        classical fixed-step Runge–Kutta 4 (default); C core (``soa_rk4``) for trees
-    ``euler``      semi-implicit (symplectic) Euler: β ← β + h β̇, θ ← θ ⊕ h β (exponential map);
-                   C core (``soa_euler``) for trees
-    ``dop853``     adaptive, error-controlled Dormand–Prince 8(5,3), rtol/atol; C core
-                   (``soa_dop853``), step for step as scipy's ``solve_ivp(method="DOP853")``
+Methods (all in the C core: ``soa_rk4``, ``soa_euler``, ``soa_dop853``; a model with closure
+constraints steps through ``soa_closure_step``, constraint_time.c, over the same integrators — the
+native FMU takes the very same steps)
+    ``rk4``        classical fixed-step Runge–Kutta 4 (default)
+    ``euler``      semi-implicit (symplectic) Euler: β ← β + h β̇, θ ← θ ⊕ h β (exponential map)
+    ``dop853``     adaptive, error-controlled Dormand–Prince 8(5,3), rtol/atol, step for step as
+                   scipy's ``solve_ivp(method="DOP853")``
 
 Quaternions are renormalized after every (sub)step and before each stage evaluation (the rotation
 of a quaternion is invariant to its scale, so this projection costs no accuracy).
@@ -93,7 +94,7 @@ class Simulator:
         self.constraint_residuals = {c.name: 0.0 for c in model.constraints}
         # target pose of frame_b in frame_a per constraint (identity: the frames coincide); a
         # constraint switched on during the run is re-anchored at the current relative pose and the
-        # velocities are projected onto it (an inelastic grasp), see _switch_constraints
+        # velocities are projected onto it (an inelastic grasp): soa_closure_step (constraint_time.c)
         self.anchors = {c.name: _IDENTITY for c in model.constraints}
         self.reanchor_on_activate = True
         self._was_active = dict(self.active)
@@ -154,20 +155,6 @@ class Simulator:
             return None
         return out
 
-    def _switch_constraints(self, q: np.ndarray, qd: np.ndarray) -> np.ndarray:
-        """Grasp / release at time t: a constraint switched on since the last step is re-anchored at
-        the current relative pose (``reanchor_on_activate``) and β is projected so that A J β = Ũ for
-        every active constraint (the velocity jump of an inelastic grasp).  Returns β."""
-        switched_on = [n for n, a in self.active.items() if a and not self._was_active.get(n, False)]
-        if switched_on:
-            C = constraints_module()
-            if self.reanchor_on_activate:
-                for n in switched_on:
-                    self.anchors[n] = C.relative_pose(self.model, q, n)
-            qd = C.project_velocities(self.model, q, qd, active=self.active, u=self.u)
-        self._was_active = dict(self.active)
-        return qd
-
     def update_outputs(self) -> None:
         """Recompute the reported accelerations at the current state."""
         self.qdd = self.acceleration(self.q, self.qd)
@@ -191,28 +178,26 @@ class Simulator:
         self.t += h
 
     def _step_with_constraints(self, method, q, qd, h):
-        """One step of a model with constraints: switch them (grasp / release) at t, integrate
-        (compiled tree kernels when none is active), move the anchors by Ũ h.  On failure the
-        constraint state is restored and a ConstraintError becomes an IntegrationError."""
-        saved = (dict(self.anchors), dict(self._was_active), self.constraint_forces,
-                 self.constraint_residuals)
+        """One step of a model with constraints in the C core (``soa_closure_step``): switch them
+        (grasp / release) at t, integrate over the constrained acceleration (the tree's when none
+        is active) with the targets moving with Ũ, move the anchors by Ũ h.  On failure nothing
+        changes and a ConstraintError becomes an IntegrationError."""
+        C = constraints_module()
+        o = self.options
         try:
-            qd = self._switch_constraints(q, qd)
-            if method == "dop853":
-                qdd = self._step_adaptive(q, qd, h)
-            else:
-                nsub = max(1, math.ceil(h / self.options.max_step - 1e-9))
-                if self.constrained():
-                    qdd = self._step_python(method, q, qd, h / nsub, nsub)
-                else:
-                    qdd = self._step_fixed(method, q, qd, h / nsub, nsub)
-                    self._clear_constraint_outputs()
-            self.anchors = self._anchors_at(self.t + h) or self.anchors
-        except BaseException as e:
-            self.anchors, self._was_active, self.constraint_forces, self.constraint_residuals = saved
-            if isinstance(e, constraints_module().ConstraintError):
-                raise IntegrationError(str(e)) from e
-            raise
+            qdd, F, res, anchors, last_h = C.closure_step(
+                self.model, q, qd, self.tau, self.f_ext or None, self.active, self._was_active,
+                self.u, self.anchors, self.stabilization, method, o.max_step, o.rtol, o.atol,
+                self.reanchor_on_activate, self.t, h, self.last_h)
+        except C.ConstraintError as e:
+            raise IntegrationError(str(e)) from e
+        except _core.StatusError as e:
+            raise IntegrationError(e.args[0]) from None
+        self.anchors = anchors
+        self._was_active = dict(self.active)
+        self.constraint_forces, self.constraint_residuals = F, res
+        if method == "dop853":
+            self.last_h = last_h
         return qd, qdd
 
     def _step_fixed(self, method, q, qd, hs, nsub) -> np.ndarray:
@@ -225,48 +210,17 @@ class Simulator:
         except _core.StatusError as e:
             raise IntegrationError(e.args[0]) from None
 
-    def _step_python(self, method, q, qd, hs, nsub) -> np.ndarray:
-        """The fixed-step methods over :meth:`acceleration` (used when constraints are active)."""
-        model = self.model
-
-        def rates(qs, vs, t):
-            normalize_quaternions(model, qs)
-            return configuration_rate(model, qs, vs), self.acceleration(qs, vs, t)
-
-        for i in range(nsub):
-            t = self.t + i * hs
-            if method == "euler":
-                qd += hs * self.acceleration(q, qd, t)
-                q[:] = integrate_configuration(model, q, hs * qd)
-            else:
-                k1q, k1v = rates(q.copy(), qd, t)
-                k2q, k2v = rates(q + 0.5 * hs * k1q, qd + 0.5 * hs * k1v, t + 0.5 * hs)
-                k3q, k3v = rates(q + 0.5 * hs * k2q, qd + 0.5 * hs * k2v, t + 0.5 * hs)
-                k4q, k4v = rates(q + hs * k3q, qd + hs * k3v, t + hs)
-                q += hs / 6.0 * (k1q + 2 * k2q + 2 * k3q + k4q)
-                qd += hs / 6.0 * (k1v + 2 * k2v + 2 * k3v + k4v)
-                normalize_quaternions(model, q)
-            if not (np.all(np.isfinite(q)) and np.all(np.isfinite(qd))):
-                raise IntegrationError("the step diverged (non-finite state); reduce the step size")
-        return self.acceleration(q, qd, self.t + nsub * hs)
-
     def _step_adaptive(self, q, qd, h) -> np.ndarray:
         """DOP853 in the C core (``soa_dop853``, scipy's DOP853 step for step) from t to t + h, q
         and qd in place; the last accepted step carries over as the next call's first
-        (``last_h``).  Active constraints: the same C integrator over :meth:`acceleration` (a
-        Python callback)."""
+        (``last_h``).  (Models with constraints step in :meth:`_step_with_constraints`.)"""
         o, model = self.options, self.model
-        args = (self.t, h, o.rtol, o.atol, math.inf, self.last_h)
+        use = external_forces(model, None, self.f_ext) if self.f_ext else False
         try:
-            if self.constrained():
-                qdd, last_h = _core.dop853_callback(model.data, q, qd, self.acceleration, *args)
-            else:
-                use = external_forces(model, None, self.f_ext) if self.f_ext else False
-                qdd, last_h = _core.dop853(model.data, q, qd, self.tau, use, *args)
-                self._clear_constraint_outputs()
+            qdd, self.last_h = _core.dop853(model.data, q, qd, self.tau, use, self.t, h, o.rtol,
+                                            o.atol, math.inf, self.last_h)
         except _core.StatusError as e:
             raise IntegrationError(e.args[0]) from None
-        self.last_h = last_h
         return qdd
 
     # -------------------------------------------------------------- state capture

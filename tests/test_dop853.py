@@ -181,28 +181,33 @@ def test_python_acceleration_equals_the_tree_path_bit_for_bit():
     assert ra[1] == rb[1]
 
 
-def test_simulator_with_active_constraints_integrates_over_its_acceleration(monkeypatch):
-    """While constraints are active, Simulator._step_adaptive runs the C DOP853 over
-    Simulator.acceleration (here stood in for by the tree's, so the two runs must agree)."""
-    model = serial_chain(3, seed=6)
-    q, qd = random_state(model, 5)
-    tree = sf.Simulator(model, q, qd, method="dop853")
-    other = sf.Simulator(model, q, qd, method="dop853")
+def test_simulator_with_active_constraints_steps_in_the_core():
+    """With an active loop closure the Simulator steps through soa_closure_step: the same C DOP853
+    over constrained forward dynamics in C — equal to DOP853 over constrained_forward_dynamics
+    given as a Python acceleration."""
+    from model_descriptions import example_path
+    model = sf.load_model(example_path("four_bar"))
+    sim = sf.Simulator(model, method="dop853")
+    sim.stabilization = (5.0, 5.0)
+    q, qd = sim.q.copy(), sim.qd.copy()
+    for _ in range(2):
+        sim.step(0.05)
     times = []
 
-    def acceleration(q, qd, t=None):
+    def accel(q, qd, t):
         times.append(t)
-        return sf.forward_dynamics(model, q, qd, other.tau)
+        return sf.constrained_forward_dynamics(model, q, qd, np.zeros(model.nv), active=sim.active,
+                                               stabilization=(5.0, 5.0)).qdd
 
-    monkeypatch.setattr(other, "constrained", lambda: True)
-    monkeypatch.setattr(other, "acceleration", acceleration)
-    for sim in (tree, other):
-        sim.tau = np.array([0.3, -0.2, 0.1])
-        sim.step(0.05)
-        sim.step(0.05)
-    np.testing.assert_array_equal(np.r_[tree.q, tree.qd, tree.qdd], np.r_[other.q, other.qd, other.qdd])
-    assert tree.last_h == other.last_h
-    assert min(times) == 0.0 and max(times) == 0.1
+    data, t, last = model.create_data(), 0.0, 0.0
+    for _ in range(2):
+        qdd, last = _core.dop853_callback(data, q, qd, accel, t, 0.05, 1e-8, 1e-10, math.inf, last)
+        t += 0.05
+    np.testing.assert_allclose(np.r_[sim.q, sim.qd, sim.qdd], np.r_[q, qd, qdd], rtol=1e-12,
+                               atol=1e-12)
+    assert sim.last_h == pytest.approx(last, rel=1e-12)
+    assert min(times) == 0.0 and max(times) == pytest.approx(0.1)
+    assert sim.constraint_residuals and all(r < 1e-6 for r in sim.constraint_residuals.values())
 
 
 # ---------------------------------------------------------------- closed forms

@@ -313,6 +313,59 @@ static PyObject *py_constraint_rows(PyObject *Py_UNUSED(mod), PyObject *const *a
 
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
+/* ------------------------------------------------------------------ constraint_time.c */
+/* closure_step(data, q, qd, tau, use_fext, active, was_active, u, anchors, alpha, beta, method,
+ *              max_step, rtol, atol, reanchor, t, h, dop_h)
+ *     -> (qdd, forces (nc x 6), residuals (nc), dop_h, warning): one step with grasp / release and
+ * moving targets; q, qd and anchors (16 nc) in place (unchanged on failure). */
+static PyObject *py_closure_step(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(19, "closure_step(data, q, qd, tau, use_fext, active, was_active, u, anchors, alpha, beta, "
+              "method, max_step, rtol, atol, reanchor, t, h, dop_h)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    const soa_model *m = d->model->m;
+    PyArrayObject *q = NULL, *qd = NULL, *anchors = NULL, *tau = NULL, *active = NULL,
+                  *was = NULL, *u = NULL, *qdd = NULL, *F = NULL, *res = NULL;
+    PyObject *result = NULL;
+    int ok = 1;
+    const double alpha = float_arg(args[9], &ok), beta = float_arg(args[10], &ok);
+    const long method = PyLong_AsLong(args[11]);
+    if (method == -1 && PyErr_Occurred()) return NULL;
+    soa_step_options o = {(int)method, float_arg(args[12], &ok), float_arg(args[13], &ok),
+                          float_arg(args[14], &ok), PyObject_IsTrue(args[15])};
+    const double t = float_arg(args[16], &ok), h = float_arg(args[17], &ok);
+    double dop_h = float_arg(args[18], &ok);
+    const int use_fext = PyObject_IsTrue(args[4]);
+    if (!ok || use_fext < 0 || o.reanchor < 0) return NULL;
+    if (method < 0 || method >= SOA_NMETHODS)
+        return PyErr_Format(PyExc_ValueError, "method must be 0 (rk4), 1 (euler) or 2 (dop853)");
+    if (!(q = soa_py_inout(args[1], m->nq, "q")) || !(qd = soa_py_inout(args[2], m->nv, "qd"))
+        || !(anchors = soa_py_inout(args[8], 16 * m->nc, "anchors")))
+        return NULL;                                       /* (borrowed) */
+    if (!(tau = soa_py_vector(args[3], m->nv, "tau")) || !(active = int_vector(args[5], m->nc, "active"))
+        || !(was = int_vector(args[6], m->nc, "was_active")) || !(u = soa_py_vector(args[7], 6 * m->nc, "u"))
+        || !(qdd = soa_py_new(1, m->nv, 0)) || !(F = soa_py_new(2, m->nc, 6))
+        || !(res = soa_py_new(1, m->nc, 0)))
+        goto done;
+    for (int i = 0; i < 6 * m->nc; i++) SOA_DBL(F)[i] = 0.0;
+    for (int j = 0; j < m->nc; j++) SOA_DBL(res)[j] = 0.0;
+    soa_closure_inputs in = {m, d->d, SOA_DBL(tau), use_fext, INTS(active), SOA_DBL(u), alpha, beta,
+                             SOA_DBL(anchors), t, SOA_DBL(F), SOA_DBL(res)};
+    const soa_status st = soa_closure_step(m, d->d, &o, &in, (int *)PyArray_DATA(was), SOA_DBL(q),
+                                           SOA_DBL(qd), t, h, &dop_h, SOA_DBL(qdd));
+    if (st.kind != SOA_OK) {
+        soa_py_closure_status(d, st, "constrained forward dynamics");
+        goto done;
+    }
+    PyObject *warning = soa_py_closure_warning(d);
+    if (warning) result = Py_BuildValue("(OOOdN)", qdd, F, res, dop_h, warning);
+done:
+    Py_XDECREF(tau); Py_XDECREF(active); Py_XDECREF(was); Py_XDECREF(u);
+    Py_XDECREF(qdd); Py_XDECREF(F); Py_XDECREF(res);
+    return result;
+}
+
 PyMethodDef soa_py_closed_chains_methods[] = {
     FAST(operational_space_inverse,
          "operational_space_inverse(data, q, bodies, R, l, world_axes) -> J M^-1 J* (Omega recursion)."),
@@ -326,4 +379,7 @@ PyMethodDef soa_py_closed_chains_methods[] = {
     FAST(relative_pose, "relative_pose(data, q, j) -> 4 x 4 pose of frame_b in frame_a."),
     FAST(advance_anchor, "advance_anchor(model, j, T0, u, dt) -> T0 moved by A* u for dt."),
     FAST(constraint_rows, "constraint_rows(kind, axis) -> the rows A of a constraint kind."),
+    FAST(closure_step, "closure_step(data, q, qd, tau, use_fext, active, was_active, u, anchors, "
+                       "alpha, beta, method, max_step, rtol, atol, reanchor, t, h, dop_h) -> (qdd, "
+                       "forces, residuals, dop_h, warning): one step with grasp / release."),
     {NULL, NULL, 0, NULL}};

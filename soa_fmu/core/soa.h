@@ -196,7 +196,12 @@ typedef struct {
     X(cl_nullw, 1, 6 * nc, 0, 0)  /* weight of each row in the dependent directions found */     \
     X(cl_fext,  2, nb, 6, 0)  /* the closure forces -A* f~ on the bodies, body frames */         \
     X(cl_qfree, 1, nv, 0, 0)  /* beta-dot f: the tree's free accelerations */                   \
-    X(cl_dq,    1, nv, 0, 0)  /* the correction accelerations */
+    X(cl_dq,    1, nv, 0, 0)  /* the correction accelerations */ \
+    /* ---- constraint_time.c: a step with switching and moving targets ---- */                 \
+    X(cl_anch0, 2, nc, 16, 0) /* the targets at the step's start (after re-anchoring) */        \
+    X(cl_anch_t, 2, nc, 16, 0) /* the targets at a stage's time */                              \
+    X(cl_q,     1, nq, 0, 0)  /* the step's working configuration */                            \
+    X(cl_qd,    1, nv, 0, 0)  /* ... and velocity */
 
 /* Integer per-call arrays (same X(name, ndim, d0, d1, d2) form). */
 #define SOA_DATA_INTS(X)                                                                      \
@@ -330,6 +335,36 @@ soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const
                    int use_fext, double h, int nsub, double *qdd);
 soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
                      int use_fext, double h, int nsub, double *qdd);
+
+/* ------------------------------------------------------------------ constraint_time.c */
+enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_NMETHODS };   /* the integrators */
+typedef struct {
+    int method;                    /* SOA_RK4, SOA_EULER, SOA_DOP853 */
+    double max_step;               /* rk4, euler: a step is split into equal sub-steps <= this */
+    double rtol, atol;             /* dop853 */
+    int reanchor;                  /* a constraint switched on is re-anchored at the current pose */
+} soa_step_options;
+/* The held inputs of a model with closure constraints (soa_closure_accel's context):
+ * tau (nv), f_ext in d->fext when use_fext; active (nc), u (nc x 6), Baumgarte gains;
+ * anchors (nc x 16): the targets at time t0; forces (nc x 6) and residuals (nc): outputs of the
+ * last evaluation. */
+typedef struct {
+    const soa_model *m;
+    soa_data *d;
+    const double *tau;
+    int use_fext;
+    const int *active;
+    const double *u;
+    double alpha, beta;
+    double *anchors;
+    double t0;
+    double *forces, *residuals;
+} soa_closure_inputs;
+soa_status soa_closure_accel(void *ctx, const double *q, const double *qd, double t, double *qdd);
+soa_status soa_closure_step(const soa_model *m, soa_data *d, const soa_step_options *o,
+                            soa_closure_inputs *in, int *was_active, double *q, double *qd,
+                            double t, double h, double *dop_h, double *qdd);
+int soa_substeps(double h, double max_step);
 
 /* ------------------------------------------------------------------ dop853.c */
 #define SOA_DOP853_MAX_STEPS 100000   /* attempted steps per call before SOA_TOO_MANY_STEPS */

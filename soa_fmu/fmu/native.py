@@ -117,6 +117,7 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str)
     parts.append(_strings("BODIES", [b.name for b in model.bodies]))
     parts.append(_strings("POSITIONS", model.position_names))
     parts.append(_strings("VELOCITIES", model.velocity_names))
+    parts.append(_strings("CONSTRAINTS", [c.name for c in model.constraints]))
 
     labels = {"tau": model.velocity_names, "qd0": model.velocity_names, "qd": model.velocity_names,
               "qdd": model.velocity_names, "q0": model.position_names, "q": model.position_names}
@@ -150,6 +151,11 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str)
                       f"{table.groups[f'pose:{f}'][0]}}}")
     if frames:
         parts.append("static const soa_fmu_frame FRAMES[] = {\n" + ",\n".join(frames) + "\n};\n\n")
+    cons = [f"    {{{table.groups[f'u:{c.name}'][0]}, {table.groups[f'f:{c.name}'][0]}, "
+            f"{table.groups[f'err:{c.name}'][0]}, {table.groups[f'active:{c.name}'][0]}}}"
+            for c in model.constraints]
+    if cons:
+        parts.append("static const soa_fmu_constraint CONS[] = {\n" + ",\n".join(cons) + "\n};\n\n")
 
     def vr(group: str) -> int:
         return table.groups[group][0] if group in table.groups else -1
@@ -158,14 +164,16 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str)
     fields = {
         "identifier": _c_string(identifier), "guid": _c_string(guid),
         "digest": _c_string(table.digest()),
-        "nb": model.nbodies, "nq": model.nq, "nv": model.nv, "ints": "INTS", "reals": "REALS",
-        "joint_names": "JOINTS", "body_names": "BODIES", "position_names": "POSITIONS",
-        "velocity_names": "VELOCITIES", "nvars": len(table.variables), "nreal": table.n_real,
+        "nb": model.nbodies, "nq": model.nq, "nv": model.nv, "nc": len(model.constraints),
+        "ints": "INTS", "reals": "REALS", "joint_names": "JOINTS", "body_names": "BODIES",
+        "position_names": "POSITIONS", "velocity_names": "VELOCITIES",
+        "constraint_names": "CONSTRAINTS", "nvars": len(table.variables), "nreal": table.n_real,
         "nboolean": table.n_boolean, "nstring": table.n_string, "vars": "VARS",
         **{f"vr_{g}": vr(g) for g in ("g", "q0", "qd0", "max_step", "rtol", "atol")},
         "vr_stab": vr("stabilization"),
         **{f"vr_{g}": vr(g) for g in ("tau", "q", "qd", "qdd", "energy", "integrator")},
         "nframes": len(frames), "frames": "FRAMES" if frames else "NULL",
+        "constraints": "CONS" if cons else "NULL",
         "method": METHODS.index(integrator),
     }
     parts.append("const soa_fmu_description soa_fmu_model = {\n"

@@ -33,7 +33,7 @@
 #define QUAT_NORM_TOL 1e-3     /* q0 quaternions are normalized when | |q| - 1 | is below this */
 #define MSG 1024
 
-static const char *const METHOD_NAMES[SOA_FMU_NMETHODS] = {"rk4", "euler", "dop853"};
+static const char *const METHOD_NAMES[SOA_NMETHODS] = {"rk4", "euler", "dop853"};
 typedef enum { INSTANTIATED, INITIALIZATION, STEPPING, TERMINATED } Mode;
 static const char *const MODE_NAMES[] = {"instantiated", "initialization", "step", "terminated"};
 
@@ -68,6 +68,11 @@ typedef struct {
     int energy_valid, poses_valid;
     double *qs, *qds, *qdds;    /* a step works on copies: a failed step leaves the state as is */
     double *dtau, *dqdd;        /* directional derivatives */
+    /* closure constraints (nc): the switches and rows of the inputs in the engine's layout, the
+     * targets and the switches of the last step (evolving state), the outputs of the engine */
+    int *active, *was_active;
+    double *u, *anchors, *forces, *residuals;
+    double *zero_v, *du, *dforces, *dres;   /* directional derivatives with constraints */
     size_t state_size;          /* bytes of a serialized state */
 } Instance;
 
@@ -123,6 +128,7 @@ static const char *name_of(const void *ctx, int which, int index)
     case SOA_NAME_BODY: return index < D.nb ? D.body_names[index] : NULL;
     case SOA_NAME_JOINT: return index < D.nb ? D.joint_names[index] : NULL;
     case SOA_NAME_POSITION: return index < D.nq ? D.position_names[index] : NULL;
+    case SOA_NAME_CONSTRAINT: return index < D.nc ? D.constraint_names[index] : NULL;
     default: return index < D.nv ? D.velocity_names[index] : NULL;
     }
 }
@@ -130,7 +136,10 @@ static const char *name_of(const void *ctx, int which, int index)
 static void status_message(const Instance *c, soa_status st, char *buf, size_t n)
 {
     const soa_names names = {name_of, NULL};
-    soa_status_message(c->m, st, &names, buf, n);
+    if (st.kind == SOA_CONSTRAINT_SINGULAR)
+        soa_closure_message(c->m, c->d, "constrained forward dynamics", &names, buf, n);
+    else
+        soa_status_message(c->m, st, &names, buf, n);
 }
 
 /* ------------------------------------------------------------------ the simulation */
@@ -169,14 +178,50 @@ static int pack_frame_forces(const Instance *c, const double *base, double *fext
     return any;
 }
 
-/* qdd at the current state with the held inputs (the feedthrough outputs). */
+/* The closure inputs in the engine's layout: active from the Booleans, u from the Reals. */
+static int gather_closure_inputs(Instance *c)
+{
+    int any = 0;
+    for (int j = 0; j < D.nc; j++) {
+        const soa_fmu_constraint *k = &D.constraints[j];
+        c->active[j] = c->boolean[k->vr_active - D.nreal] ? 1 : 0;
+        any |= c->active[j];
+        for (int r = 0; r < 6; r++)
+            c->u[6 * j + r] = r < c->m->cn_size[j] ? c->real[k->vr_u + r] : 0.0;
+    }
+    return any;
+}
+
+/* The constraint outputs from the engine's forces and residuals (0 when switched off). */
+static void put_constraint_outputs(Instance *c)
+{
+    for (int j = 0; j < D.nc; j++) {
+        const soa_fmu_constraint *k = &D.constraints[j];
+        for (int r = 0; r < c->m->cn_size[j]; r++)
+            c->real[k->vr_f + r] = c->active[j] ? c->forces[6 * j + r] : 0.0;
+        c->real[k->vr_err] = c->active[j] ? c->residuals[j] : 0.0;
+    }
+}
+
+/* qdd (and the constraint forces) at the current state with the held inputs: the feedthrough
+ * outputs (soa_fmu.Simulator.update_outputs). */
 static soa_status update_outputs(Instance *c)
 {
     const int use = pack_frame_forces(c, c->real, c->d->fext);
-    soa_status st = soa_aba(c->m, c->d, c->real + D.vr_q, c->real + D.vr_qd, c->real + D.vr_tau,
-                            use, c->qdds);
+    const double *q = c->real + D.vr_q, *qd = c->real + D.vr_qd, *tau = c->real + D.vr_tau;
+    soa_status st;
+    if (D.nc > 0 && gather_closure_inputs(c)) {
+        st = soa_constrained_fd(c->m, c->d, q, qd, tau, use, c->active, c->u, NULL, c->anchors,
+                                c->real[D.vr_stab], c->real[D.vr_stab + 1], c->qdds, c->forces,
+                                c->residuals);
+    } else {
+        st = soa_aba(c->m, c->d, q, qd, tau, use, c->qdds);
+        for (int i = 0; i < 6 * D.nc; i++) c->forces[i] = 0.0;
+        for (int j = 0; j < D.nc; j++) c->residuals[j] = 0.0;
+    }
     if (st.kind == SOA_OK) {
         memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
+        put_constraint_outputs(c);
         c->stale = 0;
     }
     return st;
@@ -224,7 +269,8 @@ static int build(Instance *c, char *msg, size_t n)
 
 /* Advance from t to t + h with the inputs held (soa_fmu.Simulator.step): rk4 and euler in nsub
  * equal sub-steps no longer than max_step; dop853 adaptive (rtol, atol), its first step the last
- * accepted one of the previous call.  The state is replaced only on success. */
+ * accepted one of the previous call; a model with closure constraints through soa_closure_step
+ * (grasp / release, moving targets).  The state is replaced only on success. */
 static soa_status integrate(Instance *c, double h)
 {
     soa_status st = {SOA_OK, 0};
@@ -232,27 +278,38 @@ static soa_status integrate(Instance *c, double h)
     memcpy(c->qds, c->real + D.vr_qd, sizeof(double) * D.nv);
     const int use = pack_frame_forces(c, c->real, c->d->fext);
     const double *tau = c->real + D.vr_tau;
-    if (c->method == SOA_FMU_DOP853) {
-        c->d->dop_h[0] = c->last_h;
+    double last_h = c->last_h;
+    if (D.nc > 0) {
+        gather_closure_inputs(c);
+        const soa_step_options o = {c->method, c->real[D.vr_max_step], c->real[D.vr_rtol],
+                                    c->real[D.vr_atol], 1};
+        soa_closure_inputs in = {c->m, c->d, tau, use, c->active, c->u, c->real[D.vr_stab],
+                                 c->real[D.vr_stab + 1], c->anchors, c->t, c->forces,
+                                 c->residuals};
+        st = soa_closure_step(c->m, c->d, &o, &in, c->was_active, c->qs, c->qds, c->t, h, &last_h,
+                              c->qdds);
+    } else if (c->method == SOA_DOP853) {
+        c->d->dop_h[0] = last_h;
         st = soa_dop853(c->m, c->d, c->qs, c->qds, tau, use, c->t, h, c->real[D.vr_rtol],
                         c->real[D.vr_atol], HUGE_VAL, c->qdds);
+        last_h = c->d->dop_h[0];
     } else {
-        const double r = ceil(h / c->real[D.vr_max_step] - 1e-9);
-        if (!(r < 1e9)) {
+        const int nsub = soa_substeps(h, c->real[D.vr_max_step]);
+        if (nsub < 1) {
             st.kind = SOA_BAD_ARG;
             return st;
         }
-        const int nsub = r < 1.0 ? 1 : (int)r;
-        if (c->method == SOA_FMU_EULER)
+        if (c->method == SOA_EULER)
             st = soa_euler(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
         else
             st = soa_rk4(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
     }
     if (st.kind != SOA_OK) return st;
-    if (c->method == SOA_FMU_DOP853) c->last_h = c->d->dop_h[0];
+    if (c->method == SOA_DOP853) c->last_h = last_h;
     memcpy(c->real + D.vr_q, c->qs, sizeof(double) * D.nq);
     memcpy(c->real + D.vr_qd, c->qds, sizeof(double) * D.nv);
     memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
+    put_constraint_outputs(c);
     c->stale = 0;
     c->energy_valid = c->poses_valid = 0;
     return st;
@@ -449,7 +506,7 @@ static void load_state(Instance *c, const unsigned char *buf)
     memcpy(c->problem, p, MSG);
     c->problem[MSG - 1] = '\0';
     if (c->mode < INSTANTIATED || c->mode > TERMINATED) c->mode = TERMINATED;
-    if (c->method < 0 || c->method >= SOA_FMU_NMETHODS) c->method = D.method;
+    if (c->method < 0 || c->method >= SOA_NMETHODS) c->method = D.method;
     apply_gravity(c);
     c->energy_valid = c->poses_valid = 0;
 }
@@ -858,7 +915,7 @@ fmi2Status fmi2SetString(fmi2Component comp, const fmi2ValueReference vr[], size
     fmi2Status status = fmi2OK;
     for (size_t i = 0; i < nvr; i++) {
         int method = -1;
-        for (int k = 0; k < SOA_FMU_NMETHODS && value[i]; k++)
+        for (int k = 0; k < SOA_NMETHODS && value[i]; k++)
             if (strcmp(value[i], METHOD_NAMES[k]) == 0) method = k;
         if (method < 0) {
             char text[MSG];

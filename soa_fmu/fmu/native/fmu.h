@@ -12,7 +12,6 @@
 
 enum { SOA_FMU_REAL, SOA_FMU_BOOLEAN, SOA_FMU_STRING };
 enum { SOA_FMU_PARAMETER, SOA_FMU_INPUT, SOA_FMU_OUTPUT };
-enum { SOA_FMU_RK4, SOA_FMU_EULER, SOA_FMU_DOP853, SOA_FMU_NMETHODS };
 
 typedef struct {
     const char *name;        /* FMI name, e.g. "tau[3]" */
@@ -32,16 +31,24 @@ typedef struct {
 } soa_fmu_frame;
 
 typedef struct {
+    int vr_u;                /* value reference of u[1] (the constraint's rows, cn_size of them) */
+    int vr_f;                /* of f[1] */
+    int vr_err;              /* of err */
+    int vr_active;           /* of the Boolean active */
+} soa_fmu_constraint;
+
+typedef struct {
     const char *identifier;  /* modelIdentifier */
     const char *guid;        /* must equal the GUID the importer passes to fmi2Instantiate */
     const char *digest;      /* SHA-256 of the variable table (hex): tags serialized states */
-    int nb, nq, nv;
+    int nb, nq, nv, nc;
     const int *const *ints;      /* the soa_model integer buffers, in SOA_MODEL_INTS order */
     const double *const *reals;  /* the soa_model real buffers, in SOA_MODEL_REALS order */
     const char *const *joint_names;      /* nb */
     const char *const *body_names;       /* nb */
     const char *const *position_names;   /* nq */
     const char *const *velocity_names;   /* nv */
+    const char *const *constraint_names; /* nc */
     int nvars, nreal, nboolean, nstring;
     const soa_fmu_variable *vars;        /* nvars, by value reference */
     /* value references of the first entry of each group (-1: absent) */
@@ -49,7 +56,8 @@ typedef struct {
         vr_energy, vr_integrator;
     int nframes;
     const soa_fmu_frame *frames;
-    int method;                          /* the default integrator, SOA_FMU_RK4 ... */
+    const soa_fmu_constraint *constraints;   /* nc */
+    int method;                          /* the default integrator, SOA_RK4 ... (soa.h) */
 } soa_fmu_description;
 
 extern const soa_fmu_description soa_fmu_model;
