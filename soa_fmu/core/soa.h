@@ -122,7 +122,21 @@ typedef struct {
     X(kv,      2, 4, nv, 0)   /* RK4 stage rates of beta */                                      \
     X(qs,      1, nq, 0, 0)   /* stage configuration */                                          \
     X(vs,      1, nv, 0, 0)   /* stage velocity */                                               \
-    X(dv,      1, nv, 0, 0)   /* a velocity increment */
+    X(dv,      1, nv, 0, 0)   /* a velocity increment */                                         \
+    /* ---- sensitivities.c, derivatives.c (inertial frame, seed 004 sec. 5.2) ---- */           \
+    X(Rdot,    3, nb, 6, 6)   /* rate of the composite inertia R_I(k) (R_I in P) */              \
+    X(hc,      2, nb, 6, 0)   /* composite momentum h(k) = sum_{c >= k} M_I V_I */               \
+    X(Fs,      2, nv, 6, 0)   /* F(i) = R_I(k) H*_I(i), k the body of dof i */                   \
+    X(cor_u,   2, nv, 6, 0)   /* Coriolis: u(a) = s(a) x~ V_I(A), A the body of a */             \
+    X(cor_X,   2, nv, 6, 0)   /* Coriolis: C(a, b) = s(a) . X(b), a above b */                   \
+    X(cor_Y,   2, nv, 6, 0)   /* Coriolis: C(b, a) = s(a) . Y(b) - F(b) . u(a) */                \
+    X(lin_u,   2, nv, 6, 0)   /* derivatives: u(i) = s(i) x~ V_I(parent) */                      \
+    X(lin_y,   2, nv, 6, 0)   /* derivatives: y(i) = s x~ alpha_I(parent) - u x~ V_I(parent) */  \
+    X(lin_c,   2, nv, 6, 0)   /* derivatives: c(i) = (V_I(k) + V_I(parent)) x~ s(i) */           \
+    X(lin_K,   2, nv, 6, 0)   /* derivatives: K(i) = Rdot(k) s(i) - s(i) x* h(k) */              \
+    X(lin_z,   2, nv, 6, 0)   /* derivatives: dT(a)/dtheta_i = s(a) . z(i), a above i */         \
+    X(lin_zb,  2, nv, 6, 0)   /* derivatives: dT(a)/dbeta_i = s(a) . zbar(i), a above i */       \
+    X(lin_qdd, 1, nv, 0, 0)   /* derivatives: forward-dynamics accelerations */
 
 /* ------------------------------------------------------------------ the structs */
 #define SOA_DECLARE_INT(name, ndim, d0, d1, d2) int *name;
@@ -200,6 +214,22 @@ soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const doubl
 soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              const double *tau, int use_fext, double *qdd);
 soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
+void soa_minv_columns(const soa_model *m, soa_data *d, double *Minv);
+void soa_innovations_solve(const soa_model *m, soa_data *d, double *X, int ncols, int ld);
+
+/* ------------------------------------------------------------------ sensitivities.c */
+void soa_composite_rates(const soa_model *m, soa_data *d);
+soa_status soa_mass_matrix_derivative(const soa_model *m, soa_data *d, const double *q,
+                                      const int *slot, int count, double *dM);
+soa_status soa_coriolis_matrix(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                               double *C);
+
+/* ------------------------------------------------------------------ derivatives.c */
+soa_status soa_rnea_derivatives(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                                const double *qdd, int use_fext, double *dq, double *dv, int ld);
+soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                               const double *tau, int use_fext, double *ddq, double *ddv, int ld,
+                               double *Minv);
 
 /* ------------------------------------------------------------------ integrators.c */
 soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,

@@ -1,0 +1,164 @@
+/* Derivatives of inverse and forward dynamics (the linearization; seed 004 sec. 5.2 frames).
+ *
+ * Derivatives are along the velocity directions, as in sensitivities.c.  A motion along dof i
+ * (body n, parent lam) moves the subtree of n rigidly by exp(e s(i)), s(i) = H*_I(i), so every
+ * inertial-frame quantity of the subtree rotates with it (seed 004 eqs. 3.19-3.21, 3.25-3.27) and
+ * the relative velocities and accelerations with it.  Differentiating the Newton-Euler recursion
+ * f(k) = M_I alpha + V x* M_I V - f_ext, T = H f (seed 001 eqs. 23-27, inertial frame) under that
+ * motion, with R_I (in P), Rdot, h (sensitivities.c) and the composite force f (all O(N)):
+ *
+ *     dT(a)/dtheta_i = -F(a) . y(i) - K(a) . u(i)                        i <= a
+ *                    =  s(a) . [s(i) x* f(n) - R_I(n) y(i) - Rdot(n) u(i) - u(i) x* h(n)]
+ *                    =  s(a) . z(i)                                       a < i
+ *     dT(a)/dbeta_i  =  K(a) . s(i) + F(a) . c(i)                         i <= a
+ *                    =  s(a) . [Rdot(n) s(i) + R_I(n) c(i) + s(i) x* h(n)]  =  s(a) . zbar(i)    a < i
+ *
+ * with F(a) = R_I s(a), K(a) = Rdot s(a) - s(a) x* h (body of a), u(i) = s(i) x~ V_I(lam),
+ * y(i) = s(i) x~ alpha_I(lam) - u(i) x~ V_I(lam), c(i) = (V_I(n) + V_I(lam)) x~ s(i); gravity is the
+ * base acceleration alpha(world) = [0; -g], and f_ext is fixed in its body.  Forward dynamics:
+ * beta-dot = M^-1 (T - C - g), so d(beta-dot) = -M^-1 dT at beta-dot (the analogue of Pinocchio's
+ * computeABADerivatives), M^-1 applied by the innovations filter and smoother (seed 001 eqs. 49-54,
+ * Identity 6) to the columns of dT: O(N nv) for each matrix. */
+#include "soa.h"
+#include "spatial.h"
+
+/* alpha_I(k) = alpha_I(p) + H*_I(k) beta-dot(k) + a_I(k), alpha(world) = [0; -g]: the acceleration
+ * sweep of seed 001 eq. 25 in the inertial frame (phi* is the identity).  Needs
+ * soa_inertial_velocities (a_I). */
+static void inertial_accelerations(const soa_model *m, soa_data *d, const double *qdd)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const int p = m->parent[k];
+        const double *ap = p < 0 ? m->a0 : d->alpha + 6 * p;
+        double *al = d->alpha + 6 * k;
+        for (int i = 0; i < 6; i++) al[i] = ap[i] + d->a[6 * k + i];
+        for (int a = m->v0[k]; a < m->v0[k] + m->nvj[k]; a++)
+            for (int i = 0; i < 6; i++) al[i] += d->Sw[6 * a + i] * qdd[a];
+    }
+}
+
+/* f(k) = sum_{c >= k} [M_I alpha_I + b_I - phi(I, c) f_ext(c)]: the composite forces of seed 001
+ * eq. 24 in the inertial frame (phi is the identity, the inward pass is a plain sum). */
+static void inertial_forces(const soa_model *m, soa_data *d, int use_fext)
+{
+    for (int k = 0; k < m->nb; k++) {
+        double *f = d->f + 6 * k, fe[6] = {0, 0, 0, 0, 0, 0};
+        matvec6(d->Mw + 36 * k, d->alpha + 6 * k, f);
+        if (use_fext) add_phi(d->Rw + 9 * k, d->pw + 3 * k, d->fext + 6 * k, fe);
+        for (int i = 0; i < 6; i++) f[i] += d->b[6 * k + i] - fe[i];
+    }
+    for (int k = m->nb - 1; k >= 0; k--)
+        if (m->parent[k] >= 0)
+            for (int i = 0; i < 6; i++) d->f[6 * m->parent[k] + i] += d->f[6 * k + i];
+}
+
+/* u(i), y(i), c(i), K(i), z(i), zbar(i) of every dof i (the header's formulas).  Needs V_I, alpha_I,
+ * f and soa_composite_rates. */
+static void derivative_vectors(const soa_model *m, soa_data *d)
+{
+    static const double zero6[6] = {0, 0, 0, 0, 0, 0};
+    for (int n = 0; n < m->nb; n++) {
+        const int p = m->parent[n];
+        const double *vlam = p < 0 ? zero6 : d->V + 6 * p, *alam = p < 0 ? m->a0 : d->alpha + 6 * p;
+        const double *R = d->P + 36 * n, *Rd = d->Rdot + 36 * n, *h = d->hc + 6 * n;
+        double vl[6], t[6], g[6];
+        for (int c = 0; c < 6; c++) vl[c] = d->V[6 * n + c] + vlam[c];
+        for (int i = m->v0[n]; i < m->v0[n] + m->nvj[n]; i++) {
+            const double *s = d->Sw + 6 * i;
+            double *u = d->lin_u + 6 * i, *y = d->lin_y + 6 * i, *cv = d->lin_c + 6 * i,
+                   *K = d->lin_K + 6 * i, *z = d->lin_z + 6 * i, *zb = d->lin_zb + 6 * i;
+            cross_motion(s, vlam, u);                  /* u = s x~ v(lam) */
+            cross_motion(s, alam, y);
+            cross_motion(u, vlam, t);
+            for (int c = 0; c < 6; c++) y[c] -= t[c];  /* y = s x~ alpha(lam) - u x~ v(lam) */
+            cross_motion(vl, s, cv);                   /* c = (v(n) + v(lam)) x~ s */
+            matvec6(Rd, s, K);
+            cross_force(s, h, g);
+            matvec6(R, cv, t);
+            for (int c = 0; c < 6; c++) {
+                zb[c] = K[c] + g[c] + t[c];            /* zbar = Rdot s + s x* h + R c */
+                K[c] -= g[c];                          /* K = Rdot s - s x* h */
+            }
+            cross_force(s, d->f + 6 * n, z);
+            matvec6(R, y, t);
+            for (int c = 0; c < 6; c++) z[c] -= t[c];
+            matvec6(Rd, u, t);
+            cross_force(u, h, g);
+            for (int c = 0; c < 6; c++) z[c] -= t[c] + g[c];   /* z = s x* f - R y - Rdot u - u x* h */
+        }
+    }
+}
+
+/* scale * dT/dtheta into dq, scale * dT/dbeta into dv (nv x nv, rows of stride ld): the header's
+ * pairs; entries of dofs on different branches are 0. */
+static void derivative_pairs(const soa_model *m, const soa_data *d, double scale, double *dq,
+                             double *dv, int ld)
+{
+    const int nv = m->nv;
+    for (int r = 0; r < nv; r++)
+        for (int c = 0; c < nv; c++) dq[r * ld + c] = dv[r * ld + c] = 0.0;
+    for (int A = 0; A < m->nb; A++)
+        for (int a = m->v0[A]; a < m->v0[A] + m->nvj[A]; a++) {
+            const double *F = d->Fs + 6 * a, *K = d->lin_K + 6 * a;
+            const double *za = d->lin_z + 6 * a, *zba = d->lin_zb + 6 * a;
+            for (int I = A; I >= 0; I = m->parent[I])
+                for (int i = m->v0[I]; i < m->v0[I] + m->nvj[I]; i++) {
+                    const double *s = d->Sw + 6 * i;
+                    dq[a * ld + i] = -scale * (dot6(F, d->lin_y + 6 * i) + dot6(K, d->lin_u + 6 * i));
+                    dv[a * ld + i] = scale * (dot6(K, s) + dot6(F, d->lin_c + 6 * i));
+                    if (I != A) {
+                        dq[i * ld + a] = scale * dot6(s, za);
+                        dv[i * ld + a] = scale * dot6(s, zba);
+                    }
+                }
+        }
+}
+
+/* (dT/dtheta, dT/dbeta) of T = inverse dynamics (theta, beta, beta-dot) into dq, dv (nv x nv, row
+ * stride ld), f_ext (d->fext) included when use_fext: the inertial-frame Newton-Euler sweeps
+ * (placements, H*_I, M_I, V_I), then the header's O(N nv) pairs (the analogue of Pinocchio's
+ * computeRNEADerivatives). */
+soa_status soa_rnea_derivatives(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                                const double *qdd, int use_fext, double *dq, double *dv, int ld)
+{
+    soa_status st = soa_check_state(m, q, qd);
+    if (st.kind != SOA_OK) return st;
+    const int i = soa_first_nonfinite(qdd, m->nv);
+    if (i >= 0) {
+        st.kind = SOA_BAD_QDD;
+        st.index = i;
+        return st;
+    }
+    soa_outward_placements(m, d, q);
+    soa_world_placements(m, d);
+    soa_joint_maps_to_world(m, d);
+    soa_inertias_to_world(m, d);
+    soa_inertial_velocities(m, d, qd);
+    inertial_accelerations(m, d, qdd);
+    inertial_forces(m, d, use_fext);
+    soa_composite_rates(m, d);
+    derivative_vectors(m, d);
+    derivative_pairs(m, d, 1.0, dq, dv, ld);
+    return st;
+}
+
+/* (d beta-dot/dtheta, d beta-dot/dbeta) of beta-dot = forward dynamics (theta, beta, tau) into ddq,
+ * ddv (nv x nv, row stride ld), and M^-1 (nv x nv, contiguous): soa_aba (the innovations algorithm,
+ * leaving beta-dot, V_I, alpha_I, H*_I, M_I and the Riccati factors G, D^-1 in the data), M^-1 from
+ * those factors (seed 001 Identity 6), the composite forces at beta-dot, -dT by the header's pairs,
+ * and d beta-dot = M^-1 (-dT) by the filter and smoother on its columns. */
+soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                               const double *tau, int use_fext, double *ddq, double *ddv, int ld,
+                               double *Minv)
+{
+    const soa_status st = soa_aba(m, d, q, qd, tau, use_fext, d->lin_qdd);
+    if (st.kind != SOA_OK) return st;
+    soa_minv_columns(m, d, Minv);
+    inertial_forces(m, d, use_fext);
+    soa_composite_rates(m, d);
+    derivative_vectors(m, d);
+    derivative_pairs(m, d, -1.0, ddq, ddv, ld);
+    soa_innovations_solve(m, d, ddq, m->nv, ld);
+    soa_innovations_solve(m, d, ddv, m->nv, ld);
+    return st;
+}
