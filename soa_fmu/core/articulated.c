@@ -368,23 +368,32 @@ soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, c
  * They serve M^-1 (unit inputs) and soa_innovations_solve (any inputs).  Rows of X have stride ldx,
  * the 6 x n blocks W, L, E stride ldw. */
 
-/* Inward step of a 1-dof body over columns [c0, c1) (seed 001 eqs. 49-51), in place: `row` holds
- * the input T(k) on entry and nu = D^-1 eps on return; W holds z(k) and becomes z+(k):
- *     eps = T - H z,   nu = D^-1 eps,   z+ = z + G eps. */
-static void block_inward_1dof(const double *restrict H, double dinv, const double *restrict G,
-                              double *restrict W, int ldw, double *restrict row, int c0, int c1)
+/* Inward step of a 1-dof body over n columns (seed 001 eqs. 49-51), in place: `row` holds the
+ * input T(k) on entry and nu = D^-1 eps on return; z0..z5, the rows of W, hold z(k) and become z+(k):
+ *     eps = T - H z,   nu = D^-1 eps,   z+ = z + G eps.
+ * (The rows are separate restrict parameters so that the compiler vectorizes over the columns.) */
+static inline void inward_columns_1dof(const double *restrict H, double dinv, const double *restrict G,
+                                       double *restrict z0, double *restrict z1, double *restrict z2,
+                                       double *restrict z3, double *restrict z4, double *restrict z5,
+                                       double *restrict row, int n)
 {
     const double h0 = H[0], h1 = H[1], h2 = H[2], h3 = H[3], h4 = H[4], h5 = H[5];
     const double g0 = G[0], g1 = G[6], g2 = G[12], g3 = G[18], g4 = G[24], g5 = G[30];
-    double *restrict z0 = W, *restrict z1 = W + ldw, *restrict z2 = W + 2 * ldw,
-           *restrict z3 = W + 3 * ldw, *restrict z4 = W + 4 * ldw, *restrict z5 = W + 5 * ldw;
-    for (int c = c0; c < c1; c++) {
+    for (int c = 0; c < n; c++) {
         const double e = row[c]
                        - (h0 * z0[c] + h1 * z1[c] + h2 * z2[c] + h3 * z3[c] + h4 * z4[c] + h5 * z5[c]);
         row[c] = dinv * e;
         z0[c] += g0 * e; z1[c] += g1 * e; z2[c] += g2 * e;
         z3[c] += g3 * e; z4[c] += g4 * e; z5[c] += g5 * e;
     }
+}
+
+/* The same over columns [c0, c1) of W (row stride ldw) and row. */
+static void block_inward_1dof(const double *H, double dinv, const double *G, double *W, int ldw,
+                              double *row, int c0, int c1)
+{
+    inward_columns_1dof(H, dinv, G, W + c0, W + ldw + c0, W + 2 * ldw + c0, W + 3 * ldw + c0,
+                        W + 4 * ldw + c0, W + 5 * ldw + c0, row + c0, c1 - c0);
 }
 
 /* The same for a body of n > 1 dofs: E = T - H z (n rows of scratch), rows = D^-1 E, z += G E. */
@@ -415,9 +424,35 @@ static void block_inward(const double *restrict H, int n, const double *restrict
         }
 }
 
-/* Outward step of body k over columns [c0, c1) (seed 001 eqs. 53-54), L holding alpha(p) on entry
- * (Lambda(p) for M^-1) and alpha(k) on return:
- *     rows -= G* alpha(p),   alpha(k) = alpha(p) + H*(k) rows. */
+/* Outward step of a 1-dof body over n columns (seed 001 eqs. 53-54), in place: `row` holds nu on
+ * entry and beta-dot on return; l0..l5, the rows of L, hold alpha(p) (Lambda(p) for M^-1) and
+ * become alpha(k):
+ *     beta-dot = nu - G* alpha(p),   alpha(k) = alpha(p) + H*(k) beta-dot. */
+static inline void outward_columns_1dof(const double *restrict H, const double *restrict G,
+                                        double *restrict l0, double *restrict l1, double *restrict l2,
+                                        double *restrict l3, double *restrict l4, double *restrict l5,
+                                        double *restrict row, int n)
+{
+    const double h0 = H[0], h1 = H[1], h2 = H[2], h3 = H[3], h4 = H[4], h5 = H[5];
+    const double g0 = G[0], g1 = G[6], g2 = G[12], g3 = G[18], g4 = G[24], g5 = G[30];
+    for (int c = 0; c < n; c++) {
+        const double r = row[c]
+                       - (g0 * l0[c] + g1 * l1[c] + g2 * l2[c] + g3 * l3[c] + g4 * l4[c] + g5 * l5[c]);
+        row[c] = r;
+        l0[c] += h0 * r; l1[c] += h1 * r; l2[c] += h2 * r;
+        l3[c] += h3 * r; l4[c] += h4 * r; l5[c] += h5 * r;
+    }
+}
+
+/* The same over columns [c0, c1) of L (row stride ldw) and row. */
+static void block_outward_1dof(const double *H, const double *G, double *L, int ldw, double *row,
+                               int c0, int c1)
+{
+    outward_columns_1dof(H, G, L + c0, L + ldw + c0, L + 2 * ldw + c0, L + 3 * ldw + c0,
+                         L + 4 * ldw + c0, L + 5 * ldw + c0, row + c0, c1 - c0);
+}
+
+/* The same for a body of n dofs. */
 static void block_outward(const double *restrict H, int n, const double *restrict G,
                           double *restrict L, int ldw, double *restrict rows, int ldx, int c0, int c1)
 {
@@ -492,8 +527,11 @@ void soa_minv_columns(const soa_model *m, soa_data *d, double *Minv)
         else if (m->lamslot[k] != m->lamslot[p])
             for (int i = 0; i < 6; i++)
                 for (int c = c0; c < nv; c++) L[i * nv + c] = d->blocks[(m->lamslot[p] * 6 + i) * nv + c];
-        block_outward(H + 6 * m->v0[k], m->nvj[k], d->G + 36 * k, L, nv, Minv + m->v0[k] * nv, nv,
-                      c0, nv);
+        if (m->nvj[k] == 1)
+            block_outward_1dof(H + 6 * m->v0[k], d->G + 36 * k, L, nv, Minv + m->v0[k] * nv, c0, nv);
+        else
+            block_outward(H + 6 * m->v0[k], m->nvj[k], d->G + 36 * k, L, nv, Minv + m->v0[k] * nv, nv,
+                          c0, nv);
     }
     /* each row r is known on the depth-first columns >= vdfs(r); the rest by symmetry */
     for (int r = 0; r < nv; r++) {
@@ -540,7 +578,10 @@ void soa_innovations_solve(const soa_model *m, soa_data *d, double *X, int ncols
             for (int i = 0; i < w; i++) L[i] = 0.0;
         else if (m->lamslot[p] != s)
             for (int i = 0; i < w; i++) L[i] = d->blocks[m->lamslot[p] * w + i];
-        block_outward(H + 6 * m->v0[k], m->nvj[k], d->G + 36 * k, L, ncols, X + m->v0[k] * ld, ld, 0,
-                      ncols);
+        if (m->nvj[k] == 1)
+            block_outward_1dof(H + 6 * m->v0[k], d->G + 36 * k, L, ncols, X + m->v0[k] * ld, 0, ncols);
+        else
+            block_outward(H + 6 * m->v0[k], m->nvj[k], d->G + 36 * k, L, ncols, X + m->v0[k] * ld, ld,
+                          0, ncols);
     }
 }

@@ -52,21 +52,27 @@ static void inertial_forces(const soa_model *m, soa_data *d, int use_fext)
             for (int i = 0; i < 6; i++) d->f[6 * m->parent[k] + i] += d->f[6 * k + i];
 }
 
-/* u(i), y(i), c(i), K(i), z(i), zbar(i) of every dof i (the header's formulas).  Needs V_I, alpha_I,
- * f and soa_composite_rates. */
+/* x -> column i of a component-major 6 x nv block. */
+static inline void store_column(double *block, int nv, int i, const double *x)
+{
+    for (int c = 0; c < 6; c++) block[c * nv + i] = x[c];
+}
+
+/* s(i), u(i), y(i), c(i), z(i), zbar(i) of every dof i (component-major) and K(i) (the header's
+ * formulas).  Needs V_I, alpha_I, f and soa_composite_rates. */
 static void derivative_vectors(const soa_model *m, soa_data *d)
 {
     static const double zero6[6] = {0, 0, 0, 0, 0, 0};
+    const int nv = m->nv;
     for (int n = 0; n < m->nb; n++) {
         const int p = m->parent[n];
         const double *vlam = p < 0 ? zero6 : d->V + 6 * p, *alam = p < 0 ? m->a0 : d->alpha + 6 * p;
         const double *R = d->P + 36 * n, *Rd = d->Rdot + 36 * n, *h = d->hc + 6 * n;
-        double vl[6], t[6], g[6];
+        double vl[6];
         for (int c = 0; c < 6; c++) vl[c] = d->V[6 * n + c] + vlam[c];
         for (int i = m->v0[n]; i < m->v0[n] + m->nvj[n]; i++) {
             const double *s = d->Sw + 6 * i;
-            double *u = d->lin_u + 6 * i, *y = d->lin_y + 6 * i, *cv = d->lin_c + 6 * i,
-                   *K = d->lin_K + 6 * i, *z = d->lin_z + 6 * i, *zb = d->lin_zb + 6 * i;
+            double *K = d->lin_K + 6 * i, u[6], y[6], cv[6], z[6], zb[6], t[6], g[6];
             cross_motion(s, vlam, u);                  /* u = s x~ v(lam) */
             cross_motion(s, alam, y);
             cross_motion(u, vlam, t);
@@ -85,32 +91,90 @@ static void derivative_vectors(const soa_model *m, soa_data *d)
             matvec6(Rd, u, t);
             cross_force(u, h, g);
             for (int c = 0; c < 6; c++) z[c] -= t[c] + g[c];   /* z = s x* f - R y - Rdot u - u x* h */
+            store_column(d->lin_s, nv, i, s);
+            store_column(d->lin_u, nv, i, u);
+            store_column(d->lin_y, nv, i, y);
+            store_column(d->lin_c, nv, i, cv);
+            store_column(d->lin_z, nv, i, z);
+            store_column(d->lin_zb, nv, i, zb);
         }
     }
 }
 
+/* The entries (a, i) of one row a, i in [i0, i1), i <= a (i's body an ancestor of a's, or a's):
+ *     dq = -scale (F(a) . y(i) + K(a) . u(i)),   dv = scale (K(a) . s(i) + F(a) . c(i)),
+ * over the component-major blocks (row stride nv) of y, u, s, c. */
+static void row_above(const double *F, const double *K, double scale,
+                      const double *restrict Y, const double *restrict U, const double *restrict S,
+                      const double *restrict Cv, int nv, double *restrict dq, double *restrict dv,
+                      int i0, int i1)
+{
+    const double f0 = scale * F[0], f1 = scale * F[1], f2 = scale * F[2], f3 = scale * F[3],
+                 f4 = scale * F[4], f5 = scale * F[5];
+    const double k0 = scale * K[0], k1 = scale * K[1], k2 = scale * K[2], k3 = scale * K[3],
+                 k4 = scale * K[4], k5 = scale * K[5];
+    for (int i = i0; i < i1; i++) {
+        dq[i] = -(f0 * Y[i] + f1 * Y[nv + i] + f2 * Y[2 * nv + i] + f3 * Y[3 * nv + i]
+                  + f4 * Y[4 * nv + i] + f5 * Y[5 * nv + i]
+                  + k0 * U[i] + k1 * U[nv + i] + k2 * U[2 * nv + i] + k3 * U[3 * nv + i]
+                  + k4 * U[4 * nv + i] + k5 * U[5 * nv + i]);
+        dv[i] = k0 * S[i] + k1 * S[nv + i] + k2 * S[2 * nv + i] + k3 * S[3 * nv + i]
+              + k4 * S[4 * nv + i] + k5 * S[5 * nv + i]
+              + f0 * Cv[i] + f1 * Cv[nv + i] + f2 * Cv[2 * nv + i] + f3 * Cv[3 * nv + i]
+              + f4 * Cv[4 * nv + i] + f5 * Cv[5 * nv + i];
+    }
+}
+
+/* The entries (a, i) of one row a, i in [i0, i1), a < i:  dq = scale s(a) . z(i),
+ * dv = scale s(a) . zbar(i). */
+static void row_below(const double *s, double scale, const double *restrict Z,
+                      const double *restrict Zb, int nv, double *restrict dq, double *restrict dv,
+                      int i0, int i1)
+{
+    const double s0 = scale * s[0], s1 = scale * s[1], s2 = scale * s[2], s3 = scale * s[3],
+                 s4 = scale * s[4], s5 = scale * s[5];
+    for (int i = i0; i < i1; i++) {
+        dq[i] = s0 * Z[i] + s1 * Z[nv + i] + s2 * Z[2 * nv + i] + s3 * Z[3 * nv + i]
+              + s4 * Z[4 * nv + i] + s5 * Z[5 * nv + i];
+        dv[i] = s0 * Zb[i] + s1 * Zb[nv + i] + s2 * Zb[2 * nv + i] + s3 * Zb[3 * nv + i]
+              + s4 * Zb[4 * nv + i] + s5 * Zb[5 * nv + i];
+    }
+}
+
 /* scale * dT/dtheta into dq, scale * dT/dbeta into dv (nv x nv, rows of stride ld): the header's
- * pairs; entries of dofs on different branches are 0. */
+ * pairs, one row a at a time over runs of consecutive dofs (a chain's row is two runs): the dofs of
+ * a's body and its ancestors, then those of its descendants (the depth-first columns after a's
+ * body's within its subtree).  Entries of dofs on different branches are 0. */
 static void derivative_pairs(const soa_model *m, const soa_data *d, double scale, double *dq,
                              double *dv, int ld)
 {
     const int nv = m->nv;
-    for (int r = 0; r < nv; r++)
-        for (int c = 0; c < nv; c++) dq[r * ld + c] = dv[r * ld + c] = 0.0;
+    int chain = 1;                                     /* then every pair is written */
+    for (int k = 0; k < m->nb; k++) chain &= m->parent[k] == k - 1;
     for (int A = 0; A < m->nb; A++)
         for (int a = m->v0[A]; a < m->v0[A] + m->nvj[A]; a++) {
-            const double *F = d->Fs + 6 * a, *K = d->lin_K + 6 * a;
-            const double *za = d->lin_z + 6 * a, *zba = d->lin_zb + 6 * a;
-            for (int I = A; I >= 0; I = m->parent[I])
-                for (int i = m->v0[I]; i < m->v0[I] + m->nvj[I]; i++) {
-                    const double *s = d->Sw + 6 * i;
-                    dq[a * ld + i] = -scale * (dot6(F, d->lin_y + 6 * i) + dot6(K, d->lin_u + 6 * i));
-                    dv[a * ld + i] = scale * (dot6(K, s) + dot6(F, d->lin_c + 6 * i));
-                    if (I != A) {
-                        dq[i * ld + a] = scale * dot6(s, za);
-                        dv[i * ld + a] = scale * dot6(s, zba);
-                    }
+            double *qa = dq + a * ld, *va = dv + a * ld;
+            const double *F = d->Fs + 6 * a, *K = d->lin_K + 6 * a, *s = d->Sw + 6 * a;
+            if (!chain) {
+                for (int c = 0; c < nv; c++) qa[c] = 0.0;
+                for (int c = 0; c < nv; c++) va[c] = 0.0;
+            }
+            int i0 = m->v0[A], i1 = m->v0[A] + m->nvj[A];
+            for (int I = m->parent[A]; I >= 0; I = m->parent[I]) {   /* ancestors, merged runs */
+                if (m->nvj[I] == 0) continue;
+                if (m->v0[I] + m->nvj[I] != i0) {
+                    row_above(F, K, scale, d->lin_y, d->lin_u, d->lin_s, d->lin_c, nv, qa, va, i0, i1);
+                    i1 = m->v0[I] + m->nvj[I];
                 }
+                i0 = m->v0[I];
+            }
+            row_above(F, K, scale, d->lin_y, d->lin_u, d->lin_s, d->lin_c, nv, qa, va, i0, i1);
+            for (int c = m->dfs0[A] + m->nvj[A]; c < m->dfsend[A];) {   /* descendants */
+                int e = c + 1;
+                while (e < m->dfsend[A] && m->vcol[e] == m->vcol[e - 1] + 1) e++;
+                row_below(s, scale, d->lin_z, d->lin_zb, nv, qa, va, m->vcol[c], m->vcol[c] + e - c);
+                c = e;
+            }
         }
 }
 

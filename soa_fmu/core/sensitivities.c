@@ -23,6 +23,39 @@ static void composite_forces(const soa_model *m, soa_data *d)
             matvec6(d->P + 36 * k, d->Sw + 6 * a, d->Fs + 6 * a);
 }
 
+/* Mdot = V x* M - M V x~ of a body inertia M = [[A, B], [B*, m I]] (B = m c~, c the centre of mass)
+ * in the inertial frame (seed 004 eq. 3.19), V = [w; v]: the mass is constant, so
+ *     Mdot = [[w~ A - A w~ + v~ B* - B v~,  m cdot~], [-m cdot~, 0]],   m cdot = m v + w x (m c),
+ * with w~ A - A w~ = T + T* (T = w~ A) and v~ B* - B v~ = -m (v~ c~ + c~ v~)
+ *                                                    = 2 (v . m c) I - v (m c)* - (m c) v*. */
+static void inertia_rate(const double *restrict M, const double *restrict V, double *restrict X)
+{
+    const double w[3] = {V[0], V[1], V[2]}, v[3] = {V[3], V[4], V[5]};
+    const double mc[3] = {M[6 * 2 + 4], M[6 * 0 + 5], M[6 * 1 + 3]};   /* B = (m c)~ */
+    double T[9], mcd[3];
+    for (int j = 0; j < 3; j++) {                     /* T(:, j) = w x A(:, j) */
+        const double a0 = M[j], a1 = M[6 + j], a2 = M[12 + j];
+        T[j] = w[1] * a2 - w[2] * a1;
+        T[3 + j] = w[2] * a0 - w[0] * a2;
+        T[6 + j] = w[0] * a1 - w[1] * a0;
+    }
+    cross3(w, mc, mcd);
+    const double m = M[21], vmc = v[0] * mc[0] + v[1] * mc[1] + v[2] * mc[2];
+    for (int i = 0; i < 3; i++) {
+        mcd[i] += m * v[i];
+        for (int j = i; j < 3; j++)
+            X[6 * i + j] = X[6 * j + i] = T[3 * i + j] + T[3 * j + i] - v[i] * mc[j] - mc[i] * v[j]
+                                          + (i == j ? 2.0 * vmc : 0.0);
+    }
+    const double cd[9] = {0.0, -mcd[2], mcd[1], mcd[2], 0.0, -mcd[0], -mcd[1], mcd[0], 0.0};
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            X[6 * i + 3 + j] = cd[3 * i + j];
+            X[6 * (3 + j) + i] = cd[3 * i + j];          /* (m cdot~)* = -m cdot~ */
+            X[6 * (3 + i) + 3 + j] = 0.0;
+        }
+}
+
 /* R_I(k) into P (eqs. 5.44, 5.50), Rdot(k), h(k) (one inward pass of plain sums) and F(i).
  * Needs Mw, Sw and the inertial velocities V_I (soa_inertial_velocities). */
 void soa_composite_rates(const soa_model *m, soa_data *d)
@@ -30,15 +63,10 @@ void soa_composite_rates(const soa_model *m, soa_data *d)
     const int nb = m->nb;
     for (int k = 0; k < nb; k++) {
         const double *M = d->Mw + 36 * k, *v = d->V + 6 * k;
-        double *R = d->P + 36 * k, *X = d->Rdot + 36 * k, col[6];
+        double *R = d->P + 36 * k;
         for (int i = 0; i < 36; i++) R[i] = M[i];
         matvec6(M, v, d->hc + 6 * k);
-        for (int j = 0; j < 6; j++) {                  /* X(:, j) = v x* M_I(:, j) */
-            cross_force(v, M + 6 * j, col);            /* M_I symmetric: column j = row j */
-            for (int i = 0; i < 6; i++) X[6 * i + j] = col[i];
-        }
-        for (int i = 0; i < 6; i++)                    /* Mdot_I = X + X* */
-            for (int j = i; j < 6; j++) X[6 * i + j] = X[6 * j + i] = X[6 * i + j] + X[6 * j + i];
+        inertia_rate(M, v, d->Rdot + 36 * k);
     }
     for (int k = nb - 1; k >= 0; k--) {
         const int p = m->parent[k];

@@ -130,12 +130,13 @@ typedef struct {
     X(cor_u,   2, nv, 6, 0)   /* Coriolis: u(a) = s(a) x~ V_I(A), A the body of a */             \
     X(cor_X,   2, nv, 6, 0)   /* Coriolis: C(a, b) = s(a) . X(b), a above b */                   \
     X(cor_Y,   2, nv, 6, 0)   /* Coriolis: C(b, a) = s(a) . Y(b) - F(b) . u(a) */                \
-    X(lin_u,   2, nv, 6, 0)   /* derivatives: u(i) = s(i) x~ V_I(parent) */                      \
-    X(lin_y,   2, nv, 6, 0)   /* derivatives: y(i) = s x~ alpha_I(parent) - u x~ V_I(parent) */  \
-    X(lin_c,   2, nv, 6, 0)   /* derivatives: c(i) = (V_I(k) + V_I(parent)) x~ s(i) */           \
+    X(lin_s,   2, 6, nv, 0)   /* derivatives, component-major (6 x nv): s(i) = H*_I */           \
+    X(lin_u,   2, 6, nv, 0)   /* ... u(i) = s(i) x~ V_I(parent) */                               \
+    X(lin_y,   2, 6, nv, 0)   /* ... y(i) = s x~ alpha_I(parent) - u x~ V_I(parent) */           \
+    X(lin_c,   2, 6, nv, 0)   /* ... c(i) = (V_I(k) + V_I(parent)) x~ s(i) */                    \
+    X(lin_z,   2, 6, nv, 0)   /* ... dT(a)/dtheta_i = s(a) . z(i), a above i */                  \
+    X(lin_zb,  2, 6, nv, 0)   /* ... dT(a)/dbeta_i = s(a) . zbar(i), a above i */                \
     X(lin_K,   2, nv, 6, 0)   /* derivatives: K(i) = Rdot(k) s(i) - s(i) x* h(k) */              \
-    X(lin_z,   2, nv, 6, 0)   /* derivatives: dT(a)/dtheta_i = s(a) . z(i), a above i */         \
-    X(lin_zb,  2, nv, 6, 0)   /* derivatives: dT(a)/dbeta_i = s(a) . zbar(i), a above i */       \
     X(lin_qdd, 1, nv, 0, 0)   /* derivatives: forward-dynamics accelerations */
 
 /* ------------------------------------------------------------------ the structs */
