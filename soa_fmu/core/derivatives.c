@@ -143,8 +143,9 @@ static void row_below(const double *s, double scale, const double *restrict Z,
 
 /* scale * dT/dtheta into dq, scale * dT/dbeta into dv (nv x nv, rows of stride ld): the header's
  * pairs, one row a at a time over runs of consecutive dofs (a chain's row is two runs): the dofs of
- * a's body and its ancestors, then those of its descendants (the depth-first columns after a's
- * body's within its subtree).  Entries of dofs on different branches are 0. */
+ * a's body and its ancestors (the runs arun0, arunup of the model), then those of its descendants
+ * (the depth-first columns after a's body's within its subtree).  Entries of dofs on different
+ * branches are 0. */
 static void derivative_pairs(const soa_model *m, const soa_data *d, double scale, double *dq,
                              double *dv, int ld)
 {
@@ -159,17 +160,16 @@ static void derivative_pairs(const soa_model *m, const soa_data *d, double scale
                 for (int c = 0; c < nv; c++) qa[c] = 0.0;
                 for (int c = 0; c < nv; c++) va[c] = 0.0;
             }
-            int i0 = m->v0[A], i1 = m->v0[A] + m->nvj[A];
-            for (int I = m->parent[A]; I >= 0; I = m->parent[I]) {   /* ancestors, merged runs */
-                if (m->nvj[I] == 0) continue;
-                if (m->v0[I] + m->nvj[I] != i0) {
-                    row_above(F, K, scale, d->lin_y, d->lin_u, d->lin_s, d->lin_c, nv, qa, va, i0, i1);
-                    i1 = m->v0[I] + m->nvj[I];
-                }
-                i0 = m->v0[I];
+            row_above(F, K, scale, d->lin_y, d->lin_u, d->lin_s, d->lin_c, nv, qa, va, m->arun0[A],
+                      m->v0[A] + m->nvj[A]);                           /* a's body and ancestors */
+            for (int I = m->arunup[A]; I >= 0; I = m->arunup[I])
+                row_above(F, K, scale, d->lin_y, d->lin_u, d->lin_s, d->lin_c, nv, qa, va, m->arun0[I],
+                          m->v0[I] + m->nvj[I]);
+            if (m->dfs_identity) {                                     /* descendants */
+                row_below(s, scale, d->lin_z, d->lin_zb, nv, qa, va, m->v0[A] + m->nvj[A], m->dfsend[A]);
+                continue;
             }
-            row_above(F, K, scale, d->lin_y, d->lin_u, d->lin_s, d->lin_c, nv, qa, va, i0, i1);
-            for (int c = m->dfs0[A] + m->nvj[A]; c < m->dfsend[A];) {   /* descendants */
+            for (int c = m->dfs0[A] + m->nvj[A]; c < m->dfsend[A];) {
                 int e = c + 1;
                 while (e < m->dfsend[A] && m->vcol[e] == m->vcol[e - 1] + 1) e++;
                 row_below(s, scale, d->lin_z, d->lin_zb, nv, qa, va, m->vcol[c], m->vcol[c] + e - c);

@@ -70,7 +70,10 @@ typedef struct {
     X(vdfs,    1, nv, 0, 0)   /* depth-first column of each velocity dof */                     \
     X(vcol,    1, nv, 0, 0)   /* the velocity dof at each depth-first column (vdfs inverse) */  \
     X(lamslot, 1, nb, 0, 0)   /* block of d->blocks holding Lambda(k) in soa_minv: the parent's \
-                                 for its last child (updated in place), else k's own */
+                                 for its last child (updated in place), else k's own */         \
+    /* ---- derivatives.c: the dofs of k and its ancestors as runs ---- */                      \
+    X(arun0,   1, nb, 0, 0)   /* first dof of the run ending with k's dofs */                   \
+    X(arunup,  1, nb, 0, 0)   /* the nearest body above that run with dofs, -1 = none */
 
 #define SOA_MODEL_REALS(X)                                                                    \
     X(axis,    2, nb, 3, 0)   /* revolute/prismatic axis, planar normal (unit) */               \
