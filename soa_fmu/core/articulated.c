@@ -13,6 +13,7 @@
  * The filter carries the bias (P a + b) as in Algorithm 3 (eqs. 60-65), so forward dynamics is
  * three sweeps; soa_aba_bias_free is Algorithm 2 (eqs. 55-59). */
 #include <math.h>
+#include <stddef.h>
 
 #include "soa.h"
 #include "spatial.h"
@@ -371,15 +372,16 @@ soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, c
 /* Inward step of a 1-dof body over n columns (seed 001 eqs. 49-51), in place: `row` holds the
  * input T(k) on entry and nu = D^-1 eps on return; z0..z5, the rows of W, hold z(k) and become z+(k):
  *     eps = T - H z,   nu = D^-1 eps,   z+ = z + G eps.
- * (The rows are separate restrict parameters so that the compiler vectorizes over the columns.) */
+ * (The rows are separate restrict parameters and the index a ptrdiff_t so that the compiler
+ * vectorizes over the columns, also under -fwrapv.) */
 static inline void inward_columns_1dof(const double *restrict H, double dinv, const double *restrict G,
                                        double *restrict z0, double *restrict z1, double *restrict z2,
                                        double *restrict z3, double *restrict z4, double *restrict z5,
-                                       double *restrict row, int n)
+                                       double *restrict row, ptrdiff_t n)
 {
     const double h0 = H[0], h1 = H[1], h2 = H[2], h3 = H[3], h4 = H[4], h5 = H[5];
     const double g0 = G[0], g1 = G[6], g2 = G[12], g3 = G[18], g4 = G[24], g5 = G[30];
-    for (int c = 0; c < n; c++) {
+    for (ptrdiff_t c = 0; c < n; c++) {
         const double e = row[c]
                        - (h0 * z0[c] + h1 * z1[c] + h2 * z2[c] + h3 * z3[c] + h4 * z4[c] + h5 * z5[c]);
         row[c] = dinv * e;
@@ -431,11 +433,11 @@ static void block_inward(const double *restrict H, int n, const double *restrict
 static inline void outward_columns_1dof(const double *restrict H, const double *restrict G,
                                         double *restrict l0, double *restrict l1, double *restrict l2,
                                         double *restrict l3, double *restrict l4, double *restrict l5,
-                                        double *restrict row, int n)
+                                        double *restrict row, ptrdiff_t n)
 {
     const double h0 = H[0], h1 = H[1], h2 = H[2], h3 = H[3], h4 = H[4], h5 = H[5];
     const double g0 = G[0], g1 = G[6], g2 = G[12], g3 = G[18], g4 = G[24], g5 = G[30];
-    for (int c = 0; c < n; c++) {
+    for (ptrdiff_t c = 0; c < n; c++) {
         const double r = row[c]
                        - (g0 * l0[c] + g1 * l1[c] + g2 * l2[c] + g3 * l3[c] + g4 * l4[c] + g5 * l5[c]);
         row[c] = r;

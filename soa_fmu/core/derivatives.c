@@ -19,6 +19,8 @@
  * beta-dot = M^-1 (T - C - g), so d(beta-dot) = -M^-1 dT at beta-dot (the analogue of Pinocchio's
  * computeABADerivatives), M^-1 applied by the innovations filter and smoother (seed 001 eqs. 49-54,
  * Identity 6) to the columns of dT: O(N nv) for each matrix. */
+#include <stddef.h>
+
 #include "soa.h"
 #include "spatial.h"
 
@@ -43,7 +45,7 @@ static void inertial_forces(const soa_model *m, soa_data *d, int use_fext)
 {
     for (int k = 0; k < m->nb; k++) {
         double *f = d->f + 6 * k, fe[6] = {0, 0, 0, 0, 0, 0};
-        matvec6(d->Mw + 36 * k, d->alpha + 6 * k, f);
+        inertia_apply(d->Mw + 36 * k, d->alpha + 6 * k, f);
         if (use_fext) add_phi(d->Rw + 9 * k, d->pw + 3 * k, d->fext + 6 * k, fe);
         for (int i = 0; i < 6; i++) f[i] += d->b[6 * k + i] - fe[i];
     }
@@ -78,17 +80,17 @@ static void derivative_vectors(const soa_model *m, soa_data *d)
             cross_motion(u, vlam, t);
             for (int c = 0; c < 6; c++) y[c] -= t[c];  /* y = s x~ alpha(lam) - u x~ v(lam) */
             cross_motion(vl, s, cv);                   /* c = (v(n) + v(lam)) x~ s */
-            matvec6(Rd, s, K);
+            inertia_apply(Rd, s, K);
             cross_force(s, h, g);
-            matvec6(R, cv, t);
+            inertia_apply(R, cv, t);
             for (int c = 0; c < 6; c++) {
                 zb[c] = K[c] + g[c] + t[c];            /* zbar = Rdot s + s x* h + R c */
                 K[c] -= g[c];                          /* K = Rdot s - s x* h */
             }
             cross_force(s, d->f + 6 * n, z);
-            matvec6(R, y, t);
+            inertia_apply(R, y, t);
             for (int c = 0; c < 6; c++) z[c] -= t[c];
-            matvec6(Rd, u, t);
+            inertia_apply(Rd, u, t);
             cross_force(u, h, g);
             for (int c = 0; c < 6; c++) z[c] -= t[c] + g[c];   /* z = s x* f - R y - Rdot u - u x* h */
             store_column(d->lin_s, nv, i, s);
@@ -103,41 +105,47 @@ static void derivative_vectors(const soa_model *m, soa_data *d)
 
 /* The entries (a, i) of one row a, i in [i0, i1), i <= a (i's body an ancestor of a's, or a's):
  *     dq = -scale (F(a) . y(i) + K(a) . u(i)),   dv = scale (K(a) . s(i) + F(a) . c(i)),
- * over the component-major blocks (row stride nv) of y, u, s, c. */
-static void row_above(const double *F, const double *K, double scale,
-                      const double *restrict Y, const double *restrict U, const double *restrict S,
-                      const double *restrict Cv, int nv, double *restrict dq, double *restrict dv,
-                      int i0, int i1)
+ * over the component-major blocks (row stride nv) of y, u, s, c.  (Row pointers and a ptrdiff_t
+ * index keep the loop vectorized and strength-reduced under -fwrapv.) */
+static void row_above(const double *F, const double *K, double scale, const double *Y,
+                      const double *U, const double *S, const double *Cv, int nv,
+                      double *restrict dq, double *restrict dv, int i0, int i1)
 {
     const double f0 = scale * F[0], f1 = scale * F[1], f2 = scale * F[2], f3 = scale * F[3],
                  f4 = scale * F[4], f5 = scale * F[5];
     const double k0 = scale * K[0], k1 = scale * K[1], k2 = scale * K[2], k3 = scale * K[3],
                  k4 = scale * K[4], k5 = scale * K[5];
-    for (int i = i0; i < i1; i++) {
-        dq[i] = -(f0 * Y[i] + f1 * Y[nv + i] + f2 * Y[2 * nv + i] + f3 * Y[3 * nv + i]
-                  + f4 * Y[4 * nv + i] + f5 * Y[5 * nv + i]
-                  + k0 * U[i] + k1 * U[nv + i] + k2 * U[2 * nv + i] + k3 * U[3 * nv + i]
-                  + k4 * U[4 * nv + i] + k5 * U[5 * nv + i]);
-        dv[i] = k0 * S[i] + k1 * S[nv + i] + k2 * S[2 * nv + i] + k3 * S[3 * nv + i]
-              + k4 * S[4 * nv + i] + k5 * S[5 * nv + i]
-              + f0 * Cv[i] + f1 * Cv[nv + i] + f2 * Cv[2 * nv + i] + f3 * Cv[3 * nv + i]
-              + f4 * Cv[4 * nv + i] + f5 * Cv[5 * nv + i];
+    const ptrdiff_t ld = nv, n = i1 - i0;
+    const double *restrict y0 = Y + i0, *restrict u0 = U + i0, *restrict s0 = S + i0,
+                 *restrict c0 = Cv + i0;
+    double *restrict q = dq + i0, *restrict v = dv + i0;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        q[i] = -(f0 * y0[i] + f1 * y0[ld + i] + f2 * y0[2 * ld + i] + f3 * y0[3 * ld + i]
+                 + f4 * y0[4 * ld + i] + f5 * y0[5 * ld + i]
+                 + k0 * u0[i] + k1 * u0[ld + i] + k2 * u0[2 * ld + i] + k3 * u0[3 * ld + i]
+                 + k4 * u0[4 * ld + i] + k5 * u0[5 * ld + i]);
+        v[i] = k0 * s0[i] + k1 * s0[ld + i] + k2 * s0[2 * ld + i] + k3 * s0[3 * ld + i]
+             + k4 * s0[4 * ld + i] + k5 * s0[5 * ld + i]
+             + f0 * c0[i] + f1 * c0[ld + i] + f2 * c0[2 * ld + i] + f3 * c0[3 * ld + i]
+             + f4 * c0[4 * ld + i] + f5 * c0[5 * ld + i];
     }
 }
 
 /* The entries (a, i) of one row a, i in [i0, i1), a < i:  dq = scale s(a) . z(i),
  * dv = scale s(a) . zbar(i). */
-static void row_below(const double *s, double scale, const double *restrict Z,
-                      const double *restrict Zb, int nv, double *restrict dq, double *restrict dv,
-                      int i0, int i1)
+static void row_below(const double *s, double scale, const double *Z, const double *Zb, int nv,
+                      double *restrict dq, double *restrict dv, int i0, int i1)
 {
     const double s0 = scale * s[0], s1 = scale * s[1], s2 = scale * s[2], s3 = scale * s[3],
                  s4 = scale * s[4], s5 = scale * s[5];
-    for (int i = i0; i < i1; i++) {
-        dq[i] = s0 * Z[i] + s1 * Z[nv + i] + s2 * Z[2 * nv + i] + s3 * Z[3 * nv + i]
-              + s4 * Z[4 * nv + i] + s5 * Z[5 * nv + i];
-        dv[i] = s0 * Zb[i] + s1 * Zb[nv + i] + s2 * Zb[2 * nv + i] + s3 * Zb[3 * nv + i]
-              + s4 * Zb[4 * nv + i] + s5 * Zb[5 * nv + i];
+    const ptrdiff_t ld = nv, n = i1 - i0;
+    const double *restrict z = Z + i0, *restrict zb = Zb + i0;
+    double *restrict q = dq + i0, *restrict v = dv + i0;
+    for (ptrdiff_t i = 0; i < n; i++) {
+        q[i] = s0 * z[i] + s1 * z[ld + i] + s2 * z[2 * ld + i] + s3 * z[3 * ld + i]
+             + s4 * z[4 * ld + i] + s5 * z[5 * ld + i];
+        v[i] = s0 * zb[i] + s1 * zb[ld + i] + s2 * zb[2 * ld + i] + s3 * zb[3 * ld + i]
+             + s4 * zb[4 * ld + i] + s5 * zb[5 * ld + i];
     }
 }
 

@@ -20,7 +20,7 @@ static void composite_forces(const soa_model *m, soa_data *d)
 {
     for (int k = 0; k < m->nb; k++)
         for (int a = m->v0[k]; a < m->v0[k] + m->nvj[k]; a++)
-            matvec6(d->P + 36 * k, d->Sw + 6 * a, d->Fs + 6 * a);
+            inertia_apply(d->P + 36 * k, d->Sw + 6 * a, d->Fs + 6 * a);
 }
 
 /* Mdot = V x* M - M V x~ of a body inertia M = [[A, B], [B*, m I]] (B = m c~, c the centre of mass)
@@ -65,17 +65,19 @@ void soa_composite_rates(const soa_model *m, soa_data *d)
         const double *M = d->Mw + 36 * k, *v = d->V + 6 * k;
         double *R = d->P + 36 * k;
         for (int i = 0; i < 36; i++) R[i] = M[i];
-        matvec6(M, v, d->hc + 6 * k);
+        inertia_apply(M, v, d->hc + 6 * k);
         inertia_rate(M, v, d->Rdot + 36 * k);
     }
     for (int k = nb - 1; k >= 0; k--) {
         const int p = m->parent[k];
         if (p < 0) continue;
+        double *restrict Rp = d->P + 36 * p, *restrict Rdp = d->Rdot + 36 * p, *restrict hp = d->hc + 6 * p;
+        const double *Rk = d->P + 36 * k, *Rdk = d->Rdot + 36 * k, *hk = d->hc + 6 * k;
         for (int i = 0; i < 36; i++) {
-            d->P[36 * p + i] += d->P[36 * k + i];
-            d->Rdot[36 * p + i] += d->Rdot[36 * k + i];
+            Rp[i] += Rk[i];
+            Rdp[i] += Rdk[i];
         }
-        for (int i = 0; i < 6; i++) d->hc[6 * p + i] += d->hc[6 * k + i];
+        for (int i = 0; i < 6; i++) hp[i] += hk[i];
     }
     composite_forces(m, d);
 }
@@ -132,10 +134,10 @@ soa_status soa_mass_matrix_derivative(const soa_model *m, soa_data *d, const dou
             const double *si = d->Sw + 6 * i, *Ri = d->P + 36 * ib;
             for (int kb = m->parent[ib]; kb >= 0; kb = m->parent[kb])
                 for (int k = m->v0[kb]; k < m->v0[kb] + m->nvj[kb]; k++) {
-                    matvec6(Ri, d->Sw + 6 * k, t);
+                    inertia_apply(Ri, d->Sw + 6 * k, t);
                     cross_force(si, t, y);                 /* HH_I(i) R_I(i) s(k) */
                     cross_motion(si, d->Sw + 6 * k, t);
-                    matvec6(Ri, t, t2);                    /* -R_I(i) HH*_I(i) s(k) */
+                    inertia_apply(Ri, t, t2);                    /* -R_I(i) HH*_I(i) s(k) */
                     for (int c = 0; c < 6; c++) y[c] -= t2[c];
                     store_up(m, d, kb, y, k, dM + (size_t)slot[i] * nv * nv);
                 }
@@ -167,9 +169,9 @@ soa_status soa_coriolis_matrix(const soa_model *m, soa_data *d, const double *q,
             const double *s = d->Sw + 6 * b;
             double *u = d->cor_u + 6 * b, *X = d->cor_X + 6 * b, *Y = d->cor_Y + 6 * b, t[6], g[6];
             cross_motion(s, d->V + 6 * k, u);
-            matvec6(d->Rdot + 36 * k, s, t);           /* Rdot s */
+            inertia_apply(d->Rdot + 36 * k, s, t);           /* Rdot s */
             cross_force(s, d->hc + 6 * k, g);          /* s x* h */
-            matvec6(d->P + 36 * k, u, X);              /* R_I u */
+            inertia_apply(d->P + 36 * k, u, X);              /* R_I u */
             for (int c = 0; c < 6; c++) {
                 X[c] = 0.5 * (t[c] + g[c]) - X[c];
                 Y[c] = 0.5 * (t[c] - g[c]);
