@@ -382,8 +382,8 @@ static inline void inward_columns_1dof(const double *restrict H, double dinv, co
     const double h0 = H[0], h1 = H[1], h2 = H[2], h3 = H[3], h4 = H[4], h5 = H[5];
     const double g0 = G[0], g1 = G[6], g2 = G[12], g3 = G[18], g4 = G[24], g5 = G[30];
     for (ptrdiff_t c = 0; c < n; c++) {
-        const double e = row[c]
-                       - (h0 * z0[c] + h1 * z1[c] + h2 * z2[c] + h3 * z3[c] + h4 * z4[c] + h5 * z5[c]);
+        const double e = row[c] - (((h0 * z0[c] + h1 * z1[c]) + (h2 * z2[c] + h3 * z3[c]))
+                                   + (h4 * z4[c] + h5 * z5[c]));
         row[c] = dinv * e;
         z0[c] += g0 * e; z1[c] += g1 * e; z2[c] += g2 * e;
         z3[c] += g3 * e; z4[c] += g4 * e; z5[c] += g5 * e;
@@ -438,8 +438,8 @@ static inline void outward_columns_1dof(const double *restrict H, const double *
     const double h0 = H[0], h1 = H[1], h2 = H[2], h3 = H[3], h4 = H[4], h5 = H[5];
     const double g0 = G[0], g1 = G[6], g2 = G[12], g3 = G[18], g4 = G[24], g5 = G[30];
     for (ptrdiff_t c = 0; c < n; c++) {
-        const double r = row[c]
-                       - (g0 * l0[c] + g1 * l1[c] + g2 * l2[c] + g3 * l3[c] + g4 * l4[c] + g5 * l5[c]);
+        const double r = row[c] - (((g0 * l0[c] + g1 * l1[c]) + (g2 * l2[c] + g3 * l3[c]))
+                                   + (g4 * l4[c] + g5 * l5[c]));
         row[c] = r;
         l0[c] += h0 * r; l1[c] += h1 * r; l2[c] += h2 * r;
         l3[c] += h3 * r; l4[c] += h4 * r; l5[c] += h5 * r;

@@ -120,14 +120,14 @@ static void row_above(const double *F, const double *K, double scale, const doub
                  *restrict c0 = Cv + i0;
     double *restrict q = dq + i0, *restrict v = dv + i0;
     for (ptrdiff_t i = 0; i < n; i++) {
-        q[i] = -(f0 * y0[i] + f1 * y0[ld + i] + f2 * y0[2 * ld + i] + f3 * y0[3 * ld + i]
-                 + f4 * y0[4 * ld + i] + f5 * y0[5 * ld + i]
-                 + k0 * u0[i] + k1 * u0[ld + i] + k2 * u0[2 * ld + i] + k3 * u0[3 * ld + i]
-                 + k4 * u0[4 * ld + i] + k5 * u0[5 * ld + i]);
-        v[i] = k0 * s0[i] + k1 * s0[ld + i] + k2 * s0[2 * ld + i] + k3 * s0[3 * ld + i]
-             + k4 * s0[4 * ld + i] + k5 * s0[5 * ld + i]
-             + f0 * c0[i] + f1 * c0[ld + i] + f2 * c0[2 * ld + i] + f3 * c0[3 * ld + i]
-             + f4 * c0[4 * ld + i] + f5 * c0[5 * ld + i];
+        q[i] = -((((f0 * y0[i] + f1 * y0[ld + i]) + (f2 * y0[2 * ld + i] + f3 * y0[3 * ld + i]))
+                  + (f4 * y0[4 * ld + i] + f5 * y0[5 * ld + i]))
+                 + (((k0 * u0[i] + k1 * u0[ld + i]) + (k2 * u0[2 * ld + i] + k3 * u0[3 * ld + i]))
+                    + (k4 * u0[4 * ld + i] + k5 * u0[5 * ld + i])));
+        v[i] = (((k0 * s0[i] + k1 * s0[ld + i]) + (k2 * s0[2 * ld + i] + k3 * s0[3 * ld + i]))
+                + (k4 * s0[4 * ld + i] + k5 * s0[5 * ld + i]))
+             + (((f0 * c0[i] + f1 * c0[ld + i]) + (f2 * c0[2 * ld + i] + f3 * c0[3 * ld + i]))
+                + (f4 * c0[4 * ld + i] + f5 * c0[5 * ld + i]));
     }
 }
 
@@ -142,10 +142,10 @@ static void row_below(const double *s, double scale, const double *Z, const doub
     const double *restrict z = Z + i0, *restrict zb = Zb + i0;
     double *restrict q = dq + i0, *restrict v = dv + i0;
     for (ptrdiff_t i = 0; i < n; i++) {
-        q[i] = s0 * z[i] + s1 * z[ld + i] + s2 * z[2 * ld + i] + s3 * z[3 * ld + i]
-             + s4 * z[4 * ld + i] + s5 * z[5 * ld + i];
-        v[i] = s0 * zb[i] + s1 * zb[ld + i] + s2 * zb[2 * ld + i] + s3 * zb[3 * ld + i]
-             + s4 * zb[4 * ld + i] + s5 * zb[5 * ld + i];
+        q[i] = ((s0 * z[i] + s1 * z[ld + i]) + (s2 * z[2 * ld + i] + s3 * z[3 * ld + i]))
+             + (s4 * z[4 * ld + i] + s5 * z[5 * ld + i]);
+        v[i] = ((s0 * zb[i] + s1 * zb[ld + i]) + (s2 * zb[2 * ld + i] + s3 * zb[3 * ld + i]))
+             + (s4 * zb[4 * ld + i] + s5 * zb[5 * ld + i]);
     }
 }
 
@@ -184,6 +184,29 @@ static void derivative_pairs(const soa_model *m, const soa_data *d, double scale
                 c = e;
             }
         }
+}
+
+/* Up to this many dofs, M^-1 dT is a dense product (nv^3 per matrix) rather than the filter and
+ * smoother on its columns (~24 N nv multiply-adds per matrix, in shorter loops). */
+#define SMALL_NV 12
+
+/* out1 = M^-1 T(:, 0:nv), out2 = M^-1 T(:, nv:2nv) (T: nv x 2nv, row stride ldt; outputs: row
+ * stride ld). */
+static void minv_times(int nv, const double *Minv, const double *T, int ldt, double *out1,
+                       double *out2, int ld)
+{
+    for (int r = 0; r < nv; r++) {
+        double *restrict o1 = out1 + (ptrdiff_t)r * ld, *restrict o2 = out2 + (ptrdiff_t)r * ld;
+        for (int c = 0; c < nv; c++) o1[c] = o2[c] = 0.0;
+        for (int k = 0; k < nv; k++) {
+            const double a = Minv[(ptrdiff_t)r * nv + k];
+            const double *restrict t = T + (ptrdiff_t)k * ldt;
+            for (int c = 0; c < nv; c++) {
+                o1[c] += a * t[c];
+                o2[c] += a * t[nv + c];
+            }
+        }
+    }
 }
 
 /* (dT/dtheta, dT/dbeta) of T = inverse dynamics (theta, beta, beta-dot) into dq, dv (nv x nv, row
@@ -229,8 +252,15 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
     inertial_forces(m, d, use_fext);
     soa_composite_rates(m, d);
     derivative_vectors(m, d);
+    const int nv = m->nv;
+    if (nv <= SMALL_NV && nv <= 3 * m->nb) {          /* -dT (nv x 2nv) fits in d->blocks */
+        double *T = d->blocks;
+        derivative_pairs(m, d, -1.0, T, T + nv, 2 * nv);
+        minv_times(nv, Minv, T, 2 * nv, ddq, ddv, ld);
+        return st;
+    }
     derivative_pairs(m, d, -1.0, ddq, ddv, ld);
-    soa_innovations_solve(m, d, ddq, m->nv, ld);
-    soa_innovations_solve(m, d, ddv, m->nv, ld);
+    soa_innovations_solve(m, d, ddq, nv, ld);
+    soa_innovations_solve(m, d, ddv, nv, ld);
     return st;
 }
