@@ -27,7 +27,7 @@ Forward dynamics:  q̈ = 𝓜⁻¹(τ − C − g),  ∂q̈/∂θ = −𝓜⁻¹
 (the innovations factorization, seed 001 Identity 6) — the analogue of Pinocchio's
 ``computeABADerivatives``.  𝓜⁻¹ is applied to the columns of ∂T by the innovations filter and
 smoother (seed 001 eqs. 49–54) on all of them at once: O(N·nv) per matrix, where a dense product
-with 𝓜⁻¹ would cost O(nv³).
+with 𝓜⁻¹ would cost O(nv³) (up to nv = 12 the dense product is the cheaper one and is used).
 
 The kernels are the C core's ``soa_fmu/core/derivatives.c`` (``soa_rnea_derivatives``,
 ``soa_aba_derivatives``), over the shared sweeps (placements, H_𝕀*, M_𝕀, V_𝕀, ``soa_aba``,

@@ -19,11 +19,11 @@ Two evaluations of ∂M/∂θᵢ
       with ℍ(i) = S[H*(i)] (2.7, 2.11) the force cross product of the hinge axis.  For revolute
       hinges ℍ is skew, ℍ* = −ℍ, and the last bracket vanishes (H(i)ℍ(i) = 0 for a 1-dof hinge),
       which is 4.43 verbatim; the general form also covers prismatic and multi-dof hinges.
-    * composite-body form (Lemma 5.3, eq. 5.52), the C core (``soa_fmu/core/sensitivities.c``),
-      :func:`mass_matrix_derivative`.  With
-      inertial-frame quantities (§5.2) — H_𝕀*(k) = s(k) (5.47), ℍ_𝕀(i) = S[s(i)] (5.48) and the
-      composite inertias R_𝕀(k) = Σ_{c ⪰ k} M_𝕀(c) (5.44 with 5.50) — and, for a pair j ⪯ k
-      (body of j an ancestor of, or equal to, the body of k):
+    * composite-body form (Lemma 5.3, eq. 5.52), :func:`mass_matrix_derivative`, in the C core
+      (``soa_mass_matrix_derivative``, ``soa_fmu/core/sensitivities.c``).  With inertial-frame
+      quantities (§5.2) — H_𝕀*(k) = s(k) (5.47), ℍ_𝕀(i) = S[s(i)] (5.48) and the composite inertias
+      R_𝕀(k) = Σ_{c ⪰ k} M_𝕀(c) (5.44 with 5.50) — and, for a pair j ⪯ k (body of j an ancestor of,
+      or equal to, the body of k):
 
           ∂M(j,k)/∂θᵢ = H_𝕀(j) ℍ_𝕀(i) R_𝕀(k) H_𝕀*(k)                    j ≺ i ⪯ k
                       = H_𝕀(j) [ℍ_𝕀(i) R_𝕀(i) + R_𝕀(i) ℍ_𝕀*(i)] H_𝕀*(k)    k ≺ i
