@@ -5,7 +5,7 @@
  * inertial-frame quantity of the subtree rotates with it (seed 004 eqs. 3.19-3.21, 3.25-3.27) and
  * the relative velocities and accelerations with it.  Differentiating the Newton-Euler recursion
  * f(k) = M_I alpha + V x* M_I V - f_ext, T = H f (seed 001 eqs. 23-27, inertial frame) under that
- * motion, with R_I (in P), Rdot, h (sensitivities.c) and the composite force f (all O(N)):
+ * motion, with R_I, Rdot, h (sensitivities.c) and the composite force f (all O(N)):
  *
  *     dT(a)/dtheta_i = -F(a) . y(i) - K(a) . u(i)                        i <= a
  *                    =  s(a) . [s(i) x* f(n) - R_I(n) y(i) - Rdot(n) u(i) - u(i) x* h(n)]
@@ -45,7 +45,7 @@ static void inertial_forces(const soa_model *m, soa_data *d, int use_fext)
 {
     for (int k = 0; k < m->nb; k++) {
         double *f = d->f + 6 * k, fe[6] = {0, 0, 0, 0, 0, 0};
-        inertia_apply(d->Mw + 36 * k, d->alpha + 6 * k, f);
+        matvec6(d->Mw + 36 * k, d->alpha + 6 * k, f);
         if (use_fext) add_phi(d->Rw + 9 * k, d->pw + 3 * k, d->fext + 6 * k, fe);
         for (int i = 0; i < 6; i++) f[i] += d->b[6 * k + i] - fe[i];
     }
@@ -69,7 +69,7 @@ static void derivative_vectors(const soa_model *m, soa_data *d)
     for (int n = 0; n < m->nb; n++) {
         const int p = m->parent[n];
         const double *vlam = p < 0 ? zero6 : d->V + 6 * p, *alam = p < 0 ? m->a0 : d->alpha + 6 * p;
-        const double *R = d->P + 36 * n, *Rd = d->Rdot + 36 * n, *h = d->hc + 6 * n;
+        const double *R = d->Ri + 10 * n, *Rd = d->Rdot + 10 * n, *h = d->hc + 6 * n;
         double vl[6];
         for (int c = 0; c < 6; c++) vl[c] = d->V[6 * n + c] + vlam[c];
         for (int i = m->v0[n]; i < m->v0[n] + m->nvj[n]; i++) {

@@ -6,7 +6,7 @@
  * origin), where phi is the identity:
  *     s(i) = H*_I(i)                           eq. 5.47           d->Sw
  *     M_I(k)                                   eq. 5.44           d->Mw
- *     R_I(k) = sum_{c >= k} M_I(c)             eqs. 5.44, 5.50    d->P  (a plain sum in one frame)
+ *     R_I(k) = sum_{c >= k} M_I(c)             eqs. 5.44, 5.50    d->Ri (a plain sum in one frame)
  *     F(i) = R_I(k) s(i),  k the body of i     (the CRBA force)   d->Fs
  * and, for the velocity-dependent terms, the composite momentum h(k) = sum_{c >= k} M_I(c) V_I(c)
  * and the rate of R_I, Rdot(k) = sum_{c >= k} (V_I x* M_I - M_I V_I x~)(c) (eq. 3.19 for a body).
@@ -15,71 +15,63 @@
 #include "soa.h"
 #include "spatial.h"
 
-/* Fs(i) = R_I(k) s(i) for every dof i of every body k (needs P = R_I and Sw). */
-static void composite_forces(const soa_model *m, soa_data *d)
+/* Idot = V x* I - I V x~ of a body inertia in compact form (J, c = m p, m), inertial frame (seed 004
+ * eq. 3.19), V = [w; v].  The mass is constant, so the 6x6 rate is [[Jdot, cdot~], [-cdot~, 0]] with
+ *     Jdot = w~ J - J w~ + v~ c~* - c~ v~ = T + T* + 2 (v . c) 1 - v c* - c v*   (T = w~ J),
+ *     cdot = m v + w x c. */
+static void inertia_rate(const double *restrict Ic, const double *restrict V, double *restrict X)
 {
-    for (int k = 0; k < m->nb; k++)
-        for (int a = m->v0[k]; a < m->v0[k] + m->nvj[k]; a++)
-            inertia_apply(d->P + 36 * k, d->Sw + 6 * a, d->Fs + 6 * a);
+    const double w[3] = {V[0], V[1], V[2]}, v[3] = {V[3], V[4], V[5]}, *c = Ic + 6;
+    const double J[9] = {Ic[0], Ic[1], Ic[2], Ic[1], Ic[3], Ic[4], Ic[2], Ic[4], Ic[5]};
+    double T[9];
+    for (int j = 0; j < 3; j++) {                     /* T(:, j) = w x J(:, j) */
+        T[j] = w[1] * J[6 + j] - w[2] * J[3 + j];
+        T[3 + j] = w[2] * J[j] - w[0] * J[6 + j];
+        T[6 + j] = w[0] * J[3 + j] - w[1] * J[j];
+    }
+    const double vc = v[0] * c[0] + v[1] * c[1] + v[2] * c[2];
+    static const int ij[6][2] = {{0, 0}, {0, 1}, {0, 2}, {1, 1}, {1, 2}, {2, 2}};
+    for (int e = 0; e < 6; e++) {
+        const int i = ij[e][0], j = ij[e][1];
+        X[e] = T[3 * i + j] + T[3 * j + i] - v[i] * c[j] - c[i] * v[j] + (i == j ? 2.0 * vc : 0.0);
+    }
+    cross3(w, c, X + 6);
+    for (int i = 0; i < 3; i++) X[6 + i] += Ic[9] * v[i];
+    X[9] = 0.0;
 }
 
-/* Mdot = V x* M - M V x~ of a body inertia M = [[A, B], [B*, m I]] (B = m c~, c the centre of mass)
- * in the inertial frame (seed 004 eq. 3.19), V = [w; v]: the mass is constant, so
- *     Mdot = [[w~ A - A w~ + v~ B* - B v~,  m cdot~], [-m cdot~, 0]],   m cdot = m v + w x (m c),
- * with w~ A - A w~ = T + T* (T = w~ A) and v~ B* - B v~ = -m (v~ c~ + c~ v~)
- *                                                    = 2 (v . m c) I - v (m c)* - (m c) v*. */
-static void inertia_rate(const double *restrict M, const double *restrict V, double *restrict X)
-{
-    const double w[3] = {V[0], V[1], V[2]}, v[3] = {V[3], V[4], V[5]};
-    const double mc[3] = {M[6 * 2 + 4], M[6 * 0 + 5], M[6 * 1 + 3]};   /* B = (m c)~ */
-    double T[9], mcd[3];
-    for (int j = 0; j < 3; j++) {                     /* T(:, j) = w x A(:, j) */
-        const double a0 = M[j], a1 = M[6 + j], a2 = M[12 + j];
-        T[j] = w[1] * a2 - w[2] * a1;
-        T[3 + j] = w[2] * a0 - w[0] * a2;
-        T[6 + j] = w[0] * a1 - w[1] * a0;
-    }
-    cross3(w, mc, mcd);
-    const double m = M[21], vmc = v[0] * mc[0] + v[1] * mc[1] + v[2] * mc[2];
-    for (int i = 0; i < 3; i++) {
-        mcd[i] += m * v[i];
-        for (int j = i; j < 3; j++)
-            X[6 * i + j] = X[6 * j + i] = T[3 * i + j] + T[3 * j + i] - v[i] * mc[j] - mc[i] * v[j]
-                                          + (i == j ? 2.0 * vmc : 0.0);
-    }
-    const double cd[9] = {0.0, -mcd[2], mcd[1], mcd[2], 0.0, -mcd[0], -mcd[1], mcd[0], 0.0};
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            X[6 * i + 3 + j] = cd[3 * i + j];
-            X[6 * (3 + j) + i] = cd[3 * i + j];          /* (m cdot~)* = -m cdot~ */
-            X[6 * (3 + i) + 3 + j] = 0.0;
-        }
-}
-
-/* R_I(k) into P (eqs. 5.44, 5.50), Rdot(k), h(k) (one inward pass of plain sums) and F(i).
- * Needs Mw, Sw and the inertial velocities V_I (soa_inertial_velocities). */
-void soa_composite_rates(const soa_model *m, soa_data *d)
+/* R_I(k) = sum_{c >= k} M_I(c) in compact form into Ri (eqs. 5.44, 5.50: a plain sum in one frame),
+ * with `rates` also Rdot(k) and h(k) (needs the inertial velocities V_I), and F(i) = R_I s(i): one
+ * inward pass.  Needs Mw and Sw. */
+static void composite_inertias(const soa_model *m, soa_data *d, int rates)
 {
     const int nb = m->nb;
     for (int k = 0; k < nb; k++) {
-        const double *M = d->Mw + 36 * k, *v = d->V + 6 * k;
-        double *R = d->P + 36 * k;
-        for (int i = 0; i < 36; i++) R[i] = M[i];
-        inertia_apply(M, v, d->hc + 6 * k);
-        inertia_rate(M, v, d->Rdot + 36 * k);
+        double *R = d->Ri + 10 * k;
+        inertia_compact(d->Mw + 36 * k, R);
+        if (rates) {
+            inertia_apply(R, d->V + 6 * k, d->hc + 6 * k);
+            inertia_rate(R, d->V + 6 * k, d->Rdot + 10 * k);
+        }
     }
     for (int k = nb - 1; k >= 0; k--) {
         const int p = m->parent[k];
         if (p < 0) continue;
-        double *restrict Rp = d->P + 36 * p, *restrict Rdp = d->Rdot + 36 * p, *restrict hp = d->hc + 6 * p;
-        const double *Rk = d->P + 36 * k, *Rdk = d->Rdot + 36 * k, *hk = d->hc + 6 * k;
-        for (int i = 0; i < 36; i++) {
-            Rp[i] += Rk[i];
-            Rdp[i] += Rdk[i];
+        for (int i = 0; i < 10; i++) d->Ri[10 * p + i] += d->Ri[10 * k + i];
+        if (rates) {
+            for (int i = 0; i < 10; i++) d->Rdot[10 * p + i] += d->Rdot[10 * k + i];
+            for (int i = 0; i < 6; i++) d->hc[6 * p + i] += d->hc[6 * k + i];
         }
-        for (int i = 0; i < 6; i++) hp[i] += hk[i];
     }
-    composite_forces(m, d);
+    for (int k = 0; k < nb; k++)
+        for (int a = m->v0[k]; a < m->v0[k] + m->nvj[k]; a++)
+            inertia_apply(d->Ri + 10 * k, d->Sw + 6 * a, d->Fs + 6 * a);
+}
+
+/* R_I (Ri), Rdot, h and F for the velocity-dependent kernels (here and in derivatives.c). */
+void soa_composite_rates(const soa_model *m, soa_data *d)
+{
+    composite_inertias(m, d, 1);
 }
 
 /* out(j, c) = out(c, j) = H_I(j) y for every dof j of body jb and of all its ancestors. */
@@ -114,8 +106,8 @@ soa_status soa_mass_matrix_derivative(const soa_model *m, soa_data *d, const dou
     soa_outward_placements(m, d, q);
     soa_world_placements(m, d);
     soa_joint_maps_to_world(m, d);
-    soa_composite_inertia_sweep(m, d);
-    composite_forces(m, d);
+    soa_inertias_to_world(m, d);
+    composite_inertias(m, d, 0);
     for (size_t i = 0; i < (size_t)count * nv * nv; i++) dM[i] = 0.0;
     double y[6], t[6], t2[6];
     /* j < i <= k: H_I(j) [s(i) x* F(k)] over k's body kb, its ancestors ib (i) and theirs (j) */
@@ -131,7 +123,7 @@ soa_status soa_mass_matrix_derivative(const soa_model *m, soa_data *d, const dou
     for (int ib = 0; ib < nb; ib++)
         for (int i = m->v0[ib]; i < m->v0[ib] + m->nvj[ib]; i++) {
             if (slot[i] < 0) continue;
-            const double *si = d->Sw + 6 * i, *Ri = d->P + 36 * ib;
+            const double *si = d->Sw + 6 * i, *Ri = d->Ri + 10 * ib;
             for (int kb = m->parent[ib]; kb >= 0; kb = m->parent[kb])
                 for (int k = m->v0[kb]; k < m->v0[kb] + m->nvj[kb]; k++) {
                     inertia_apply(Ri, d->Sw + 6 * k, t);
@@ -169,9 +161,9 @@ soa_status soa_coriolis_matrix(const soa_model *m, soa_data *d, const double *q,
             const double *s = d->Sw + 6 * b;
             double *u = d->cor_u + 6 * b, *X = d->cor_X + 6 * b, *Y = d->cor_Y + 6 * b, t[6], g[6];
             cross_motion(s, d->V + 6 * k, u);
-            inertia_apply(d->Rdot + 36 * k, s, t);           /* Rdot s */
+            inertia_apply(d->Rdot + 10 * k, s, t);           /* Rdot s */
             cross_force(s, d->hc + 6 * k, g);          /* s x* h */
-            inertia_apply(d->P + 36 * k, u, X);              /* R_I u */
+            inertia_apply(d->Ri + 10 * k, u, X);              /* R_I u */
             for (int c = 0; c < 6; c++) {
                 X[c] = 0.5 * (t[c] + g[c]) - X[c];
                 Y[c] = 0.5 * (t[c] - g[c]);

@@ -127,7 +127,8 @@ typedef struct {
     X(vs,      1, nv, 0, 0)   /* stage velocity */                                               \
     X(dv,      1, nv, 0, 0)   /* a velocity increment */                                         \
     /* ---- sensitivities.c, derivatives.c (inertial frame, seed 004 sec. 5.2) ---- */           \
-    X(Rdot,    3, nb, 6, 6)   /* rate of the composite inertia R_I(k) (R_I in P) */              \
+    X(Ri,      2, nb, 10, 0)  /* composite inertia R_I(k), compact: J (6), m c (3), m */         \
+    X(Rdot,    2, nb, 10, 0)  /* its rate (compact, m-dot = 0), seed 004 eq. 3.19 summed */      \
     X(hc,      2, nb, 6, 0)   /* composite momentum h(k) = sum_{c >= k} M_I V_I */               \
     X(Fs,      2, nv, 6, 0)   /* F(i) = R_I(k) H*_I(i), k the body of dof i */                   \
     X(cor_u,   2, nv, 6, 0)   /* Coriolis: u(a) = s(a) x~ V_I(A), A the body of a */             \

@@ -213,17 +213,24 @@ static inline void matvec6(const double *restrict A, const double *restrict x, d
     }
 }
 
-/* out = M x for a 6x6 M of the form of a spatial inertia, [[J, c~], [-c~, m 1]] with J symmetric
- * (a body or composite inertia, or its rate, where m = 0): 24 multiplications instead of 36.
- * c is read from M[16], M[5], M[9] (= c~ at (2, 1), (0, 2), (1, 0) of the upper-right block). */
-static inline void inertia_apply(const double *restrict M, const double *restrict x,
+/* A spatial inertia about the world origin (or a composite of them, or its rate) in compact form,
+ * Ic = (Jxx, Jxy, Jxz, Jyy, Jyz, Jzz, cx, cy, cz, m) for the 6x6 [[J, c~], [-c~, m 1]] (c = m times
+ * the centre of mass).  inertia_compact reads it off a 6x6 built by spatial_inertia. */
+static inline void inertia_compact(const double *restrict M, double *restrict Ic)
+{
+    Ic[0] = M[0]; Ic[1] = M[1]; Ic[2] = M[2]; Ic[3] = M[7]; Ic[4] = M[8]; Ic[5] = M[14];
+    Ic[6] = M[16]; Ic[7] = M[5]; Ic[8] = M[9]; Ic[9] = M[21];
+}
+
+/* out = Ic x for a compact inertia: [J w + c x v;  m v - c x w] (24 multiplications, not 36). */
+static inline void inertia_apply(const double *restrict Ic, const double *restrict x,
                                  double *restrict out)
 {
-    const double c0 = M[16], c1 = M[5], c2 = M[9], m = M[21];
+    const double c0 = Ic[6], c1 = Ic[7], c2 = Ic[8], m = Ic[9];
     const double w0 = x[0], w1 = x[1], w2 = x[2], v0 = x[3], v1 = x[4], v2 = x[5];
-    out[0] = M[0] * w0 + M[1] * w1 + M[2] * w2 + c1 * v2 - c2 * v1;
-    out[1] = M[6] * w0 + M[7] * w1 + M[8] * w2 + c2 * v0 - c0 * v2;
-    out[2] = M[12] * w0 + M[13] * w1 + M[14] * w2 + c0 * v1 - c1 * v0;
+    out[0] = Ic[0] * w0 + Ic[1] * w1 + Ic[2] * w2 + c1 * v2 - c2 * v1;
+    out[1] = Ic[1] * w0 + Ic[3] * w1 + Ic[4] * w2 + c2 * v0 - c0 * v2;
+    out[2] = Ic[2] * w0 + Ic[4] * w1 + Ic[5] * w2 + c0 * v1 - c1 * v0;
     out[3] = m * v0 - (c1 * w2 - c2 * w1);
     out[4] = m * v1 - (c2 * w0 - c0 * w2);
     out[5] = m * v2 - (c0 * w1 - c1 * w0);
