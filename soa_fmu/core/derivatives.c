@@ -18,7 +18,8 @@
  * base acceleration alpha(world) = [0; -g], and f_ext is fixed in its body.  Forward dynamics:
  * beta-dot = M^-1 (T - C - g), so d(beta-dot) = -M^-1 dT at beta-dot (the analogue of Pinocchio's
  * computeABADerivatives), M^-1 applied by the innovations filter and smoother (seed 001 eqs. 49-54,
- * Identity 6) to the columns of dT: O(N nv) for each matrix. */
+ * Identity 6) to the columns of dT: O(N nv) for each matrix (for nv <= SMALL_NV, a dense product
+ * with the M^-1 computed anyway is cheaper). */
 #include <stddef.h>
 
 #include "soa.h"
@@ -241,7 +242,8 @@ soa_status soa_rnea_derivatives(const soa_model *m, soa_data *d, const double *q
  * ddv (nv x nv, row stride ld), and M^-1 (nv x nv, contiguous): soa_aba (the innovations algorithm,
  * leaving beta-dot, V_I, alpha_I, H*_I, M_I and the Riccati factors G, D^-1 in the data), M^-1 from
  * those factors (seed 001 Identity 6), the composite forces at beta-dot, -dT by the header's pairs,
- * and d beta-dot = M^-1 (-dT) by the filter and smoother on its columns. */
+ * and d beta-dot = M^-1 (-dT) by the filter and smoother on its columns, or for a few dofs as a
+ * dense product. */
 soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q, const double *qd,
                                const double *tau, int use_fext, double *ddq, double *ddv, int ld,
                                double *Minv)
