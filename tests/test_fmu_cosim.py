@@ -58,15 +58,15 @@ def test_libcosim_runs_two_fmus_and_matches_fmpy(arm_fmu, pendulum_fmu):
     qdd = np.array(last.last_real_values(arm, refs(arm_vr, "qdd", 7)))
     q_ref, qd_ref, qdd_ref, q1_ref = fmpy_run(arm_fmu, tau, STEPS)
     # same FMU and held inputs; libcosim's 1 ms is 1e6 ns × 1e-9 s (an ulp away from fmpy's 1e-3),
-    # so the two agree to round-off, not bit for bit
-    np.testing.assert_allclose(q, q_ref, rtol=1e-12, atol=1e-12)
-    np.testing.assert_allclose(qd, qd_ref, rtol=1e-12, atol=1e-12)
+    # so the two agree to round-off (grown over 150 steps of a fast, spinning arm), not bit for bit
+    np.testing.assert_allclose(q, q_ref, rtol=1e-10, atol=1e-10)
+    np.testing.assert_allclose(qd, qd_ref, rtol=1e-10, atol=1e-10)
     np.testing.assert_allclose(qdd, qdd_ref, rtol=1e-10, atol=1e-10)
     samples = series.time_series_real_samples(arm, arm_vr["q[1]"], from_step=1,
                                               sample_count=STEPS)
     times, steps, values = (np.array(x) for x in samples)
     assert len(values) >= STEPS - 1
-    np.testing.assert_allclose(values, q1_ref[steps - 1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(values, q1_ref[steps - 1], rtol=1e-10, atol=1e-10)
     np.testing.assert_array_equal(times, steps * H_NS)
     assert np.abs(q).max() > 0.01
 
