@@ -17,12 +17,9 @@ from .articulated import forward_dynamics, forward_dynamics_bias_free, mass_matr
 from .energy import kinetic_energy, potential_energy, spatial_momentum, total_energy
 from .integrators import IntegrationError, Simulator, simulate
 from .io import ModelWarning, load_model
-try:  # TEMPORARY while these modules are ported to the C core (removed before commit)
-    from .sensitivities import christoffel_symbols, coriolis_matrix, mass_matrix_derivative
-    from .linearization import (configuration_difference, forward_dynamics_derivatives,
-                                inverse_dynamics_derivatives, linearize)
-except ImportError as _e:
-    print("PORT IN PROGRESS (sensitivities):", _e)
+from .sensitivities import christoffel_symbols, coriolis_matrix, mass_matrix_derivative
+from .linearization import (configuration_difference, forward_dynamics_derivatives,
+                            inverse_dynamics_derivatives, linearize)
 from .operational_space import (correction_accelerations, operational_space_inertia,
                                 operational_space_inertia_inverse)
 from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,

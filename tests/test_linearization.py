@@ -34,9 +34,7 @@ def case(request):
 
 
 def plus(model, q, d):
-    out = np.empty(model.nq)
-    integrate_configuration(model.arrays(), q, np.asarray(d, dtype=float), out)
-    return out
+    return integrate_configuration(model, q, np.asarray(d, dtype=float))
 
 
 def rel(a, b):
@@ -73,6 +71,22 @@ def test_forward_dynamics_derivatives(case):
     assert rel(ddq, ref_q) < 1e-6
     assert rel(ddv, ref_v) < 1e-6
     assert rel(Minv, sf.mass_matrix_inverse(model, q)) < 1e-12
+
+
+@pytest.mark.parametrize("model", [serial_chain(16, seed=4), random_tree(14, seed=6, joint_types=MIXED)],
+                         ids=["chain16", "tree14"])
+def test_forward_dynamics_derivatives_of_larger_systems(model):
+    """Past nv = 12 the core applies 𝓜⁻¹ by the filter and smoother on the columns of ∂τ instead of
+    a dense product: the same check against finite differences, and −𝓜⁻¹∂τ from the ID derivatives."""
+    q, qd = random_state(model, seed=2)
+    tau = np.random.default_rng(5).normal(size=model.nv)
+    ddq, ddv, Minv = forward_dynamics_derivatives(model, q, qd, tau)
+    ref_q, ref_v = jacobians(model, lambda a, b: sf.forward_dynamics(model, a, b, tau), q, qd)
+    assert rel(ddq, ref_q) < 1e-6
+    assert rel(ddv, ref_v) < 1e-6
+    dq, dv = inverse_dynamics_derivatives(model, q, qd, sf.forward_dynamics(model, q, qd, tau))
+    assert rel(ddq, -Minv @ dq) < 1e-12
+    assert rel(ddv, -Minv @ dv) < 1e-12
 
 
 def test_consistency_with_mass_matrix_sensitivities(case):

@@ -36,9 +36,7 @@ def case(request):
 
 def plus(model, q, d):
     """θ ⊕ δ."""
-    out = np.empty(model.nq)
-    integrate_configuration(model.arrays(), q, np.asarray(d, dtype=float), out)
-    return out
+    return integrate_configuration(model, q, np.asarray(d, dtype=float))
 
 
 def central(f, model, q, d):
@@ -167,7 +165,7 @@ def inertial_quantities(model, q):
     nb = model.nbodies
     X = [phi_matrix(w.Rw[k], w.pw[k]) for k in range(nb)]               # φ(𝕀, k), forces
     s = np.array([np.linalg.inv(X[k]).T @ m.S[i] for k in range(nb)
-                  for i in range(m.v0[k], m.v0[k] + m.nv[k])])
+                  for i in range(m.v0[k], m.v0[k] + m.nvj[k])])
     RI = np.array([X[k] @ m.inertia[k] @ X[k].T for k in range(nb)])
     for k in range(nb - 1, -1, -1):
         if m.parent[k] >= 0:

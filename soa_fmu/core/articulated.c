@@ -13,6 +13,7 @@
  * The filter carries the bias (P a + b) as in Algorithm 3 (eqs. 60-65), so forward dynamics is
  * three sweeps; soa_aba_bias_free is Algorithm 2 (eqs. 55-59). */
 #include <math.h>
+#include <stddef.h>
 
 #include "soa.h"
 #include "spatial.h"
@@ -354,70 +355,112 @@ soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, c
     return soa_check_result(qdd, nv, 1);
 }
 
-/* Inward step of M^-1 for a 1-dof body over its subtree's columns [c0, c1) (seed 001 eqs. 50-51 on
- * unit inputs), in place in W, which holds Z(k) on these columns and becomes Z(parent) there:
- *     e = delta - H Z,   row = D^-1 e,   Z+ = Z + G e.
- * (Children of one body own disjoint column ranges, so one 6 x nv W serves every body.) */
-static void minv_inward_1dof(const double *restrict H, double dinv, const double *restrict G,
-                             double *restrict W, double *restrict row, int c0, int c1, int nv)
+/* The filter and smoother on a BLOCK of inputs (seed 001 eqs. 49-54, bias-free, one column per
+ * right-hand side), one body at a time, in the inertial frame where phi and phi* are identities.
+ * They serve M^-1 (unit inputs) and soa_innovations_solve (any inputs).  Rows of X have stride ldx,
+ * the 6 x n blocks W, L, E stride ldw. */
+
+/* Inward step of a 1-dof body over n columns (seed 001 eqs. 49-51), in place: `row` holds the
+ * input T(k) on entry and nu = D^-1 eps on return; z0..z5, the rows of W, hold z(k) and become z+(k):
+ *     eps = T - H z,   nu = D^-1 eps,   z+ = z + G eps.
+ * (The rows are separate restrict parameters and the index a ptrdiff_t so that the compiler
+ * vectorizes over the columns, also under -fwrapv.) */
+static inline void inward_columns_1dof(const double *restrict H, double dinv, const double *restrict G,
+                                       double *restrict z0, double *restrict z1, double *restrict z2,
+                                       double *restrict z3, double *restrict z4, double *restrict z5,
+                                       double *restrict row, ptrdiff_t n)
 {
     const double h0 = H[0], h1 = H[1], h2 = H[2], h3 = H[3], h4 = H[4], h5 = H[5];
     const double g0 = G[0], g1 = G[6], g2 = G[12], g3 = G[18], g4 = G[24], g5 = G[30];
-    double *restrict z0 = W, *restrict z1 = W + nv, *restrict z2 = W + 2 * nv,
-           *restrict z3 = W + 3 * nv, *restrict z4 = W + 4 * nv, *restrict z5 = W + 5 * nv;
-    for (int c = c0; c < c1; c++) {
-        const double e = (c == c0 ? 1.0 : 0.0)
-                       - (h0 * z0[c] + h1 * z1[c] + h2 * z2[c] + h3 * z3[c] + h4 * z4[c] + h5 * z5[c]);
+    for (ptrdiff_t c = 0; c < n; c++) {
+        const double e = row[c] - (((h0 * z0[c] + h1 * z1[c]) + (h2 * z2[c] + h3 * z3[c]))
+                                   + (h4 * z4[c] + h5 * z5[c]));
         row[c] = dinv * e;
         z0[c] += g0 * e; z1[c] += g1 * e; z2[c] += g2 * e;
         z3[c] += g3 * e; z4[c] += g4 * e; z5[c] += g5 * e;
     }
 }
 
-/* The same for a body of n > 1 dofs: E = I - H Z (n rows of scratch), rows = D^-1 E, Z += G E. */
-static void minv_inward(const double *restrict H, int n, const double *restrict Dinv,
-                        const double *restrict G, double *restrict W, double *restrict E,
-                        double *restrict rows, int c0, int c1, int nv)
+/* The same over columns [c0, c1) of W (row stride ldw) and row. */
+static void block_inward_1dof(const double *H, double dinv, const double *G, double *W, int ldw,
+                              double *row, int c0, int c1)
+{
+    inward_columns_1dof(H, dinv, G, W + c0, W + ldw + c0, W + 2 * ldw + c0, W + 3 * ldw + c0,
+                        W + 4 * ldw + c0, W + 5 * ldw + c0, row + c0, c1 - c0);
+}
+
+/* The same for a body of n > 1 dofs: E = T - H z (n rows of scratch), rows = D^-1 E, z += G E. */
+static void block_inward(const double *restrict H, int n, const double *restrict Dinv,
+                         const double *restrict G, double *restrict W, int ldw, double *restrict E,
+                         double *restrict rows, int ldx, int c0, int c1)
 {
     for (int dd = 0; dd < n; dd++) {
-        double *restrict Ed = E + dd * nv;
-        for (int c = c0; c < c1; c++) Ed[c] = 0.0;
-        Ed[c0 + dd] = 1.0;
+        double *restrict Ed = E + dd * ldw, *restrict rd = rows + dd * ldx;
+        for (int c = c0; c < c1; c++) {
+            Ed[c] = rd[c];
+            rd[c] = 0.0;
+        }
         for (int i = 0; i < 6; i++) {
             const double h = H[6 * dd + i];
-            for (int c = c0; c < c1; c++) Ed[c] -= h * W[i * nv + c];
+            for (int c = c0; c < c1; c++) Ed[c] -= h * W[i * ldw + c];
         }
     }
     for (int dd = 0; dd < n; dd++)
         for (int e = 0; e < n; e++) {
             const double g = Dinv[6 * dd + e];
-            for (int c = c0; c < c1; c++) rows[dd * nv + c] += g * E[e * nv + c];
+            for (int c = c0; c < c1; c++) rows[dd * ldx + c] += g * E[e * ldw + c];
         }
     for (int i = 0; i < 6; i++)
         for (int dd = 0; dd < n; dd++) {
             const double g = G[6 * i + dd];
-            for (int c = c0; c < c1; c++) W[i * nv + c] += g * E[dd * nv + c];
+            for (int c = c0; c < c1; c++) W[i * ldw + c] += g * E[dd * ldw + c];
         }
 }
 
-/* Outward step of M^-1 for body k over the columns c >= c0 (seed 001 eqs. 53-54):
- *     rows -= G* Lambda(p),   Lambda(k) = Lambda(p) + H*(k) rows,
- * L holding Lambda(p) on entry (a copy, or the parent's own block for its last child). */
-static void minv_outward(const double *restrict H, int n, const double *restrict G,
-                         double *restrict L, double *restrict rows, int c0, int nv)
+/* Outward step of a 1-dof body over n columns (seed 001 eqs. 53-54), in place: `row` holds nu on
+ * entry and beta-dot on return; l0..l5, the rows of L, hold alpha(p) (Lambda(p) for M^-1) and
+ * become alpha(k):
+ *     beta-dot = nu - G* alpha(p),   alpha(k) = alpha(p) + H*(k) beta-dot. */
+static inline void outward_columns_1dof(const double *restrict H, const double *restrict G,
+                                        double *restrict l0, double *restrict l1, double *restrict l2,
+                                        double *restrict l3, double *restrict l4, double *restrict l5,
+                                        double *restrict row, ptrdiff_t n)
+{
+    const double h0 = H[0], h1 = H[1], h2 = H[2], h3 = H[3], h4 = H[4], h5 = H[5];
+    const double g0 = G[0], g1 = G[6], g2 = G[12], g3 = G[18], g4 = G[24], g5 = G[30];
+    for (ptrdiff_t c = 0; c < n; c++) {
+        const double r = row[c] - (((g0 * l0[c] + g1 * l1[c]) + (g2 * l2[c] + g3 * l3[c]))
+                                   + (g4 * l4[c] + g5 * l5[c]));
+        row[c] = r;
+        l0[c] += h0 * r; l1[c] += h1 * r; l2[c] += h2 * r;
+        l3[c] += h3 * r; l4[c] += h4 * r; l5[c] += h5 * r;
+    }
+}
+
+/* The same over columns [c0, c1) of L (row stride ldw) and row. */
+static void block_outward_1dof(const double *H, const double *G, double *L, int ldw, double *row,
+                               int c0, int c1)
+{
+    outward_columns_1dof(H, G, L + c0, L + ldw + c0, L + 2 * ldw + c0, L + 3 * ldw + c0,
+                         L + 4 * ldw + c0, L + 5 * ldw + c0, row + c0, c1 - c0);
+}
+
+/* The same for a body of n dofs. */
+static void block_outward(const double *restrict H, int n, const double *restrict G,
+                          double *restrict L, int ldw, double *restrict rows, int ldx, int c0, int c1)
 {
     for (int dd = 0; dd < n; dd++) {
-        double *restrict row = rows + dd * nv;
+        double *restrict row = rows + dd * ldx;
         for (int i = 0; i < 6; i++) {
             const double g = G[6 * i + dd];
-            for (int c = c0; c < nv; c++) row[c] -= g * L[i * nv + c];
+            for (int c = c0; c < c1; c++) row[c] -= g * L[i * ldw + c];
         }
     }
     for (int dd = 0; dd < n; dd++) {
-        const double *restrict row = rows + dd * nv;
+        const double *restrict row = rows + dd * ldx;
         for (int i = 0; i < 6; i++) {
             const double h = H[6 * dd + i];
-            for (int c = c0; c < nv; c++) L[i * nv + c] += h * row[c];
+            for (int c = c0; c < c1; c++) L[i * ldw + c] += h * row[c];
         }
     }
 }
@@ -434,7 +477,6 @@ soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Mi
 {
     soa_status st = soa_check_configuration(m, q);
     if (st.kind != SOA_OK) return st;
-    const int nb = m->nb, nv = m->nv;
     soa_outward_placements(m, d, q);
     soa_world_placements(m, d);
     const int ks = soa_riccati_sweep(m, d, 1);
@@ -443,6 +485,15 @@ soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Mi
         st.index = ks;
         return st;
     }
+    soa_minv_columns(m, d, Minv);
+    return soa_check_result(Minv, m->nv, m->nv);
+}
+
+/* The column sweeps of soa_minv, from the factors G, D^-1 and H*_I (Sw) of an inertial-frame
+ * Riccati sweep (soa_riccati_sweep(m, d, 1), or the one inside soa_aba). */
+void soa_minv_columns(const soa_model *m, soa_data *d, double *Minv)
+{
+    const int nb = m->nb, nv = m->nv;
     const double *H = d->Sw;
     double *W = d->Y;
     /* columns in depth-first order (m->vdfs): Minv holds rows in dof order, columns depth first,
@@ -450,13 +501,15 @@ soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Mi
     for (int i = 0; i < 6 * nv; i++) W[i] = 0.0;
     for (int k = nb - 1; k >= 0; k--) {
         const int v0 = m->v0[k], n = m->nvj[k], c0 = m->dfs0[k], c1 = m->dfsend[k];
-        for (int dd = 0; dd < n; dd++)
+        for (int dd = 0; dd < n; dd++) {                /* the unit inputs of k's dofs */
             for (int c = c0; c < nv; c++) Minv[(v0 + dd) * nv + c] = 0.0;
+            Minv[(v0 + dd) * nv + c0 + dd] = 1.0;
+        }
         if (n == 1)
-            minv_inward_1dof(H + 6 * v0, d->Dinv[36 * k], d->G + 36 * k, W, Minv + v0 * nv, c0, c1, nv);
+            block_inward_1dof(H + 6 * v0, d->Dinv[36 * k], d->G + 36 * k, W, nv, Minv + v0 * nv, c0, c1);
         else if (n > 1)
-            minv_inward(H + 6 * v0, n, d->Dinv + 36 * k, d->G + 36 * k, W, d->blocks,
-                        Minv + v0 * nv, c0, c1, nv);
+            block_inward(H + 6 * v0, n, d->Dinv + 36 * k, d->G + 36 * k, W, nv, d->blocks,
+                         Minv + v0 * nv, nv, c0, c1);
     }
     for (int k = 0; k < nb; k++) {
         const int p = m->parent[k], c0 = m->dfs0[k];
@@ -467,7 +520,11 @@ soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Mi
         else if (m->lamslot[k] != m->lamslot[p])
             for (int i = 0; i < 6; i++)
                 for (int c = c0; c < nv; c++) L[i * nv + c] = d->blocks[(m->lamslot[p] * 6 + i) * nv + c];
-        minv_outward(H + 6 * m->v0[k], m->nvj[k], d->G + 36 * k, L, Minv + m->v0[k] * nv, c0, nv);
+        if (m->nvj[k] == 1)
+            block_outward_1dof(H + 6 * m->v0[k], d->G + 36 * k, L, nv, Minv + m->v0[k] * nv, c0, nv);
+        else
+            block_outward(H + 6 * m->v0[k], m->nvj[k], d->G + 36 * k, L, nv, Minv + m->v0[k] * nv, nv,
+                          c0, nv);
     }
     /* each row r is known on the depth-first columns >= vdfs(r); the rest by symmetry */
     for (int r = 0; r < nv; r++) {
@@ -480,7 +537,46 @@ soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Mi
             for (int c = 0; c < nv; c++) d->dv[c] = row[c];
             for (int c = 0; c < nv; c++) row[c] = d->dv[m->vdfs[c]];
         }
-    return soa_check_result(Minv, nv, nv);
+}
+
+/* ---- sens: M^-1 X for any block X ---- */
+/* X <- M^-1 X in place (nv rows of stride ld, ncols <= nv columns): the filter and smoother of
+ * seed 001 eqs. 49-54 (bias-free, zero base acceleration) on ncols right-hand sides at once, from
+ * the factors of an inertial-frame Riccati sweep, O(N ncols).  z(k) and alpha(k) live in the
+ * 6 x ncols block lamslot(k) of d->blocks: a parent's last child works in its parent's block, so
+ * inward that block already holds the child's z+ when the parent's other children add theirs, and
+ * outward the other children copy alpha(parent) before the last child overwrites it. */
+void soa_innovations_solve(const soa_model *m, soa_data *d, double *X, int ncols, int ld)
+{
+    const int nb = m->nb, w = 6 * ncols;
+    const double *H = d->Sw;
+    for (int k = 0; k < nb; k++)                      /* z = 0 where a chain of last children ends */
+        if (m->lamslot[k] == k)
+            for (int i = 0; i < w; i++) d->blocks[k * w + i] = 0.0;
+    for (int k = nb - 1; k >= 0; k--) {
+        const int v0 = m->v0[k], n = m->nvj[k], p = m->parent[k], s = m->lamslot[k];
+        double *W = d->blocks + s * w;
+        if (n == 1)
+            block_inward_1dof(H + 6 * v0, d->Dinv[36 * k], d->G + 36 * k, W, ncols, X + v0 * ld, 0, ncols);
+        else if (n > 1)
+            block_inward(H + 6 * v0, n, d->Dinv + 36 * k, d->G + 36 * k, W, ncols, d->Y, X + v0 * ld, ld,
+                         0, ncols);
+        if (p >= 0 && m->lamslot[p] != s)
+            for (int i = 0; i < w; i++) d->blocks[m->lamslot[p] * w + i] += W[i];
+    }
+    for (int k = 0; k < nb; k++) {
+        const int p = m->parent[k], s = m->lamslot[k];
+        double *L = d->blocks + s * w;
+        if (p < 0)
+            for (int i = 0; i < w; i++) L[i] = 0.0;
+        else if (m->lamslot[p] != s)
+            for (int i = 0; i < w; i++) L[i] = d->blocks[m->lamslot[p] * w + i];
+        if (m->nvj[k] == 1)
+            block_outward_1dof(H + 6 * m->v0[k], d->G + 36 * k, L, ncols, X + m->v0[k] * ld, 0, ncols);
+        else
+            block_outward(H + 6 * m->v0[k], m->nvj[k], d->G + 36 * k, L, ncols, X + m->v0[k] * ld, ld,
+                          0, ncols);
+    }
 }
 
 /* The input map of forward dynamics, d(beta-dot) = M^-1 (dT + J* df_ext): beta-dot is affine in

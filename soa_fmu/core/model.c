@@ -181,6 +181,14 @@ soa_status soa_model_finish(soa_model *m)
     }
     st = soa_closures_finish(m);                       /* the constraints, their rows A */
     if (st.kind != SOA_OK) return st;
+    /* ---- derivatives.c: ancestor runs (a chain's is one run, [0, v0 + nvj)) ---- */
+    for (int k = 0; k < nb; k++) {
+        int up = m->parent[k];
+        while (up >= 0 && m->nvj[up] == 0) up = m->parent[up];
+        const int join = up >= 0 && m->v0[up] + m->nvj[up] == m->v0[k];
+        m->arun0[k] = join ? m->arun0[up] : m->v0[k];
+        m->arunup[k] = join ? m->arunup[up] : up;
+    }
     m->finished = 1;
     st.kind = SOA_OK;
     st.index = 0;

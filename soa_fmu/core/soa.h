@@ -103,7 +103,10 @@ typedef struct {
     X(cn_kind,   1, nc, 0, 0) /* SOA_WELD, SOA_BALL, SOA_HINGE, SOA_SOFT_FINGER */                \
     X(cn_size,   1, nc, 0, 0) /* rows of the constraint (6, 3, 5, 4) */                          \
     X(cn_body_a, 1, nc, 0, 0) /* body of frame_a, -1 = world */                                  \
-    X(cn_body_b, 1, nc, 0, 0) /* body of frame_b, -1 = world */
+    X(cn_body_b, 1, nc, 0, 0) /* body of frame_b, -1 = world */ \
+    /* ---- derivatives.c: the dofs of k and its ancestors as runs ---- */                      \
+    X(arun0,   1, nb, 0, 0)   /* first dof of the run ending with k's dofs */                   \
+    X(arunup,  1, nb, 0, 0)   /* the nearest body above that run with dofs, -1 = none */
 
 #define SOA_MODEL_REALS(X)                                                                    \
     X(axis,    2, nb, 3, 0)   /* revolute/prismatic axis, planar normal (unit) */               \
@@ -201,7 +204,23 @@ typedef struct {
     X(cl_anch0, 2, nc, 16, 0) /* the targets at the step's start (after re-anchoring) */        \
     X(cl_anch_t, 2, nc, 16, 0) /* the targets at a stage's time */                              \
     X(cl_q,     1, nq, 0, 0)  /* the step's working configuration */                            \
-    X(cl_qd,    1, nv, 0, 0)  /* ... and velocity */
+    X(cl_qd,    1, nv, 0, 0)  /* ... and velocity */ \
+    /* ---- sensitivities.c, derivatives.c (inertial frame, seed 004 sec. 5.2) ---- */           \
+    X(Ri,      2, nb, 10, 0)  /* composite inertia R_I(k), compact: J (6), m c (3), m */         \
+    X(Rdot,    2, nb, 10, 0)  /* its rate (compact, m-dot = 0), seed 004 eq. 3.19 summed */      \
+    X(hc,      2, nb, 6, 0)   /* composite momentum h(k) = sum_{c >= k} M_I V_I */               \
+    X(Fs,      2, nv, 6, 0)   /* F(i) = R_I(k) H*_I(i), k the body of dof i */                   \
+    X(cor_u,   2, nv, 6, 0)   /* Coriolis: u(a) = s(a) x~ V_I(A), A the body of a */             \
+    X(cor_X,   2, nv, 6, 0)   /* Coriolis: C(a, b) = s(a) . X(b), a above b */                   \
+    X(cor_Y,   2, nv, 6, 0)   /* Coriolis: C(b, a) = s(a) . Y(b) - F(b) . u(a) */                \
+    X(lin_s,   2, 6, nv, 0)   /* derivatives, component-major (6 x nv): s(i) = H*_I */           \
+    X(lin_u,   2, 6, nv, 0)   /* ... u(i) = s(i) x~ V_I(parent) */                               \
+    X(lin_y,   2, 6, nv, 0)   /* ... y(i) = s x~ alpha_I(parent) - u x~ V_I(parent) */           \
+    X(lin_c,   2, 6, nv, 0)   /* ... c(i) = (V_I(k) + V_I(parent)) x~ s(i) */                    \
+    X(lin_z,   2, 6, nv, 0)   /* ... dT(a)/dtheta_i = s(a) . z(i), a above i */                  \
+    X(lin_zb,  2, 6, nv, 0)   /* ... dT(a)/dbeta_i = s(a) . zbar(i), a above i */                \
+    X(lin_K,   2, nv, 6, 0)   /* derivatives: K(i) = Rdot(k) s(i) - s(i) x* h(k) */              \
+    X(lin_qdd, 1, nv, 0, 0)   /* derivatives: forward-dynamics accelerations */
 
 /* Integer per-call arrays (same X(name, ndim, d0, d1, d2) form). */
 #define SOA_DATA_INTS(X)                                                                      \
@@ -313,6 +332,23 @@ soa_status soa_forward_dynamics_input_map(const soa_model *m, soa_data *d, const
 /* ------------------------------------------------------------------ energy.c */
 soa_status soa_energy(const soa_model *m, soa_data *d, const double *q, const double *qd,
                       double *kinetic, double *potential);
+
+void soa_minv_columns(const soa_model *m, soa_data *d, double *Minv);
+void soa_innovations_solve(const soa_model *m, soa_data *d, double *X, int ncols, int ld);
+
+/* ------------------------------------------------------------------ sensitivities.c */
+void soa_composite_rates(const soa_model *m, soa_data *d);
+soa_status soa_mass_matrix_derivative(const soa_model *m, soa_data *d, const double *q,
+                                      const int *slot, int count, double *dM);
+soa_status soa_coriolis_matrix(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                               double *C);
+
+/* ------------------------------------------------------------------ derivatives.c */
+soa_status soa_rnea_derivatives(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                                const double *qdd, int use_fext, double *dq, double *dv, int ld);
+soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                               const double *tau, int use_fext, double *ddq, double *ddv, int ld,
+                               double *Minv);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the

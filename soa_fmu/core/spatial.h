@@ -244,6 +244,29 @@ static inline void matvec6(const double *restrict A, const double *restrict x, d
     }
 }
 
+/* A spatial inertia about the world origin (or a composite of them, or its rate) in compact form,
+ * Ic = (Jxx, Jxy, Jxz, Jyy, Jyz, Jzz, cx, cy, cz, m) for the 6x6 [[J, c~], [-c~, m 1]] (c = m times
+ * the centre of mass).  inertia_compact reads it off a 6x6 built by spatial_inertia. */
+static inline void inertia_compact(const double *restrict M, double *restrict Ic)
+{
+    Ic[0] = M[0]; Ic[1] = M[1]; Ic[2] = M[2]; Ic[3] = M[7]; Ic[4] = M[8]; Ic[5] = M[14];
+    Ic[6] = M[16]; Ic[7] = M[5]; Ic[8] = M[9]; Ic[9] = M[21];
+}
+
+/* out = Ic x for a compact inertia: [J w + c x v;  m v - c x w] (24 multiplications, not 36). */
+static inline void inertia_apply(const double *restrict Ic, const double *restrict x,
+                                 double *restrict out)
+{
+    const double c0 = Ic[6], c1 = Ic[7], c2 = Ic[8], m = Ic[9];
+    const double w0 = x[0], w1 = x[1], w2 = x[2], v0 = x[3], v1 = x[4], v2 = x[5];
+    out[0] = Ic[0] * w0 + Ic[1] * w1 + Ic[2] * w2 + c1 * v2 - c2 * v1;
+    out[1] = Ic[1] * w0 + Ic[3] * w1 + Ic[4] * w2 + c2 * v0 - c0 * v2;
+    out[2] = Ic[2] * w0 + Ic[4] * w1 + Ic[5] * w2 + c0 * v1 - c1 * v0;
+    out[3] = m * v0 - (c1 * w2 - c2 * w1);
+    out[4] = m * v1 - (c2 * w0 - c0 * w2);
+    out[5] = m * v2 - (c0 * w1 - c1 * w0);
+}
+
 static inline double dot6(const double *a, const double *b)
 {
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
