@@ -362,3 +362,33 @@ def test_directional_derivatives_equal_finite_differences(arm_fmu):
     # outputs that do not depend on the inputs at the same instant have a zero derivative
     assert inst.fmu.getDirectionalDerivative(inst.refs("q"), tau[:1], [1.0]) == [0.0] * 7
     inst.close()
+
+
+def test_directional_derivatives_with_constraints():
+    """Native, two arms holding a box (two active grasps): d(qdd, constraint forces)/d(tau, u,
+    f_ext) from fmi2GetDirectionalDerivative equals central differences of the outputs."""
+    from fmu_fixtures import build
+    inst = Instance(build("two_arms_box.toml", runtime="native"))
+    inst.init({"stabilization[1]": 10.0, "stabilization[2]": 10.0})
+    inst.fmu.doStep(0.0, H)
+    names = [v.name for v in inst.md.modelVariables]
+    forces = [inst.vr[n] for n in names if ".f[" in n]
+    us = [inst.vr[n] for n in names if ".u[" in n]
+    fext = [inst.vr[n] for n in names if ".f_ext[" in n][:6]
+    unknown, known = inst.refs("qdd") + forces, inst.refs("tau") + us + fext
+    assert len(forces) >= 6 and len(us) >= 6
+    base = inst.fmu.getReal(known)
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        v = rng.normal(size=len(known))
+        d = np.array(inst.fmu.getDirectionalDerivative(unknown, known, list(v)))
+        eps = 1e-4
+        inst.fmu.setReal(known, list(np.array(base) + eps * v))
+        plus = np.array(inst.fmu.getReal(unknown))
+        inst.fmu.setReal(known, list(np.array(base) - eps * v))
+        minus = np.array(inst.fmu.getReal(unknown))
+        inst.fmu.setReal(known, base)
+        fd = (plus - minus) / (2 * eps)
+        np.testing.assert_allclose(d, fd, rtol=1e-6, atol=1e-6 * np.abs(fd).max())
+        assert np.abs(d).max() > 1e-3
+    inst.close()

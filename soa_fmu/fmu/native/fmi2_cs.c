@@ -227,6 +227,16 @@ static soa_status update_outputs(Instance *c)
     return st;
 }
 
+/* The closure state of a new simulation: every target the identity (the frames coincide), the
+ * switches of the "last step" the model's defaults (soa_fmu.Simulator.__init__). */
+static void reset_closures(Instance *c)
+{
+    for (int j = 0; j < D.nc; j++) {
+        for (int i = 0; i < 16; i++) c->anchors[16 * j + i] = (i % 5 == 0) ? 1.0 : 0.0;
+        c->was_active[j] = D.vars[D.constraints[j].vr_active].start != 0.0;
+    }
+}
+
 /* (Re)create the state from the parameters (before initialization has ended): q = q0 with its
  * quaternions normalized, qd = qd0, t = start time.  Returns 0 with the reason in msg. */
 static int build(Instance *c, char *msg, size_t n)
@@ -255,6 +265,7 @@ static int build(Instance *c, char *msg, size_t n)
         }
     c->t = c->start_time;
     c->last_h = 0.0;
+    reset_closures(c);
     c->built = 1;
     c->params_dirty = 0;
     const soa_status st = update_outputs(c);
@@ -381,8 +392,9 @@ static int refresh(Instance *c, int feedthrough, int energy, int poses, const ch
 
 /* ------------------------------------------------------------------ the FMU state (bytes) */
 /* Layout, little-endian: "SOAFMUST" | u32 version | 64 bytes table digest | u32 nreal, nboolean,
- * nvars | the STATE_SCALARS (i32 / f64) | f64 real[nreal] | u8 boolean[nboolean] |
- * u8 pending[nvars] | u8 problem[MSG] | u64 FNV-1a checksum of everything before it. */
+ * nvars, nc | the STATE_SCALARS (i32 / f64) | f64 real[nreal] | u8 boolean[nboolean] |
+ * u8 pending[nvars] | u8 problem[MSG] | f64 anchors[16 nc] | u8 was_active[nc] |
+ * u64 FNV-1a checksum of everything before it. */
 #define STATE_MAGIC "SOAFMUST"
 #define STATE_VERSION 1u
 
@@ -396,8 +408,8 @@ static size_t scalar_bytes(void)
 
 static size_t state_bytes(void)
 {
-    return 8 + 4 + 64 + 12 + scalar_bytes() + 8 * (size_t)D.nreal + (size_t)D.nboolean
-           + (size_t)D.nvars + MSG + 8;
+    return 8 + 4 + 64 + 16 + scalar_bytes() + 8 * (size_t)D.nreal + (size_t)D.nboolean
+           + (size_t)D.nvars + MSG + 8 * 16 * (size_t)D.nc + (size_t)D.nc + 8;
 }
 
 static void put_u64(unsigned char **p, uint64_t x)
@@ -457,6 +469,7 @@ static void save_state(const Instance *c, unsigned char *buf)
     put_u32(&p, (uint32_t)D.nreal);
     put_u32(&p, (uint32_t)D.nboolean);
     put_u32(&p, (uint32_t)D.nvars);
+    put_u32(&p, (uint32_t)D.nc);
 #define PUT_SCALAR(type, name, k) put_##type(&p, c->name);
     STATE_SCALARS(PUT_SCALAR)
     for (int i = 0; i < D.nreal; i++) put_f64(&p, c->real[i]);
@@ -465,13 +478,15 @@ static void save_state(const Instance *c, unsigned char *buf)
     p += D.nvars;
     memcpy(p, c->problem, MSG);
     p += MSG;
+    for (int i = 0; i < 16 * D.nc; i++) put_f64(&p, c->anchors[i]);
+    for (int j = 0; j < D.nc; j++) *p++ = c->was_active[j] ? 1 : 0;
     put_u64(&p, fnv1a(buf, (size_t)(p - buf)));
 }
 
 /* "" when buf (n bytes) is a state of this FMU, else why not. */
 static const char *state_problem(const unsigned char *buf, size_t n)
 {
-    const size_t header = 8 + 4 + 64 + 12;
+    const size_t header = 8 + 4 + 64 + 16;
     if (n < header || memcmp(buf, STATE_MAGIC, 8) != 0) return "not a soa_fmu FMU state";
     const unsigned char *p = buf + 8;
     if (get_u32(&p) != STATE_VERSION) return "another state format version";
@@ -481,7 +496,7 @@ static const char *state_problem(const unsigned char *buf, size_t n)
         return "it belongs to a different FMU (other model or variable table)";
     p += 64;
     if (get_u32(&p) != (uint32_t)D.nreal || get_u32(&p) != (uint32_t)D.nboolean
-        || get_u32(&p) != (uint32_t)D.nvars)
+        || get_u32(&p) != (uint32_t)D.nvars || get_u32(&p) != (uint32_t)D.nc)
         return "its variable vectors have the wrong sizes";
     if (n != state_bytes()) return "it is truncated or padded";
     const unsigned char *end = buf + n - 8;
@@ -496,7 +511,7 @@ static const char *state_problem(const unsigned char *buf, size_t n)
 
 static void load_state(Instance *c, const unsigned char *buf)
 {
-    const unsigned char *p = buf + 8 + 4 + 64 + 12;
+    const unsigned char *p = buf + 8 + 4 + 64 + 16;
 #define GET_SCALAR(type, name, k) c->name = get_##type(&p);
     STATE_SCALARS(GET_SCALAR)
     for (int i = 0; i < D.nreal; i++) c->real[i] = get_f64(&p);
@@ -505,6 +520,9 @@ static void load_state(Instance *c, const unsigned char *buf)
     p += D.nvars;
     memcpy(c->problem, p, MSG);
     c->problem[MSG - 1] = '\0';
+    p += MSG;
+    for (int i = 0; i < 16 * D.nc; i++) c->anchors[i] = get_f64(&p);
+    for (int j = 0; j < D.nc; j++) c->was_active[j] = *p++ ? 1 : 0;
     if (c->mode < INSTANTIATED || c->mode > TERMINATED) c->mode = TERMINATED;
     if (c->method < 0 || c->method >= SOA_NMETHODS) c->method = D.method;
     apply_gravity(c);
@@ -525,6 +543,7 @@ static void set_defaults(Instance *c)
     c->stale = 1;
     c->t = c->start_time = c->last_h = 0.0;
     c->energy_valid = c->poses_valid = 0;
+    reset_closures(c);
 }
 
 static void free_instance(Instance *c)
@@ -541,13 +560,23 @@ static void free_instance(Instance *c)
     free(c->qdds);
     free(c->dtau);
     free(c->dqdd);
+    free(c->active);
+    free(c->was_active);
+    free(c->u);
+    free(c->anchors);
+    free(c->forces);
+    free(c->residuals);
+    free(c->zero_v);
+    free(c->du);
+    free(c->dforces);
+    free(c->dres);
     free(c);
 }
 
 /* The soa_model of the description: its buffers copied by the tables of soa.h, then checked. */
 static soa_model *make_model(void)
 {
-    const soa_sizes sizes = {D.nb, D.nq, D.nv};
+    const soa_sizes sizes = {D.nb, D.nq, D.nv, D.nc};
     soa_model *m = soa_model_new(&sizes);
     if (!m) return NULL;
     SOA_SIZES(m);
@@ -630,8 +659,21 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
     c->qdds = calloc((size_t)D.nv + 1, sizeof(double));
     c->dtau = calloc((size_t)D.nv + 1, sizeof(double));
     c->dqdd = calloc((size_t)D.nv + 1, sizeof(double));
+    const size_t nc = (size_t)D.nc + 1;
+    c->active = calloc(nc, sizeof(int));
+    c->was_active = calloc(nc, sizeof(int));
+    c->u = calloc(6 * nc, sizeof(double));
+    c->anchors = calloc(16 * nc, sizeof(double));
+    c->forces = calloc(6 * nc, sizeof(double));
+    c->residuals = calloc(nc, sizeof(double));
+    c->zero_v = calloc((size_t)D.nv + 1, sizeof(double));
+    c->du = calloc(6 * nc, sizeof(double));
+    c->dforces = calloc(6 * nc, sizeof(double));
+    c->dres = calloc(nc, sizeof(double));
     if (!c->name || !c->m || !c->d || !c->real || !c->boolean || !c->pending || !c->qs || !c->qds
-        || !c->qdds || !c->dtau || !c->dqdd) {
+        || !c->qdds || !c->dtau || !c->dqdd || !c->active || !c->was_active || !c->u
+        || !c->anchors || !c->forces || !c->residuals || !c->zero_v || !c->du || !c->dforces
+        || !c->dres) {
         logf_(&tmp, fmi2Fatal, "fmi2Instantiate: out of memory or inconsistent model constants");
         free_instance(c);
         return NULL;
@@ -1158,9 +1200,13 @@ fmi2Status fmi2DeSerializeFMUstate(fmi2Component comp, const fmi2Byte serialized
 }
 
 /* ------------------------------------------------------------------ directional derivatives */
-/* d(qdd)/d(tau, f_ext) . v at the current state: qdd is affine in the inputs, so the derivative
- * is the input map M^-1 (dT + J* df) (soa_forward_dynamics_input_map).  Other outputs (q, qd,
- * energy, poses) do not depend on the inputs at the same instant. */
+/* d(qdd, constraint forces)/d(tau, f_ext, u) . v at the current state.  At a fixed state the
+ * accelerations and constraint forces are affine in the inputs, so the derivative is their linear
+ * part: the tree's input map M^-1 (dT + J* df) (soa_forward_dynamics_input_map), or with active
+ * constraints the constrained forward dynamics of the seed direction alone — beta = 0 (no Coriolis
+ * or relative-velocity terms), no gravity, no position-error term (Baumgarte beta = 0; the alpha
+ * term carries dU~) — exact, not a difference quotient.  Other outputs (q, qd, residuals, energy,
+ * poses) do not depend on the inputs at the same instant. */
 fmi2Status fmi2GetDirectionalDerivative(fmi2Component comp, const fmi2ValueReference vUnknown_ref[],
                                         size_t nUnknown, const fmi2ValueReference vKnown_ref[],
                                         size_t nKnown, const fmi2Real dvKnown[],
@@ -1175,12 +1221,13 @@ fmi2Status fmi2GetDirectionalDerivative(fmi2Component comp, const fmi2ValueRefer
     for (size_t i = 0; i < nKnown; i++)
         if (D.vars[vKnown_ref[i]].causality != SOA_FMU_INPUT) {
             logf_(c, fmi2Error, "fmi2GetDirectionalDerivative: %s is not an input (derivatives "
-                  "are provided with respect to tau and f_ext)", D.vars[vKnown_ref[i]].name);
+                  "are provided with respect to tau, f_ext and u)", D.vars[vKnown_ref[i]].name);
             return fmi2Error;
         }
     if (!refresh(c, 0, 0, 0, "fmi2GetDirectionalDerivative")) return fmi2Error;
-    /* the seed direction: dtau, and the frame forces moved to their bodies in d->fext */
+    /* the seed direction: dtau, the frame forces moved to their bodies in d->fext, du */
     memset(c->dtau, 0, sizeof(double) * D.nv);
+    memset(c->du, 0, sizeof(double) * 6 * D.nc);
     for (int k = 0; k < 6 * D.nb; k++) c->d->fext[k] = 0.0;
     int use = 0;
     for (size_t i = 0; i < nKnown; i++) {
@@ -1189,6 +1236,9 @@ fmi2Status fmi2GetDirectionalDerivative(fmi2Component comp, const fmi2ValueRefer
             c->dtau[r - D.vr_tau] += dvKnown[i];
             continue;
         }
+        for (int j = 0; j < D.nc; j++)
+            if (r >= D.constraints[j].vr_u && r < D.constraints[j].vr_u + c->m->cn_size[j])
+                c->du[6 * j + r - D.constraints[j].vr_u] += dvKnown[i];
         for (int f = 0; f < D.nframes; f++) {
             const soa_fmu_frame *fr = &D.frames[f];
             if (r < fr->vr_fext || r >= fr->vr_fext + 6) continue;
@@ -1208,8 +1258,19 @@ fmi2Status fmi2GetDirectionalDerivative(fmi2Component comp, const fmi2ValueRefer
             use = 1;
         }
     }
-    const soa_status st = soa_forward_dynamics_input_map(c->m, c->d, c->real + D.vr_q, c->dtau,
-                                                         use, c->dqdd);
+    soa_status st;
+    const int constrained = D.nc > 0 && gather_closure_inputs(c);
+    if (constrained) {
+        double a0[6];
+        memcpy(a0, c->m->a0, sizeof a0);
+        memset(c->m->a0, 0, sizeof a0);                /* no gravity in the linear part */
+        st = soa_constrained_fd(c->m, c->d, c->real + D.vr_q, c->zero_v, c->dtau, use, c->active,
+                                c->du, NULL, c->anchors, c->real[D.vr_stab], 0.0, c->dqdd,
+                                c->dforces, c->dres);
+        memcpy(c->m->a0, a0, sizeof a0);
+    } else {
+        st = soa_forward_dynamics_input_map(c->m, c->d, c->real + D.vr_q, c->dtau, use, c->dqdd);
+    }
     if (st.kind != SOA_OK) {
         char msg[MSG];
         status_message(c, st, msg, sizeof msg);
@@ -1218,7 +1279,12 @@ fmi2Status fmi2GetDirectionalDerivative(fmi2Component comp, const fmi2ValueRefer
     }
     for (size_t i = 0; i < nUnknown; i++) {
         const int r = (int)vUnknown_ref[i];
-        dvUnknown[i] = (r >= D.vr_qdd && r < D.vr_qdd + D.nv) ? c->dqdd[r - D.vr_qdd] : 0.0;
+        double v = 0.0;
+        if (r >= D.vr_qdd && r < D.vr_qdd + D.nv) v = c->dqdd[r - D.vr_qdd];
+        for (int j = 0; constrained && j < D.nc; j++)
+            if (c->active[j] && r >= D.constraints[j].vr_f && r < D.constraints[j].vr_f + c->m->cn_size[j])
+                v = c->dforces[6 * j + r - D.constraints[j].vr_f];
+        dvUnknown[i] = v;
     }
     return fmi2OK;
 }
