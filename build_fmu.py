@@ -37,6 +37,7 @@ import tempfile
 import time
 import tomllib
 import uuid
+import warnings
 import zipfile
 from datetime import datetime, timezone
 from pathlib import Path
@@ -209,24 +210,50 @@ class {identifier}(_slave.SoaSlave):
 
 
 # ---------------------------------------------------------------- model files to bundle
-def model_files(path: Path) -> list[Path]:
-    """The model file and the files it includes (URDFs of a native .toml file)."""
-    files = [path]
+def _include_refs(path: Path) -> list[str]:
+    """The URDF paths a native .toml file includes, as written."""
+    try:
+        doc = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
+        return []                   # load_model already accepted it; nothing more to find
+    refs = [doc["urdf"]] if isinstance(doc.get("urdf"), str) else []
+    for inc in doc.get("include", []) if isinstance(doc.get("include"), list) else []:
+        if isinstance(inc, dict) and isinstance(inc.get("urdf"), str):
+            refs.append(inc["urdf"])
+    return refs
+
+
+def bundle_model(path: Path) -> tuple[dict[str, bytes], str]:
+    """The model file and the files it includes, as {path inside resources/model: bytes}, and the
+    model file's own path there.  Relative includes keep their layout (relative to the files'
+    common folder); an absolute include is copied next to the model file as
+    ``_included/<i>_<name>`` and the model file's reference to it rewritten."""
+    path = path.resolve()
+    files, rewrite = [path], {}
     if path.suffix.lower() == ".toml":
-        try:
-            doc = tomllib.loads(path.read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
-            return files            # load_model already accepted it; nothing more to find
-        refs = [doc["urdf"]] if isinstance(doc.get("urdf"), str) else []
-        for inc in doc.get("include", []) if isinstance(doc.get("include"), list) else []:
-            if isinstance(inc, dict) and isinstance(inc.get("urdf"), str):
-                refs.append(inc["urdf"])
-        for ref in refs:
+        for ref in _include_refs(path):
             if Path(ref).is_absolute():
-                raise BuildError(f"{path}: included file {ref!r} has an absolute path; use a path "
-                                 "relative to the model file so that it can be bundled into the FMU")
-            files.append((path.parent / ref).resolve())
-    return list(dict.fromkeys(files))
+                rewrite[ref] = f"_included/{len(rewrite)}_{Path(ref).name}"
+            else:
+                files.append((path.parent / ref).resolve())
+    files = list(dict.fromkeys(files))
+    for f in files + [Path(r) for r in rewrite]:
+        if not f.is_file():
+            raise BuildError(f"{path}: included file {f} not found")
+    common = Path(os.path.commonpath([str(f.parent) for f in files]))
+    top = path.relative_to(common).as_posix()
+    out = {f.relative_to(common).as_posix(): f.read_bytes() for f in files}
+    if rewrite:
+        text = path.read_text(encoding="utf-8")
+        for ref, new in rewrite.items():
+            quoted = [q + ref + q for q in ('"', "'") if q + ref + q in text]
+            if not quoted:
+                raise BuildError(f"{path}: cannot rewrite the absolute include {ref!r} for the FMU "
+                                 "(write it without escapes, or make it relative)")
+            text = text.replace(quoted[0], '"' + new + '"')
+            out[(Path(top).parent / new).as_posix()] = Path(ref).read_bytes()
+        out[top] = text.encode("utf-8")
+    return out, top
 
 
 def default_identifier(path: Path) -> str:
@@ -241,8 +268,10 @@ RUNTIMES = ("native", "python")
 
 
 def build(model_path, output=None, name=None, floating_base=False, integrator="rk4",
-          step=1e-3, runtime="native") -> Path:
-    """Build the FMU; returns its path.  Raises BuildError (or ModelError) for bad input."""
+          step=1e-3, runtime="native", strict=True) -> Path:
+    """Build the FMU; returns its path.  Raises BuildError (or ModelError) for bad input.
+    ``strict=False`` (``--lenient``) accepts inertias that fail only the physical checks, with a
+    ModelWarning each (see soa_fmu.load_model)."""
     import soa_fmu
     from model_descriptions import generator
     from soa_fmu.fmu.variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
@@ -265,29 +294,23 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
                          "and _, not starting with a digit)")
     output = Path(output) if output else Path(f"{identifier}.fmu")
 
-    model = load_model(model_path, floating_base=floating_base)
+    model = load_model(model_path, floating_base=floating_base, strict=strict)
     table = build_table(model, integrator, step)
 
-    # files to bundle (model layout kept relative to its common folder)
-    files = model_files(model_path.resolve())
-    for f in files:
-        if not f.is_file():
-            raise BuildError(f"{model_path}: included file {f} not found")
-    common = Path(os.path.commonpath([str(f.parent) for f in files]))
-    model_rel = [f.relative_to(common).as_posix() for f in files]
+    bundled, top = bundle_model(model_path)             # the model files, as the FMU holds them
     engine_dir = Path(soa_fmu.__file__).parent
     ehash = engine_hash(engine_dir)
 
     cfg = {"format": FORMAT_VERSION, "identifier": identifier, "model_name": model.name,
-           "runtime": runtime, "model_file": "model/" + model_rel[0],
-           "floating_base": bool(floating_base), "integrator": integrator,
+           "runtime": runtime, "model_file": "model/" + top,
+           "floating_base": bool(floating_base), "strict": bool(strict), "integrator": integrator,
            "max_step": float(step), "step": float(step), "engine_version": soa_fmu.__version__,
            "engine_hash": ehash, "table_digest": table.digest()}
     if runtime == "python":
         cfg["python"] = f"{sys.version_info.major}.{sys.version_info.minor}"
     content = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode())
-    for f in files:
-        content.update(f.read_bytes())
+    for rel in sorted(bundled):
+        content.update(rel.encode() + b"\0" + bundled[rel])
     digest = content.hexdigest()
     guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, "soa_fmu:" + digest)) + "}"
     summary = (f"{model.name}: {model.nbodies} bodies, nq = {model.nq}, nv = {model.nv}, "
@@ -318,8 +341,8 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
 
     members = [("modelDescription.xml", xml), *members,
                ("resources/fmu.json", json.dumps(cfg, indent=2).encode())]
-    for f, rel in zip(files, model_rel):
-        members.append((f"resources/model/{rel}", f.read_bytes()))
+    for rel in sorted(bundled):
+        members.append((f"resources/model/{rel}", bundled[rel]))
 
     _check_bundle(members, cfg, floating_base)
     output.parent.mkdir(parents=True, exist_ok=True)
@@ -399,7 +422,10 @@ def _check_bundle(members, cfg, floating_base) -> None:
                 p = Path(d, arcname)
                 p.parent.mkdir(parents=True, exist_ok=True)
                 p.write_bytes(data)
-        model = load_model(Path(d, "resources", cfg["model_file"]), floating_base=floating_base)
+        with warnings.catch_warnings():          # (reported once, from the original)
+            warnings.simplefilter("ignore")
+            model = load_model(Path(d, "resources", cfg["model_file"]),
+                               floating_base=floating_base, strict=cfg["strict"])
         if build_table(model, cfg["integrator"], cfg["max_step"]).digest() != cfg["table_digest"]:
             raise BuildError("the model read back from the FMU differs from the original (does it "
                              "reference files outside its folder?)")
@@ -425,6 +451,9 @@ def main(argv=None) -> int:
                         help="default integrator (parameter 'integrator'; default rk4)")
     parser.add_argument("--step", type=float, default=1e-3,
                         help="default communication step and max_step in s (default 0.001)")
+    parser.add_argument("--lenient", action="store_true",
+                        help="accept inertias that fail only the physical checks (as in some "
+                        "published robot files), with a warning each")
     parser.add_argument("--runtime", default="native", choices=RUNTIMES,
                         help="native: a shared library compiled from the C core, plus its C "
                         "sources (needs only libc/libm; the default); python: a pythonfmu FMU "
@@ -432,16 +461,19 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     from soa_fmu.model import ModelError
     t0 = time.perf_counter()
-    try:
-        path = build(args.model, args.output, args.name, args.floating_base, args.integrator,
-                     args.step, args.runtime)
-    except (BuildError, ModelError, OSError) as e:
-        msg = str(e).strip().splitlines()
-        print(f"soa-build-fmu: error: {msg[0] if msg else type(e).__name__}", file=sys.stderr)
-        return 1
-    except ValueError as e:         # e.g. a TableError (unusable frame name)
-        print(f"soa-build-fmu: error: {str(e).strip().splitlines()[0]}", file=sys.stderr)
-        return 1
+    with warnings.catch_warnings(record=True) as caught:   # reported in one line, below
+        warnings.simplefilter("always")
+        try:
+            path = build(args.model, args.output, args.name, args.floating_base, args.integrator,
+                         args.step, args.runtime, strict=not args.lenient)
+        except (BuildError, ModelError, OSError, ValueError) as e:   # ValueError: a TableError
+            msg = str(e).strip().splitlines()
+            print(f"soa-build-fmu: error: {msg[0] if msg else type(e).__name__}", file=sys.stderr)
+            return 1
+    if caught:
+        first = str(caught[0].message).strip().splitlines()[0]
+        more = f" (and {len(caught) - 1} more warnings)" if len(caught) > 1 else ""
+        print(f"soa-build-fmu: warning: {first}{more}", file=sys.stderr)
     print(f"wrote {path} ({path.stat().st_size // 1024} KiB, {time.perf_counter() - t0:.2f} s)")
     return 0
 

@@ -1,6 +1,7 @@
 """`make demo`: the 7-dof arm as an FMU, driven by a PD controller through fmpy.
 
-1. builds out/Arm7.fmu from model_descriptions/examples/arm7.urdf (build_fmu.py);
+1. builds out/Arm7.fmu, a native FMU (no Python at run time), from
+   model_descriptions/examples/arm7.urdf (build_fmu.py);
 2. runs it with fmpy's FMU2Slave for 4 s at h = 1 ms — a co-simulation master loop: read q, q̇,
    compute the computed-torque PD law τ = M(q) (q̈_ref + Kp (q_ref − q) + Kd (q̇_ref − q̇)) + b(q, q̇)
    with the engine's own Python API (mass matrix, bias forces), setReal(τ), doStep;

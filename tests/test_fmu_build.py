@@ -282,3 +282,57 @@ def test_names_that_need_quoting(tmp_path):
     assert "'tool tip'.f_ext[1]" in names and "'tool tip'.position[3]" in names
     path.write_text(URDF_ODD_NAMES.replace("tool tip", "tool\\"))
     assert build_fmu.main([str(path), "-o", str(tmp_path / "Bad.fmu")]) == 1
+
+
+URDF_NONPHYSICAL = """<?xml version="1.0"?>
+<robot name="np">
+  <link name="base"/>
+  <link name="l1"><inertial><mass value="1"/><origin xyz="0 0 0.2"/>
+    <inertia ixx="0.01" iyy="0.01" izz="0.05" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="l1"/>
+    <axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="10" velocity="3"/></joint>
+</robot>
+"""
+
+
+def test_cli_lenient_and_one_warning_line(tmp_path, capsys):
+    """A published-robot-style inertia (triangle inequality broken): refused in one line; with
+    --lenient built with ONE warning line on stderr, and the FMU runs without repeating it."""
+    path = tmp_path / "np.urdf"
+    path.write_text(URDF_NONPHYSICAL)
+    assert build_fmu.main([str(path), "-o", str(tmp_path / "a.fmu")]) == 1
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "l1" in err
+    for runtime in ("native", "python"):
+        out = tmp_path / f"b_{runtime}.fmu"
+        assert build_fmu.main([str(path), "-o", str(out), "--lenient", "--runtime", runtime]) == 0
+        err = capsys.readouterr().err
+        assert len(err.strip().splitlines()) == 1 and err.startswith("soa-build-fmu: warning:")
+        assert validate_fmu(str(out)) == []
+        from fmu_fixtures import Instance
+        inst = Instance(out).init()
+        inst.fmu.doStep(0.0, 1e-3)
+        assert not any(s >= 1 for s, _, _ in inst.messages)     # nothing above fmi2OK
+        inst.close()
+
+
+def test_absolute_include_is_bundled(tmp_path):
+    """A native model file may include a URDF by absolute path: the FMU carries a copy and the
+    bundled model file points at it (the python flavour loads it from there)."""
+    import shutil
+    from model_descriptions import EXAMPLES_DIR
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    shutil.copy(EXAMPLES_DIR / "arm7.urdf", elsewhere / "arm.urdf")
+    model = tmp_path / "m.toml"
+    model.write_text(f'name = "abs"\nurdf = "{(elsewhere / "arm.urdf").as_posix()}"\n')
+    for runtime in ("native", "python"):
+        fmu = build_fmu.build(model, tmp_path / f"abs_{runtime}.fmu", runtime=runtime)
+        with zipfile.ZipFile(fmu) as zf:
+            names = zf.namelist()
+            assert "resources/model/_included/0_arm.urdf" in names
+            assert b"_included/0_arm.urdf" in zf.read("resources/model/m.toml")
+        from fmu_fixtures import Instance
+        inst = Instance(fmu).init()
+        inst.fmu.doStep(0.0, 1e-3)
+        inst.close()

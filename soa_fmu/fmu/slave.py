@@ -30,6 +30,7 @@ import math
 import os
 import sys
 import traceback
+import warnings
 from pathlib import Path
 
 import numpy as np
@@ -37,7 +38,7 @@ from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Status
 
 from ..energy import total_energy
-from ..integrators import Simulator
+from ..integrators import IntegrationError, Simulator
 from ..io import load_model
 from ..kinematics import forward_kinematics
 from .variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
@@ -117,7 +118,11 @@ class SoaSlave(Fmi2Slave):
                                f"{cfg.get('format')!r} (expected {FORMAT_VERSION})")
         self.cfg = cfg
         _guard_pythonfmu_exit(resources, cfg["identifier"])
-        self.model = load_model(resources / cfg["model_file"], floating_base=cfg["floating_base"])
+        with warnings.catch_warnings(record=True) as caught:    # reported when the FMU was built
+            warnings.simplefilter("always")
+            self.model = load_model(resources / cfg["model_file"],
+                                    floating_base=cfg["floating_base"],
+                                    strict=cfg.get("strict", True))
         self.table = table = build_table(self.model, cfg["integrator"], cfg["max_step"])
         if table.digest() != cfg["table_digest"]:
             raise RuntimeError("the variable table built from the bundled model differs from the one "
@@ -192,6 +197,10 @@ class SoaSlave(Fmi2Slave):
         self.refresh_from = self.input_hi    # lowest Real reference whose value is out of date
         for note in getattr(self, "boot_notes", ()):
             self._log(note, Fmi2Status.ok, "logDebug")
+        if caught:
+            self._log(f"{len(caught)} model warning(s) accepted when the FMU was built "
+                      f"(--lenient), e.g.: {str(caught[0].message).splitlines()[0]}",
+                      Fmi2Status.ok, "logDebug")
 
     def _mark(self) -> None:
         """Recompute ``refresh_from`` from the status flags."""
@@ -223,11 +232,19 @@ class SoaSlave(Fmi2Slave):
         self.log(msg, status, category)
 
     def _fail(self, what: str, exc: BaseException, status=Fmi2Status.error) -> None:
-        """Log ``what: exc`` with ``status`` and the traceback under logDebug."""
+        """Log ``what: exc`` with ``status``; an unexpected exception (not a refused input or a
+        failed step, which the message says all about) also with its traceback under logDebug."""
         self._log(f"{what}: {exc}", status)
-        self._log("".join(traceback.format_exception(exc)), Fmi2Status.ok, "logDebug")
+        if not isinstance(exc, (ValueError, IntegrationError)):   # (StatusError, ConstraintError)
+            self._log("".join(traceback.format_exception(exc)), Fmi2Status.ok, "logDebug")
 
-    def _reject(self, vr: int, reason: str) -> None:
+    def _reject(self, vr: int, reason: str, refuse_steps: bool = True) -> None:
+        """Log a rejected value (not applied).  A value the model cannot run with also refuses
+        every doStep until it is corrected; a late fixed parameter or an output does not."""
+        if not refuse_steps:
+            self._log(f"{reason}; value rejected (not applied), the FMU keeps the value it has",
+                      Fmi2Status.error)
+            return
         msg = f"{reason}; value rejected (not applied), doStep is refused until it is corrected"
         self.pending[vr] = msg
         self._log(msg, Fmi2Status.error)
@@ -455,12 +472,12 @@ class SoaSlave(Fmi2Slave):
             self._reject(vr, f"{self._named(vr)} is {'NaN' if x != x else 'infinite'}")
             return
         if v.causality == "output":
-            self._reject(vr, f"{v.name} is an output and cannot be set")
+            self._reject(vr, f"{v.name} is an output and cannot be set", refuse_steps=False)
             return
         if v.causality == "parameter":
             if v.variability == "fixed" and self.mode in (STEPPING, TERMINATED):
                 self._reject(vr, f"{self._named(vr)} is a fixed parameter; it can only be set "
-                                 "before fmi2ExitInitializationMode")
+                                 "before fmi2ExitInitializationMode", refuse_steps=False)
                 return
             if v.group in ("max_step", "rtol", "atol") and not x > 0:
                 self._reject(vr, f"{v.name} must be > 0, got {x!r}")

@@ -851,8 +851,17 @@ fmi2Status fmi2GetString(fmi2Component comp, const fmi2ValueReference vr[], size
 }
 
 /* ------------------------------------------------------------------ setters */
+/* A rejected value is not applied.  A value the model cannot run with (NaN/Inf, a non-positive
+ * tolerance, an unknown integrator) also makes every doStep refuse until it is corrected; a late
+ * set of a fixed parameter or a set of an output leaves the instance usable with the value it has
+ * (the setter's fmi2Error tells the master). */
 static void reject(Instance *c, int vr, int why, const char *text)
 {
+    if (why == REJ_FIXED || why == REJ_OUTPUT) {
+        logf_(c, fmi2Error, "%s; value rejected (not applied), the FMU keeps %s", text,
+              why == REJ_FIXED ? "the value set before initialization" : "computing it");
+        return;
+    }
     c->pending[vr] = (unsigned char)why;
     logf_(c, fmi2Error, "%s; value rejected (not applied), doStep is refused until it is "
           "corrected", text);
