@@ -230,16 +230,18 @@ void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, in
 }
 
 /* The Riccati sweep and the filter with the bias in ONE tip-to-base pass (seed 001 Algorithm 3:
- * P(k) and z(k) are both complete once k's children are done).  P must hold M(k) on entry. */
+ * P(k) and z(k) are both complete once k's children are done).  P must hold M(k) on entry.
+ * With factor = 0 the Riccati steps are skipped: P(k), D^-1, G of the last pass are reused (they
+ * depend on theta only), and the pass is the filter alone. */
 static int articulated_pass(const soa_model *m, soa_data *d, const double *S, const double *T,
-                            int use_fext, int inertial)
+                            int use_fext, int inertial, int factor)
 {
     for (int k = 0; k < m->nb; k++)
         for (int i = 0; i < 6; i++) d->f[6 * k + i] = 0.0;
     for (int k = m->nb - 1; k >= 0; k--) {
         double z[6];
         for (int i = 0; i < 6; i++) z[i] = d->f[6 * k + i];      /* the children's z+ */
-        if (!riccati_step_body(m, d, S, k, inertial)) return k;
+        if (factor && !riccati_step_body(m, d, S, k, inertial)) return k;
         filter_start(d, k, 1, use_fext ? d->fext : NULL, inertial);
         for (int i = 0; i < 6; i++) d->f[6 * k + i] += z[i];
         filter_step_body(m, d, S, T, k, inertial);
@@ -286,7 +288,7 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
     soa_outward_placements(m, d, q);
     soa_outward_velocities(m, d, qd);
     for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->inertia[i];
-    const int k = articulated_pass(m, d, m->S, tau, use_fext, 0);
+    const int k = articulated_pass(m, d, m->S, tau, use_fext, 0, 1);
     if (k >= 0) return k;
     smoother(m, d, m->S, m->a0, 1, qdd, 0);
     return -1;
@@ -304,10 +306,22 @@ int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double
     soa_inertias_to_world(m, d);
     soa_inertial_velocities(m, d, qd);
     for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
-    const int k = articulated_pass(m, d, d->Sw, tau, use_fext, 1);
+    const int k = articulated_pass(m, d, d->Sw, tau, use_fext, 1, 1);
     if (k >= 0) return k;
     smoother(m, d, d->Sw, m->a0, 1, qdd, 1);
     return -1;
+}
+
+/* beta-dot for other joint forces and external forces (d->fext) at the state of the last
+ * soa_tree_acceleration_inertial on this data: its articulated factors P(k), D^-1(k), G(k), the
+ * joint maps H*_I and the Coriolis and gyroscopic terms a(k), b(k) depend on (theta, beta) only,
+ * so only the filter and the smoother of Algorithm 3 run (seed 001 eqs. 63-65, 52-54).  The caller
+ * guarantees that nothing else used the data since. */
+void soa_tree_acceleration_refilter(const soa_model *m, soa_data *d, const double *tau,
+                                    int use_fext, double *qdd)
+{
+    articulated_pass(m, d, d->Sw, tau, use_fext, 1, 0);
+    smoother(m, d, d->Sw, m->a0, 1, qdd, 1);
 }
 
 /* Innovations forward dynamics, three sweeps (seed 001 Algorithm 3; seed 000 A.1-A.2), in the

@@ -3,16 +3,28 @@
  * classical RK4 and semi-implicit (symplectic) Euler.  Quaternions are renormalized after every
  * (sub)step and before each stage evaluation (a quaternion's rotation is invariant to its scale,
  * so the projection costs no accuracy).  Every buffer is in soa_data. */
+#include <string.h>
+
 #include "soa.h"
 
 /* beta-dot of the tree (seed 001 Algorithm 3 in the inertial frame) with the held inputs of a
- * soa_tree_inputs; time-invariant. */
+ * soa_tree_inputs; time-invariant.  At the state whose factors the data holds (q_factored,
+ * qd_factored: the reported beta-dot of the last step is the first stage of the next) only the
+ * filter and smoother run; the result is the same to the bit. */
 soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t, double *qdd)
 {
-    const soa_tree_inputs *in = ctx;
+    soa_tree_inputs *in = ctx;
     soa_status st = {SOA_OK, 0};
     (void)t;
-    const int k = soa_tree_acceleration_inertial(in->m, in->d, q, qd, in->tau, in->use_fext, qdd);
+    const soa_model *m = in->m;
+    if (in->q_factored && memcmp(q, in->q_factored, sizeof(double) * m->nq) == 0
+        && memcmp(qd, in->qd_factored, sizeof(double) * m->nv) == 0) {
+        in->q_factored = in->qd_factored = NULL;          /* once: the stages move on */
+        soa_tree_acceleration_refilter(m, in->d, in->tau, in->use_fext, qdd);
+        return st;
+    }
+    in->q_factored = in->qd_factored = NULL;
+    const int k = soa_tree_acceleration_inertial(m, in->d, q, qd, in->tau, in->use_fext, qdd);
     if (k >= 0) {
         st.kind = SOA_SINGULAR;
         st.index = k;

@@ -321,6 +321,8 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
                           const double *tau, int use_fext, double *qdd);
 int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double *q,
                                    const double *qd, const double *tau, int use_fext, double *qdd);
+void soa_tree_acceleration_refilter(const soa_model *m, soa_data *d, const double *tau,
+                                    int use_fext, double *qdd);
 soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const double *qd,
                    const double *tau, int use_fext, double *qdd);
 soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, const double *qd,
@@ -358,7 +360,16 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 typedef soa_status (*soa_accel_fn)(void *ctx, const double *q, const double *qd, double t,
                                    double *qdd);
 typedef struct { soa_accel_fn fn; void *ctx; } soa_accel;
-typedef struct { const soa_model *m; soa_data *d; const double *tau; int use_fext; } soa_tree_inputs;
+typedef struct {
+    const soa_model *m;
+    soa_data *d;
+    const double *tau;
+    int use_fext;
+    /* optional: the state (theta, beta) whose articulated factors the data holds (from the last
+     * soa_tree_acceleration_inertial on it, nothing else having used the data since): an
+     * evaluation at exactly that state runs only the filter and smoother (NULL: none) */
+    const double *q_factored, *qd_factored;
+} soa_tree_inputs;
 soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t, double *qdd);
 
 /* nsub fixed steps of size h from time t, (q, qd) in place; qdd <- beta-dot at the end. */

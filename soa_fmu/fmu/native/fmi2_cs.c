@@ -66,6 +66,9 @@ typedef struct {
     unsigned char *pending;     /* nvars: REJ_* of a rejected value, else OK_VALUE */
     char problem[MSG];          /* a pending problem not tied to one variable ("" if none) */
     int energy_valid, poses_valid;
+    int factored;               /* the data holds the articulated factors of the current state
+                                 * (the last evaluation was the tree's at it): the next step's
+                                 * first stage reuses them (soa_tree_accel) */
     double *qs, *qds, *qdds;    /* a step works on copies: a failed step leaves the state as is */
     double *dtau, *dqdd;        /* directional derivatives */
     /* closure constraints (nc): the switches and rows of the inputs in the engine's layout, the
@@ -219,6 +222,7 @@ static soa_status update_outputs(Instance *c)
         for (int i = 0; i < 6 * D.nc; i++) c->forces[i] = 0.0;
         for (int j = 0; j < D.nc; j++) c->residuals[j] = 0.0;
     }
+    c->factored = D.nc == 0 && st.kind == SOA_OK;
     if (st.kind == SOA_OK) {
         memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
         put_constraint_outputs(c);
@@ -299,21 +303,31 @@ static soa_status integrate(Instance *c, double h)
                                  c->residuals};
         st = soa_closure_step(c->m, c->d, &o, &in, c->was_active, c->qs, c->qds, c->t, h, &last_h,
                               c->qdds);
-    } else if (c->method == SOA_DOP853) {
-        c->d->dop_h[0] = last_h;
-        st = soa_dop853(c->m, c->d, c->qs, c->qds, tau, use, c->t, h, c->real[D.vr_rtol],
-                        c->real[D.vr_atol], HUGE_VAL, c->qdds);
-        last_h = c->d->dop_h[0];
     } else {
-        const int nsub = soa_substeps(h, c->real[D.vr_max_step]);
-        if (nsub < 1) {
-            st.kind = SOA_BAD_ARG;
-            return st;
+        st = soa_check_inputs(c->m, c->qs, c->qds, tau);
+        if (st.kind != SOA_OK) return st;
+        soa_tree_inputs in = {c->m, c->d, tau, use, NULL, NULL};
+        if (c->factored) {
+            in.q_factored = c->real + D.vr_q;
+            in.qd_factored = c->real + D.vr_qd;
         }
-        if (c->method == SOA_EULER)
-            st = soa_euler(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
-        else
-            st = soa_rk4(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
+        c->factored = 0;
+        const soa_accel acc = {soa_tree_accel, &in};
+        if (c->method == SOA_DOP853) {
+            c->d->dop_h[0] = last_h;
+            st = soa_dop853_with(c->m, c->d, acc, c->qs, c->qds, c->t, h, c->real[D.vr_rtol],
+                                 c->real[D.vr_atol], HUGE_VAL, c->qdds);
+            last_h = c->d->dop_h[0];
+        } else {
+            const int nsub = soa_substeps(h, c->real[D.vr_max_step]);
+            if (nsub < 1) {
+                st.kind = SOA_BAD_ARG;
+                return st;
+            }
+            st = (c->method == SOA_EULER ? soa_euler_with : soa_rk4_with)(
+                c->m, c->d, acc, c->qs, c->qds, 0.0, h / nsub, nsub, c->qdds);
+        }
+        c->factored = st.kind == SOA_OK;      /* the last evaluation: the tree's at the new state */
     }
     if (st.kind != SOA_OK) return st;
     if (c->method == SOA_DOP853) c->last_h = last_h;
@@ -329,6 +343,7 @@ static soa_status integrate(Instance *c, double h)
 /* The on-demand outputs: energy (core/energy.c) and the frame poses. */
 static soa_status update_energy(Instance *c)
 {
+    c->factored = 0;                          /* (the kinematics sweep reuses the data) */
     double T, U;
     const soa_status st = soa_energy(c->m, c->d, c->real + D.vr_q, c->real + D.vr_qd, &T, &U);
     if (st.kind == SOA_OK) {
@@ -340,6 +355,7 @@ static soa_status update_energy(Instance *c)
 
 static soa_status update_poses(Instance *c)
 {
+    c->factored = 0;
     soa_status st = soa_check_configuration(c->m, c->real + D.vr_q);
     if (st.kind != SOA_OK) return st;
     soa_outward_placements(c->m, c->d, c->real + D.vr_q);
@@ -511,6 +527,7 @@ static const char *state_problem(const unsigned char *buf, size_t n)
 
 static void load_state(Instance *c, const unsigned char *buf)
 {
+    c->factored = 0;
     const unsigned char *p = buf + 8 + 4 + 64 + 16;
 #define GET_SCALAR(type, name, k) c->name = get_##type(&p);
     STATE_SCALARS(GET_SCALAR)
@@ -532,6 +549,7 @@ static void load_state(Instance *c, const unsigned char *buf)
 /* ------------------------------------------------------------------ instance life cycle */
 static void set_defaults(Instance *c)
 {
+    c->factored = 0;
     for (int vr = 0; vr < D.nreal; vr++) c->real[vr] = D.vars[vr].start;
     for (int i = 0; i < D.nboolean; i++) c->boolean[i] = D.vars[D.nreal + i].start != 0.0;
     memset(c->pending, 0, (size_t)D.nvars);
@@ -1234,6 +1252,7 @@ fmi2Status fmi2GetDirectionalDerivative(fmi2Component comp, const fmi2ValueRefer
             return fmi2Error;
         }
     if (!refresh(c, 0, 0, 0, "fmi2GetDirectionalDerivative")) return fmi2Error;
+    c->factored = 0;                          /* (the kernels below reuse the data) */
     /* the seed direction: dtau, the frame forces moved to their bodies in d->fext, du */
     memset(c->dtau, 0, sizeof(double) * D.nv);
     memset(c->du, 0, sizeof(double) * 6 * D.nc);
