@@ -9,7 +9,8 @@ from glob import glob
 import numpy
 from setuptools import Extension, setup
 
-flags = ["-std=c99", "-O3", "-Wall", "-Wextra", "-Wno-missing-field-initializers"]   # portable: no -march
+flags = ["-std=c99", "-O3", "-fno-wrapv", "-Wall", "-Wextra",
+         "-Wno-missing-field-initializers"]   # portable: no -march; -fno-wrapv undoes Python's -fwrapv
 link = []
 if os.environ.get("SOA_SANITIZE"):
     flags = ["-std=c99", "-O1", "-g", "-fno-omit-frame-pointer", "-Wall", "-Wextra",

@@ -66,9 +66,10 @@ def test_simulate_fmu_equals_engine(arm_fmu):
     np.testing.assert_allclose(res["time"], ref["t"], rtol=0, atol=1e-15)
     Q = np.column_stack([res[f"q[{i}]"] for i in range(1, 8)])
     QDD = np.column_stack([res[f"qdd[{i}]"] for i in range(1, 8)])
-    # fmpy's step sizes are differences of k*h (round-off apart from h): equal to round-off
+    # fmpy's step sizes are differences of k*h (round-off apart from h): equal to round-off (q̈ of
+    # this fast, spinning arm amplifies it: M is poorly conditioned along its path)
     np.testing.assert_allclose(Q, ref["q"], rtol=0, atol=1e-11)
-    np.testing.assert_allclose(QDD, ref["qdd"], rtol=1e-9, atol=1e-9)
+    np.testing.assert_allclose(QDD, ref["qdd"], rtol=1e-8, atol=1e-8)
     assert np.abs(Q[-1] - Q[0]).max() > 0.05           # it moved
 
 

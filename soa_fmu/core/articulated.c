@@ -90,10 +90,15 @@ static int riccati_step_1dof_into(const double *restrict s, const double *restri
     if (!(D > 0.0)) return 0;
     const double dinv = 1.0 / D;
     *Dinv = dinv;
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 6; i++) {                  /* P+ is symmetric: its upper half, mirrored */
         const double gi = U[i] * dinv;
         G[6 * i] = gi;
-        for (int j = 0; j < 6; j++) Pp[6 * i + j] += P[6 * i + j] - gi * U[j];
+        Pp[7 * i] += P[7 * i] - gi * U[i];
+        for (int j = i + 1; j < 6; j++) {
+            const double v = P[6 * i + j] - gi * U[j];
+            Pp[6 * i + j] += v;
+            Pp[6 * j + i] += v;
+        }
     }
     return 1;
 }
