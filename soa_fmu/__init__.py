@@ -26,6 +26,8 @@ from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,
                           constrained_forward_dynamics, constraint_jacobian, constraint_residuals,
                           project_velocities)
 
+from .sweep import sample, sweep
+
 __version__ = "0.1.0"
 
 __all__ = [
@@ -43,4 +45,5 @@ __all__ = [
     "operational_space_inertia", "operational_space_inertia_inverse", "correction_accelerations",
     "constrained_forward_dynamics", "constraint_residuals", "constraint_jacobian",
     "project_velocities", "ConstrainedResult", "ConstraintError", "ConstraintWarning",
+    "sweep", "sample",
 ]
