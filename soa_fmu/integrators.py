@@ -123,13 +123,15 @@ class Simulator:
         return any(self.active.values())
 
     def acceleration(self, q: np.ndarray, qd: np.ndarray, t: float | None = None) -> np.ndarray:
-        """β̇ at (θ, β) and time t (default: self.t) with the held inputs (and active constraints,
-        updating their forces and residuals)."""
+        """β̇ at (θ, β) and time t (default: self.t) with the held inputs and the joints'
+        dissipation τ − d q̇ − f_c tanh(q̇/v_s) (``soa_joint_forces``, as in every step), and active
+        constraints (updating their forces and residuals)."""
+        tau = _core.joint_forces(self.model.data, qd, self.tau)
         if not self.constrained():
             self._clear_constraint_outputs()
-            return forward_dynamics(self.model, q, qd, self.tau, self.f_ext or None)
+            return forward_dynamics(self.model, q, qd, tau, self.f_ext or None)
         res = constraints_module().constrained_forward_dynamics(
-            self.model, q, qd, self.tau, self.f_ext or None, active=self.active, u=self.u,
+            self.model, q, qd, tau, self.f_ext or None, active=self.active, u=self.u,
             stabilization=self.stabilization, anchors=self._anchors_at(t))
         self.constraint_forces, self.constraint_residuals = res.forces, res.residuals
         return res.qdd

@@ -24,6 +24,7 @@ from . import _core
 from . import joints as J
 
 WORLD = "world"
+FRICTION_VELOCITY = 0.01     # default regularization velocity v_s of joint friction (rad/s or m/s)
 CONSTRAINT_KINDS = {"weld": 6, "ball": 3, "hinge": 5, "soft_finger": 4}
 
 
@@ -128,6 +129,10 @@ class Model:
         self._gravity = _vec3(gravity, "gravity")
         self._nq = 0
         self._nv = 0
+        # ---- joint dissipation applied by the simulator (core/dissipation.c), per velocity dof
+        self._damping = np.zeros(0)
+        self._friction = np.zeros(0)
+        self._friction_velocity = FRICTION_VELOCITY
         self._core: _core.Model | None = None        # built on first use, see :attr:`core`
         self._data: _core.Data | None = None         # the default workspace
         self._arrays: SimpleNamespace | None = None
@@ -165,7 +170,15 @@ class Model:
                     _vec3(com, f"body {name!r} centre of mass"), inertia, limits=dict(limits or {}))
         body.q_index = self._nq
         body.v_index = self._nv
+        dissipation = {}
+        for key in ("damping", "friction"):      # URDF <dynamics>, native limits; 0 where absent
+            x = body.limits.get(key, 0.0)
+            if not (isinstance(x, (int, float)) and np.isfinite(x) and x >= 0):
+                raise ModelError(f"joint {jname!r}: {key} must be finite and ≥ 0, got {x!r}")
+            dissipation[key] = np.full(joint.nv, float(x))
         self.bodies.append(body)
+        self._damping = np.concatenate((self._damping, dissipation["damping"]))
+        self._friction = np.concatenate((self._friction, dissipation["friction"]))
         self._nq += joint.nq
         self._nv += joint.nv
         self._invalidate()
@@ -242,6 +255,82 @@ class Model:
         if self._core is not None:
             self._core.set_gravity(self._gravity)
 
+    # ------------------------------------------------------------------ physical parameters
+    # (the FMU's parameters <b>.mass, <b>.com[1..3], <b>.inertia[1..6], damping[i], friction[i])
+    def set_body_inertia(self, body: str | int, mass: float | None = None, com=None,
+                         inertia=None, *, physical: bool = True) -> None:
+        """Change the inertial parameters of ``body`` (name or index); ``None`` keeps a value.
+
+        ``inertia`` about the centre of mass, body axes: a 3×3 matrix or the six numbers
+        (xx, yy, zz, xy, xz, yz) of the FMU's ``<b>.inertia[1..6]``.  The checks are the model
+        file's (m ≥ 0; J symmetric, and with ``physical``, positive semi-definite with principal
+        moments obeying the triangle inequality): a ModelError names the body."""
+        k = body if isinstance(body, (int, np.integer)) else self.body_index(body)
+        if not 0 <= k < len(self.bodies):
+            raise ModelError(f"unknown body index {k}")
+        b = self.bodies[k]
+        m = b.mass if mass is None else float(mass)
+        c = b.com if com is None else _vec3(com, f"body {b.name!r} centre of mass")
+        J = b.inertia if inertia is None else _inertia_matrix(inertia, f"body {b.name!r}")
+        check_inertia(m, J, f"body {b.name!r}", physical)
+        if m == b.mass and np.array_equal(c, b.com) and np.array_equal(J, b.inertia):
+            return
+        b.mass, b.com, b.inertia = m, c.copy(), J.copy()
+        self._invalidate()
+
+    def body_inertia(self, body: str | int) -> tuple[float, np.ndarray, np.ndarray]:
+        """(mass, centre of mass, 3×3 inertia about it) of ``body`` (name or index), copies."""
+        b = self.bodies[body if isinstance(body, (int, np.integer)) else self.body_index(body)]
+        return b.mass, b.com.copy(), b.inertia.copy()
+
+    @property
+    def joint_damping(self) -> np.ndarray:
+        """Viscous damping d per velocity dof (N.m.s/rad or N.s/m; copy): the simulator applies
+        −d q̇ (Simulator, FMU).  Start: URDF ``<dynamics damping>`` / native ``limits.damping``."""
+        return self._damping.copy()
+
+    @joint_damping.setter
+    def joint_damping(self, d) -> None:
+        self._damping = self._dissipation(d, "damping")
+        self._invalidate()
+
+    @property
+    def joint_friction(self) -> np.ndarray:
+        """Coulomb friction f_c per velocity dof (N.m or N; copy): the simulator applies
+        −f_c tanh(q̇ / v_s), v_s = :attr:`friction_velocity`.  Start: URDF ``<dynamics
+        friction>`` / native ``limits.friction``."""
+        return self._friction.copy()
+
+    @joint_friction.setter
+    def joint_friction(self, f) -> None:
+        self._friction = self._dissipation(f, "friction")
+        self._invalidate()
+
+    @property
+    def friction_velocity(self) -> float:
+        """Regularization velocity v_s of the Coulomb friction (rad/s or m/s, default 0.01): the
+        friction reaches 76 % of f_c at |q̇| = v_s and acts like a damping f_c / v_s near rest."""
+        return self._friction_velocity
+
+    @friction_velocity.setter
+    def friction_velocity(self, v: float) -> None:
+        v = float(v)
+        if not (np.isfinite(v) and v > 0):
+            raise ModelError(f"friction_velocity must be finite and > 0, got {v}")
+        self._friction_velocity = v
+        self._invalidate()
+
+    def _dissipation(self, x, what: str) -> np.ndarray:
+        a = np.array(x, dtype=float)
+        if a.ndim == 0:
+            a = np.full(self.nv, float(a))
+        if a.shape != (self.nv,):
+            raise ModelError(f"joint {what} must have shape ({self.nv},), got {a.shape}")
+        for i in np.flatnonzero(~(np.isfinite(a) & (a >= 0))):
+            raise ModelError(f"{what}[{i + 1}] ({self.velocity_names[i]}) must be finite and ≥ 0, "
+                             f"got {a[i]}")
+        return a
+
     @property
     def position_names(self) -> list[str]:
         """One name per configuration coordinate: the joint name, or ``joint[k]`` (1-based)."""
@@ -295,6 +384,8 @@ class Model:
             if b.joint.nv:
                 v["S"][b.v_index:b.v_index + b.joint.nv] = b.joint.motion_subspace().T
         v["a0"][3:] = -self._gravity
+        v["damping"][:], v["friction"][:] = self._damping, self._friction   # dissipation.c
+        v["vfric"][0] = self._friction_velocity
         # ---- closures.c: the constraints (rows A derived by finish) ----
         kinds = list(CONSTRAINT_KINDS)
         for j, c in enumerate(self.constraints):
@@ -334,6 +425,18 @@ class Model:
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, bodies={self.nbodies}, nq={self.nq}, nv={self.nv}, "
                 f"frames={len(self.frames)}, constraints={len(self.constraints)})")
+
+
+def _inertia_matrix(x, what: str) -> np.ndarray:
+    """A 3×3 inertia from a 3×3 matrix or the six numbers (xx, yy, zz, xy, xz, yz)."""
+    a = np.asarray(x, dtype=float)
+    if a.shape == (6,):
+        xx, yy, zz, xy, xz, yz = a
+        a = np.array([[xx, xy, xz], [xy, yy, yz], [xz, yz, zz]])
+    if a.shape != (3, 3):
+        raise ModelError(f"{what}: inertia must be a 3×3 matrix or 6 numbers (xx, yy, zz, xy, xz, "
+                         f"yz), got shape {a.shape}")
+    return a
 
 
 def _coord_names(joint_name: str, n: int) -> list[str]:

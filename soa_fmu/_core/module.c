@@ -441,7 +441,8 @@ PyMODINIT_FUNC PyInit__core(void)
         {"TOO_MANY_STEPS", SOA_TOO_MANY_STEPS}, {"BAD_RESULT", SOA_BAD_RESULT},
         {"BAD_CONSTRAINT", SOA_BAD_CONSTRAINT}, {"BAD_FRAME", SOA_BAD_FRAME},
         {"BAD_U", SOA_BAD_U}, {"BAD_UDOT", SOA_BAD_UDOT}, {"BAD_ANCHOR", SOA_BAD_ANCHOR},
-        {"BAD_GAINS", SOA_BAD_GAINS}, {"CONSTRAINT_SINGULAR", SOA_CONSTRAINT_SINGULAR}};
+        {"BAD_GAINS", SOA_BAD_GAINS}, {"CONSTRAINT_SINGULAR", SOA_CONSTRAINT_SINGULAR},
+        {"BAD_INERTIA", SOA_BAD_INERTIA}, {"BAD_DISSIPATION", SOA_BAD_DISSIPATION}};
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
     return mod;

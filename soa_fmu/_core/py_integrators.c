@@ -141,6 +141,25 @@ static PyObject *py_dop853_callback(PyObject *Py_UNUSED(mod), PyObject *const *a
     return dop853_entry(d, q, qd, NULL, 0, args[3], args + 4);
 }
 
+/* joint_forces(data, qd, tau) -> tau - d qd - f_c tanh(qd / v_s): the joint forces the simulator
+ * applies (core/dissipation.c); a new array. */
+static PyObject *py_joint_forces(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) return PyErr_Format(PyExc_TypeError, "joint_forces(data, qd, tau)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    const soa_model *m = d->model->m;
+    PyArrayObject *qd = soa_py_vector(args[1], m->nv, "qd"), *tau = NULL, *out = NULL;
+    if (!qd) return NULL;
+    if ((tau = soa_py_vector(args[2], m->nv, "tau")) && (out = soa_py_new(1, m->nv, 0))) {
+        const double *T = soa_joint_forces(m, d->d, SOA_DBL(qd), SOA_DBL(tau));
+        for (int i = 0; i < m->nv; i++) SOA_DBL(out)[i] = T[i];
+    }
+    Py_DECREF(qd);
+    Py_XDECREF(tau);
+    return (PyObject *)out;
+}
+
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 PyMethodDef soa_py_integrators_methods[] = {
@@ -151,4 +170,6 @@ PyMethodDef soa_py_integrators_methods[] = {
                  "first step (0: choose); h_last: the last accepted step."),
     FAST(dop853_callback, "dop853_callback(data, q, qd, accel, t, h, rtol, atol, max_step, h_prev) "
                           "-> (qdd, h_last): dop853 with qdd = accel(q, qd, t)."),
+    FAST(joint_forces, "joint_forces(data, qd, tau) -> tau - d qd - f_c tanh(qd / v_s): the joint "
+                       "forces with the model's dissipation (what the integrators apply)."),
     {NULL, NULL, 0, NULL}};

@@ -28,8 +28,8 @@ static const double *anchor_at(const soa_closure_inputs *in, int j, double t, do
     return T;
 }
 
-/* beta-dot at (theta, beta, t) with the held inputs of a soa_closure_inputs (a soa_accel_fn);
- * the constraint forces and residuals of the evaluation go to in->forces, in->residuals. */
+/* beta-dot at (theta, beta, t) with the held inputs of a soa_closure_inputs and the joints'
+ * dissipation (a soa_accel_fn); the constraint forces and residuals of the evaluation go to in->forces, in->residuals. */
 soa_status soa_closure_accel(void *ctx, const double *q, const double *qd, double t, double *qdd)
 {
     soa_closure_inputs *in = ctx;
@@ -48,7 +48,8 @@ soa_status soa_closure_accel(void *ctx, const double *q, const double *qd, doubl
         if (T != d->cl_anch_t + 16 * j)
             for (int i = 0; i < 16; i++) d->cl_anch_t[16 * j + i] = T[i];
     }
-    return soa_constrained_fd(m, d, q, qd, in->tau, in->use_fext, in->active, in->u, NULL,
+    const double *tau = soa_joint_forces(m, d, qd, in->tau);     /* (the tree's branch: inside) */
+    return soa_constrained_fd(m, d, q, qd, tau, in->use_fext, in->active, in->u, NULL,
                               d->cl_anch_t, in->alpha, in->beta, qdd, in->forces, in->residuals);
 }
 

@@ -8,23 +8,25 @@
 #include "soa.h"
 
 /* beta-dot of the tree (seed 001 Algorithm 3 in the inertial frame) with the held inputs of a
- * soa_tree_inputs; time-invariant.  At the state whose factors the data holds (q_factored,
- * qd_factored: the reported beta-dot of the last step is the first stage of the next) only the
- * filter and smoother run; the result is the same to the bit. */
+ * soa_tree_inputs and the joints' dissipation (soa_joint_forces); time-invariant.  At the state
+ * whose factors the data holds (q_factored, qd_factored: the reported beta-dot of the last step is
+ * the first stage of the next) only the filter and smoother run; the result is the same to the
+ * bit. */
 soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t, double *qdd)
 {
     soa_tree_inputs *in = ctx;
     soa_status st = {SOA_OK, 0};
     (void)t;
     const soa_model *m = in->m;
+    const double *tau = soa_joint_forces(m, in->d, qd, in->tau);
     if (in->q_factored && memcmp(q, in->q_factored, sizeof(double) * m->nq) == 0
         && memcmp(qd, in->qd_factored, sizeof(double) * m->nv) == 0) {
         in->q_factored = in->qd_factored = NULL;          /* once: the stages move on */
-        soa_tree_acceleration_refilter(m, in->d, in->tau, in->use_fext, qdd);
+        soa_tree_acceleration_refilter(m, in->d, tau, in->use_fext, qdd);
         return st;
     }
     in->q_factored = in->qd_factored = NULL;
-    const int k = soa_tree_acceleration_inertial(m, in->d, q, qd, in->tau, in->use_fext, qdd);
+    const int k = soa_tree_acceleration_inertial(m, in->d, q, qd, tau, in->use_fext, qdd);
     if (k >= 0) {
         st.kind = SOA_SINGULAR;
         st.index = k;

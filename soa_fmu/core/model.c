@@ -52,6 +52,7 @@ soa_model *soa_model_new(const soa_sizes *s)
     m->name = (double *)p; p += aligned(sizeof(double) * soa_buffer_dims(ndim, d0, d1, d2));
     SOA_MODEL_INTS(PLACE_INT)
     SOA_MODEL_REALS(PLACE_REAL)
+    m->vfric[0] = SOA_FRICTION_VELOCITY;
     return m;
 }
 
@@ -166,6 +167,18 @@ soa_status soa_model_finish(soa_model *m)
         if (!isfinite(m->S[i])) return st;
     for (int i = 0; i < 6; i++)
         if (!isfinite(m->a0[i])) return st;
+    /* ---- dissipation.c: d, f_c >= 0 per dof, v_s > 0 ---- */
+    st.kind = SOA_BAD_DISSIPATION;
+    m->dissipative = 0;
+    for (int i = 0; i < nv; i++) {
+        st.index = i;
+        if (!(m->damping[i] >= 0.0 && m->damping[i] < HUGE_VAL)
+            || !(m->friction[i] >= 0.0 && m->friction[i] < HUGE_VAL))
+            return st;
+        m->dissipative |= m->damping[i] != 0.0 || m->friction[i] != 0.0;
+    }
+    st.index = nv;
+    if (!(m->vfric[0] > 0.0 && m->vfric[0] < HUGE_VAL)) return st;
     for (int k = 0; k < nb; k++) {
         m->vend[k] = m->v0[k] + m->nvj[k];
         spatial_inertia(m->mass[k], m->com + 3 * k, m->Jc + 9 * k, m->inertia + 36 * k);
@@ -192,5 +205,69 @@ soa_status soa_model_finish(soa_model *m)
     m->finished = 1;
     st.kind = SOA_OK;
     st.index = 0;
+    return st;
+}
+
+#define PI_ 3.14159265358979323846
+
+/* Eigenvalues of a symmetric 3 x 3 matrix, ascending (trigonometric closed form). */
+static void symmetric_eigenvalues3(const double *A, double *ev)
+{
+    const double p1 = A[1] * A[1] + A[2] * A[2] + A[5] * A[5];
+    const double q = (A[0] + A[4] + A[8]) / 3.0;
+    if (p1 == 0.0) {                                  /* diagonal */
+        double a = A[0], b = A[4], c = A[8], t;
+        if (a > b) { t = a; a = b; b = t; }
+        if (b > c) { t = b; b = c; c = t; }
+        if (a > b) { t = a; a = b; b = t; }
+        ev[0] = a; ev[1] = b; ev[2] = c;
+        return;
+    }
+    const double p2 = (A[0] - q) * (A[0] - q) + (A[4] - q) * (A[4] - q) + (A[8] - q) * (A[8] - q)
+                      + 2.0 * p1;
+    const double p = sqrt(p2 / 6.0);
+    double B[9];
+    for (int i = 0; i < 9; i++) B[i] = (A[i] - (i % 4 == 0 ? q : 0.0)) / p;
+    const double det = B[0] * (B[4] * B[8] - B[5] * B[7]) - B[1] * (B[3] * B[8] - B[5] * B[6])
+                       + B[2] * (B[3] * B[7] - B[4] * B[6]);
+    const double r = det / 2.0;
+    const double phi = r <= -1.0 ? PI_ / 3.0 : r >= 1.0 ? 0.0 : acos(r) / 3.0;
+    ev[2] = q + 2.0 * p * cos(phi);
+    ev[0] = q + 2.0 * p * cos(phi + 2.0 * PI_ / 3.0);
+    ev[1] = 3.0 * q - ev[0] - ev[2];
+}
+
+/* The physical rules of (m, J_C) with the tolerances of soa_fmu.model.check_inertia: J symmetric
+ * to 1e-9 of its largest entry, eigenvalues >= -1e-12 of the largest, a + b >= c - 1e-9 c. */
+int soa_inertia_problem(double mass, const double *Jc, double *ev)
+{
+    double e[3] = {0.0, 0.0, 0.0}, big = 1.0;
+    if (!(mass >= 0.0 && mass < HUGE_VAL)) return 1;
+    for (int i = 0; i < 9; i++) {
+        if (!isfinite(Jc[i])) return 2;
+        if (fabs(Jc[i]) > big) big = fabs(Jc[i]);
+    }
+    for (int i = 0; i < 3; i++)
+        for (int j = i + 1; j < 3; j++)
+            if (fabs(Jc[3 * i + j] - Jc[3 * j + i]) > 1e-9 * big) return 3;
+    symmetric_eigenvalues3(Jc, e);
+    if (ev)
+        for (int i = 0; i < 3; i++) ev[i] = e[i];
+    const double top = e[2] > 1.0 ? e[2] : 1.0;
+    if (e[0] < -1e-12 * top) return 4;
+    if (e[0] + e[1] < e[2] - 1e-9 * top) return 5;
+    return 0;
+}
+
+/* Every body's inertial parameters against the physical rules: {SOA_BAD_INERTIA, first body}. */
+soa_status soa_check_inertias(const soa_model *m)
+{
+    soa_status st = {SOA_OK, 0};
+    for (int k = 0; k < m->nb; k++)
+        if (soa_inertia_problem(m->mass[k], m->Jc + 9 * k, NULL)) {
+            st.kind = SOA_BAD_INERTIA;
+            st.index = k;
+            return st;
+        }
     return st;
 }

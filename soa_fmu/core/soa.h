@@ -54,6 +54,11 @@ typedef enum {
     SOA_BAD_GAINS,      /* the stabilization gains are not finite and >= 0 */
     SOA_CONSTRAINT_SINGULAR, /* the active constraints are singular at this configuration
                                 (d->cl_info, d->cl_involved say which); index: the first one */
+    /* ---- physical parameters (model.c, dissipation.c) ---- */
+    SOA_BAD_INERTIA,    /* body index: mass < 0 or not finite, or J_C not symmetric, not positive
+                           semi-definite or breaking the triangle inequality (soa_inertia_problem) */
+    SOA_BAD_DISSIPATION, /* damping or friction of velocity dof index is not finite and >= 0;
+                            index nv: the friction regularization velocity is not finite and > 0 */
     SOA_NSTATUS
 } soa_kind;
 
@@ -67,6 +72,7 @@ typedef struct {
 } soa_names;
 
 #define SOA_QUAT_TOL 1e-6   /* tolerance on |q|^2 - 1 of a joint quaternion */
+#define SOA_FRICTION_VELOCITY 0.01   /* default v_s of a new model (vfric; dissipation.c) */
 
 /* ------------------------------------------------------------------ sizes */
 /* What a model's buffers are sized by.  Other families add their counts here. */
@@ -120,6 +126,10 @@ typedef struct {
     X(inertia, 3, nb, 6, 6)   /* M(k) about the body origin, body frame: derived from (m, p, J_C) \
                                  by soa_model_finish (seed 000 sec. 2) */                        \
     X(a0,      1, 6, 0, 0)    /* base acceleration [0; -g]: gravity as a base acceleration */   \
+    /* ---- dissipation.c: joint forces the simulator adds, -d qd - f_c tanh(qd / v_s) ---- */   \
+    X(damping,  1, nv, 0, 0)  /* viscous damping d per velocity dof (N.m.s/rad or N.s/m) */     \
+    X(friction, 1, nv, 0, 0)  /* Coulomb friction force f_c per velocity dof (N.m or N) */      \
+    X(vfric,    1, 1, 0, 0)   /* regularization velocity v_s of the friction (rad/s or m/s) */  \
     /* ---- closures.c: placements of the constraint frames, rows A (seed 000 eq. 2.16) ---- */ \
     X(cn_Ra,   3, nc, 3, 3)   /* frame_a in its body (x_body = Ra x_frame) */                   \
     X(cn_pa,   2, nc, 3, 0)   /* frame_a origin in its body */                                   \
@@ -167,6 +177,7 @@ typedef struct {
     X(qs,      1, nq, 0, 0)   /* stage configuration */                                          \
     X(vs,      1, nv, 0, 0)   /* stage velocity */                                               \
     X(dv,      1, nv, 0, 0)   /* a velocity increment */                                         \
+    X(tau_j,   1, nv, 0, 0)   /* joint forces with dissipation, tau - d qd - f_c s(qd) */       \
     /* ---- dop853.c: Dormand-Prince 8(5,3) on y = (theta, beta), n = nq + nv ---- */            \
     X(dop_K,     2, 13, nq + nv, 0) /* rates K(0..11) of the stages, K(12) = f(t+h, y_new) */    \
     X(dop_y,     1, nq + nv, 0, 0)  /* y at the start of the step */                             \
@@ -244,6 +255,7 @@ typedef struct soa_model {
     SOA_MODEL_REALS(SOA_DECLARE_REAL)
     int finished;           /* set by soa_model_finish: the model passed its checks */
     int dfs_identity;       /* the velocity dofs are already in depth-first order */
+    int dissipative;        /* some damping or friction is not zero (soa_model_finish) */
     void *buffer;           /* the one allocation behind every array above */
     size_t nbytes;
 } soa_model;
@@ -258,6 +270,13 @@ typedef struct soa_data {
 /* ------------------------------------------------------------------ model.c */
 soa_model *soa_model_new(const soa_sizes *sizes);   /* zeroed buffers; NULL if out of memory */
 soa_status soa_model_finish(soa_model *m);           /* structural checks; derives vend */
+/* The physical rules of one body's inertial parameters (m, J_C about the centre of mass): 0 when
+ * they hold, else 1: m not finite or < 0, 2: J_C not finite, 3: not symmetric, 4: not positive
+ * semi-definite, 5: principal moments breaking the triangle inequality.  ev (may be NULL) <- the
+ * principal moments, ascending (codes 0, 4, 5).  soa_model_finish checks only code 1 (and finite
+ * constants); published robot files break 4 and 5, so their check is the caller's. */
+int soa_inertia_problem(double mass, const double *Jc, double *ev);
+soa_status soa_check_inertias(const soa_model *m);    /* every body; {SOA_BAD_INERTIA, body} */
 void soa_model_free(soa_model *m);
 soa_data *soa_data_new(const soa_model *m);           /* NULL if out of memory */
 void soa_data_free(soa_data *d);
@@ -351,6 +370,13 @@ soa_status soa_rnea_derivatives(const soa_model *m, soa_data *d, const double *q
 soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q, const double *qd,
                                const double *tau, int use_fext, double *ddq, double *ddv, int ld,
                                double *Minv);
+
+/* ------------------------------------------------------------------ dissipation.c */
+/* The joint forces the simulator applies: tau - d qd - f_c tanh(qd / v_s) (d, f_c, v_s: the model's
+ * damping, friction, vfric).  Returns tau itself when the model has no dissipation, else d->tau_j
+ * filled. */
+const double *soa_joint_forces(const soa_model *m, soa_data *d, const double *qd,
+                               const double *tau);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the

@@ -96,6 +96,36 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
         snprintf(buf, n, "the constraints ['%s'] are singular at this configuration",
                  name(nm, SOA_NAME_CONSTRAINT, i, m->nc));
         break;
+    /* ---- physical parameters: the texts of soa_fmu.model.check_inertia */
+    case SOA_BAD_INERTIA: {
+        double ev[3] = {0.0, 0.0, 0.0};
+        const int ok = i >= 0 && i < nb;
+        const int why = ok ? soa_inertia_problem(m->mass[i], m->Jc + 9 * i, ev) : 0;
+        const char *b = name(nm, SOA_NAME_BODY, i, nb);
+        if (why == 1)
+            snprintf(buf, n, "body '%s': mass must be finite and \xe2\x89\xa5 0, got %.17g", b,
+                     m->mass[i]);
+        else if (why == 2)
+            snprintf(buf, n, "body '%s': inertia must be a finite 3\xc3\x97" "3 matrix", b);
+        else if (why == 3)
+            snprintf(buf, n, "body '%s': inertia tensor is not symmetric", b);
+        else if (why == 4)
+            snprintf(buf, n, "body '%s': inertia tensor is not positive semi-definite (eigenvalues "
+                     "[%.6g %.6g %.6g])", b, ev[0], ev[1], ev[2]);
+        else
+            snprintf(buf, n, "body '%s': principal inertias [%.6g %.6g %.6g] violate the triangle "
+                     "inequality", b, ev[0], ev[1], ev[2]);
+        break;
+    }
+    case SOA_BAD_DISSIPATION:
+        if (i >= 0 && i < nv)
+            snprintf(buf, n, "damping[%d] and friction[%d] (%s) must be finite and \xe2\x89\xa5 0, "
+                     "got %.17g and %.17g", i + 1, i + 1, name(nm, SOA_NAME_VELOCITY, i, nv),
+                     m->damping[i], m->friction[i]);
+        else
+            snprintf(buf, n, "the friction regularization velocity must be finite and > 0, got "
+                     "%.17g", m->vfric[0]);
+        break;
     default:
         snprintf(buf, n, "invalid input (status %d, index %d)", st.kind, i);
     }
