@@ -1,4 +1,5 @@
-"""``soa-describe MODEL_FILE``: print a model's tree, joints, coordinates, masses, frames, constraints.
+"""``soa-describe MODEL_FILE``: print a model's tree, joints, coordinates, masses, the physical parameters
+(the FMU's ``<b>.mass``, ``<b>.com``, ``<b>.inertia``, ``damping``, ``friction``), frames, constraints.
 
 Also ``python -m soa_fmu.cli MODEL_FILE``.  A bad file exits with status 1 and one line on stderr.
 """
@@ -55,6 +56,18 @@ def describe(model: Model) -> str:
             walk(k, depth + 1)
 
     walk(-1, 1)
+    out += ["", "physical parameters (FMU parameters <body>.mass, .com[1..3], .inertia[1..6]: "
+                "kg, m, kg·m² xx yy zz xy xz yz about the centre of mass):"]
+    for b in model.bodies:
+        J = b.inertia
+        out.append(f"  {b.name}: mass {_num(b.mass)}, com {_vec(b.com)}, inertia "
+                   f"{_vec((J[0, 0], J[1, 1], J[2, 2], J[0, 1], J[0, 2], J[1, 2]))}")
+    if model.nv:
+        out += ["", f"joint dissipation (FMU parameters damping[i]: N·m·s/rad or N·s/m, friction[i]: "
+                    f"N·m or N; friction smoothed as tanh(qd / {_num(model.friction_velocity)})):"]
+        d, f = model.joint_damping, model.joint_friction
+        out += [f"  {i + 1:>3} {n}: damping {_num(d[i])}, friction {_num(f[i])}"
+                for i, n in enumerate(vnames)]
     if model.frames:
         out += ["", "frames:"]
         out += [f"  {f.name} on {model.bodies[f.body].name} at {_vec(f.translation)}"

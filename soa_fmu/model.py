@@ -165,6 +165,7 @@ class Model:
         p = -1 if parent == WORLD else self.body_index(parent)
         inertia = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
         check_inertia(float(mass), inertia, f"body {name!r}", physical)
+        inertia = 0.5 * (inertia + inertia.T)   # exactly symmetric, as the FMU's six parameters
         body = Body(name, p, joint, jname, _rotation(rotation, f"joint {jname!r}"),
                     _vec3(translation, f"joint {jname!r} origin"), float(mass),
                     _vec3(com, f"body {name!r} centre of mass"), inertia, limits=dict(limits or {}))
@@ -273,6 +274,7 @@ class Model:
         c = b.com if com is None else _vec3(com, f"body {b.name!r} centre of mass")
         J = b.inertia if inertia is None else _inertia_matrix(inertia, f"body {b.name!r}")
         check_inertia(m, J, f"body {b.name!r}", physical)
+        J = 0.5 * (J + J.T)
         if m == b.mass and np.array_equal(c, b.com) and np.array_equal(J, b.inertia):
             return
         b.mass, b.com, b.inertia = m, c.copy(), J.copy()

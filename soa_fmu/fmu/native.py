@@ -175,6 +175,7 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str)
         "nframes": len(frames), "frames": "FRAMES" if frames else "NULL",
         "constraints": "CONS" if cons else "NULL",
         "method": METHODS.index(integrator),
+        **{f"vr_{g}": vr(g) for g in ("inertial", "damping", "friction")},   # physical parameters
     }
     parts.append("const soa_fmu_description soa_fmu_model = {\n"
                  + ",\n".join(f"    .{k} = {v}" for k, v in fields.items()) + "\n};\n")

@@ -158,6 +158,9 @@ class SoaSlave(Fmi2Slave):
         self.vr_max_step, self.vr_rtol, self.vr_atol = (table.groups[k][0] for k in
                                                         ("max_step", "rtol", "atol"))
         self.sl_stab = g("stabilization") if "stabilization" in table.groups else None
+        self.sl_inertial, self.sl_damping, self.sl_friction = (sl("inertial"), sl("damping"),
+                                                               sl("friction"))
+        self.inertial_start = self.real[self.sl_inertial].copy()
         self.cons = [(c.name, g(f"u:{c.name}"), g(f"f:{c.name}"), table.groups[f"err:{c.name}"][0],
                       table.groups[f"active:{c.name}"][0] - nr) for c in model.constraints]
         self.frames = [(f, g(f"f_ext:{f}"), g(f"pose:{f}")) for f in table.frames]
@@ -259,9 +262,23 @@ class SoaSlave(Fmi2Slave):
         return True
 
     # ------------------------------------------------------------------ the simulator
+    def _apply_parameters(self) -> None:
+        """The physical parameters into the model (fixed ones: before initialization ends, and
+        from a restored FMU state): each body's (mass, com, inertia), checked as a model file's
+        when they differ from the start values (a ModelError names the body), damping, friction."""
+        model, x = self.model, self.real[self.sl_inertial]
+        for k in range(model.nbodies):
+            p = x[10 * k:10 * k + 10]
+            model.set_body_inertia(k, p[0], p[1:4], p[4:10], physical=not np.array_equal(
+                p, self.inertial_start[10 * k:10 * k + 10]))
+        for name, sl in (("joint_damping", self.sl_damping), ("joint_friction", self.sl_friction)):
+            if not np.array_equal(getattr(model, name), self.real[sl]):
+                setattr(model, name, self.real[sl])
+
     def _build(self) -> None:
         """(Re)create the Simulator from the parameters and inputs (instantiated/init mode)."""
         model, r = self.model, self.real
+        self._apply_parameters()
         model.gravity = r[self.sl_g]
         q0 = r[self.sl_q0].copy()
         for joint, i in model.quaternion_slices():
@@ -576,6 +593,7 @@ class SoaSlave(Fmi2Slave):
             self.string[:] = state["string"]
             self.pending = {int(k): v for k, v in state["pending"].items()}
             self.start_time = float(state["start_time"])
+            self._apply_parameters()
             self.model.gravity = self.real[self.sl_g]
             if state["sim"] is None:
                 self.sim = None

@@ -13,6 +13,11 @@ forces and residuals), outputs computed on demand (``energy``, frame poses); the
 (``<constraint>.active``); then the String parameter ``integrator``.  Vectors use 1-based structured
 names in ``model.position_names`` / ``model.velocity_names`` order.
 
+Physical parameters (fixed: set before fmi2ExitInitializationMode): per body ``<b>.mass``,
+``<b>.com[1..3]``, ``<b>.inertia[1..6]`` (group ``inertial``, ten per body in body order), per
+velocity dof ``damping[i]`` and ``friction[i]`` (groups ``damping``, ``friction``); they follow the
+integrator options and gains among the parameters.
+
 Units are SI; a coordinate's unit follows from its joint type (angle or length, quaternion
 components are "1"); generalized forces are N.m for rotational and N for translational dofs.
 """
@@ -44,11 +49,23 @@ UNITS: dict[str, dict[str, int]] = {
     "N.m": {"kg": 1, "m": 2, "s": -2},
     "J": {"kg": 1, "m": 2, "s": -2},
     "1/s": {"s": -1},
+    "kg": {"kg": 1},
+    "kg.m2": {"kg": 1, "m": 2},
+    "N.m.s/rad": {"kg": 1, "m": 2, "s": -1, "rad": -1},
+    "N.s/m": {"kg": 1, "s": -1},
 }
 
-# What each dof kind means: (coordinate, rate, acceleration, generalized force) units.
-ANGULAR = ("rad", "rad/s", "rad/s2", "N.m")
-LINEAR = ("m", "m/s", "m/s2", "N")
+# What each dof kind means: (coordinate, rate, acceleration, generalized force, viscous damping)
+# units.
+ANGULAR = ("rad", "rad/s", "rad/s2", "N.m", "N.m.s/rad")
+LINEAR = ("m", "m/s", "m/s2", "N", "N.s/m")
+
+# The ten inertial parameters of a body, in the order of <b>.mass, <b>.com[1..3], <b>.inertia[1..6]
+# (group "inertial", index 10 k + i for body k): name, unit, what.
+INERTIAL = (("mass", "kg", "mass"),
+            *((f"com[{k + 1}]", "m", f"centre of mass, body frame {c}") for k, c in enumerate("xyz")),
+            *((f"inertia[{k + 1}]", "kg.m2", f"rotational inertia {c} about the centre of mass, "
+               "body axes") for k, c in enumerate(("xx", "yy", "zz", "xy", "xz", "yz"))))
 
 # Constraint rows: spatial order [angular; linear] (ω first, as everywhere in the engine).
 CONSTRAINT_ROWS = {
@@ -238,13 +255,14 @@ class VariableTable:
             elif g == "qd":
                 d = [vr["qd0"][v.index]]
             elif g == "energy":
-                d = vr["g"] + vr.get("q0", []) + vr.get("qd0", [])
+                d = vr["g"] + vr.get("q0", []) + vr.get("qd0", []) + vr.get("inertial", [])
             elif g.startswith("pose:"):
                 d = [vr["q0"][i] for i in self._frame_q[g[5:]]]
             elif g.startswith("err:"):
                 d = vr.get("q0", []) + vr[f"active:{g[4:]}"]
             else:                 # qdd, constraint forces
-                d = vr["g"] + vr.get("q0", []) + vr.get("qd0", []) + stab + inputs
+                d = (vr["g"] + vr.get("q0", []) + vr.get("qd0", []) + stab + inputs
+                     + vr.get("inertial", []) + vr.get("damping", []) + vr.get("friction", []))
             deps[v.value_reference] = sorted(set(d))
         return deps
 
@@ -304,6 +322,24 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3) -
         add("stabilization[2]", "Real", "parameter", "tunable", "exact", "1/s", 0.0,
             "Baumgarte gain beta on the constraint position error (e'' + 2 alpha e' + beta^2 e "
             "= 0)", "stabilization", 1)
+
+    # ---------------- physical parameters (fixed; applied to the engine's model at initialization)
+    for k, b in enumerate(model.bodies):
+        bname = structured_name(b.name, "body")
+        J = b.inertia
+        values = (b.mass, *b.com, J[0, 0], J[1, 1], J[2, 2], J[0, 1], J[0, 2], J[1, 2])
+        for i, ((suffix, u, what), x) in enumerate(zip(INERTIAL, values)):
+            add(f"{bname}.{suffix}", "Real", "parameter", "fixed", "exact", u, float(x),
+                f"{what} of body '{b.name}'", "inertial", 10 * k + i)
+    damping, friction = model.joint_damping, model.joint_friction
+    for i in range(nv):
+        add(f"damping[{i + 1}]", "Real", "parameter", "fixed", "exact", vel[i][3][4],
+            float(damping[i]), f"viscous damping (joint force -d qd) on dof {i + 1}: {vdesc(i)}",
+            "damping", i)
+    for i in range(nv):
+        add(f"friction[{i + 1}]", "Real", "parameter", "fixed", "exact", vel[i][3][3],
+            float(friction[i]), f"Coulomb friction (joint force -f tanh(qd / "
+            f"{model.friction_velocity:g})) on dof {i + 1}: {vdesc(i)}", "friction", i)
 
     # ---------------- inputs
     for i in range(nv):

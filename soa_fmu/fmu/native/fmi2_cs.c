@@ -212,6 +212,7 @@ static soa_status update_outputs(Instance *c)
 {
     const int use = pack_frame_forces(c, c->real, c->d->fext);
     const double *q = c->real + D.vr_q, *qd = c->real + D.vr_qd, *tau = c->real + D.vr_tau;
+    tau = soa_joint_forces(c->m, c->d, qd, tau);     /* dissipation, as in every step */
     soa_status st;
     if (D.nc > 0 && gather_closure_inputs(c)) {
         st = soa_constrained_fd(c->m, c->d, q, qd, tau, use, c->active, c->u, NULL, c->anchors,
@@ -241,10 +242,68 @@ static void reset_closures(Instance *c)
     }
 }
 
+/* ------------------------------------------------------------------ physical parameters
+ * The fixed parameters <b>.mass, <b>.com[1..3], <b>.inertia[1..6] (xx yy zz xy xz yz), damping[i]
+ * and friction[i] go into the instance's soa_model, which soa_model_finish re-derives (M(k), the
+ * dissipation flag): when the state is built (before initialization ends) and when a state is
+ * restored, never in fmi2DoStep.  Every mass must be >= 0, the inertia of a body whose values
+ * differ from the start values must be physical (soa_inertia_problem: a published robot file's may
+ * not be), damping and friction >= 0. */
+static double parameter(const Instance *c, int vr, int start)
+{
+    return start ? D.vars[vr].start : c->real[vr];
+}
+
+static void write_parameters(Instance *c, int start)
+{
+    soa_model *m = c->m;
+    for (int k = 0; k < D.nb; k++) {
+        const int vr = D.vr_inertial + 10 * k;
+        double *J = m->Jc + 9 * k;
+        m->mass[k] = parameter(c, vr, start);
+        for (int i = 0; i < 3; i++) m->com[3 * k + i] = parameter(c, vr + 1 + i, start);
+        J[0] = parameter(c, vr + 4, start);
+        J[4] = parameter(c, vr + 5, start);
+        J[8] = parameter(c, vr + 6, start);
+        J[1] = J[3] = parameter(c, vr + 7, start);
+        J[2] = J[6] = parameter(c, vr + 8, start);
+        J[5] = J[7] = parameter(c, vr + 9, start);
+    }
+    for (int i = 0; i < D.nv; i++) {
+        m->damping[i] = parameter(c, D.vr_damping + i, start);
+        m->friction[i] = parameter(c, D.vr_friction + i, start);
+    }
+}
+
+/* The parameters into the model; 0 (msg, which may be NULL: the reason naming the body or dof)
+ * when they are refused, the model then holding the start values. */
+static int apply_parameters(Instance *c, char *msg, size_t n)
+{
+    soa_status st = {SOA_OK, 0};
+    write_parameters(c, 0);
+    for (int k = 0; k < D.nb && st.kind == SOA_OK; k++) {
+        int changed = 0;
+        for (int i = 0; i < 10; i++)
+            changed |= c->real[D.vr_inertial + 10 * k + i] != D.vars[D.vr_inertial + 10 * k + i].start;
+        const int why = soa_inertia_problem(c->m->mass[k], c->m->Jc + 9 * k, NULL);
+        if (why == 1 || (changed && why)) {
+            st.kind = SOA_BAD_INERTIA;
+            st.index = k;
+        }
+    }
+    if (st.kind == SOA_OK) st = soa_model_finish(c->m);
+    if (st.kind == SOA_OK) return 1;
+    if (msg) status_message(c, st, msg, n);
+    write_parameters(c, 1);
+    soa_model_finish(c->m);
+    return 0;
+}
+
 /* (Re)create the state from the parameters (before initialization has ended): q = q0 with its
  * quaternions normalized, qd = qd0, t = start time.  Returns 0 with the reason in msg. */
 static int build(Instance *c, char *msg, size_t n)
 {
+    if (!apply_parameters(c, msg, n)) return 0;
     apply_gravity(c);
     double *q = c->real + D.vr_q, *qd = c->real + D.vr_qd;
     memcpy(q, c->real + D.vr_q0, sizeof(double) * D.nq);
@@ -542,6 +601,7 @@ static void load_state(Instance *c, const unsigned char *buf)
     for (int j = 0; j < D.nc; j++) c->was_active[j] = *p++ ? 1 : 0;
     if (c->mode < INSTANTIATED || c->mode > TERMINATED) c->mode = TERMINATED;
     if (c->method < 0 || c->method >= SOA_NMETHODS) c->method = D.method;
+    if (!apply_parameters(c, NULL, 0)) c->built = 0;      /* the state's physical parameters */
     apply_gravity(c);
     c->energy_valid = c->poses_valid = 0;
 }

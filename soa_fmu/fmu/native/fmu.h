@@ -58,6 +58,9 @@ typedef struct {
     const soa_fmu_frame *frames;
     const soa_fmu_constraint *constraints;   /* nc */
     int method;                          /* the default integrator, SOA_RK4 ... (soa.h) */
+    /* ---- physical parameters (fixed): value references of the first of each group (-1: absent):
+     * ten per body (mass, com[3], inertia[6]: xx yy zz xy xz yz), then damping[nv], friction[nv] */
+    int vr_inertial, vr_damping, vr_friction;
 } soa_fmu_description;
 
 extern const soa_fmu_description soa_fmu_model;
