@@ -1,5 +1,6 @@
 """The native FMU's C code (core + FMI wrapper) under AddressSanitizer and UBSan, driven by a
-hostile master (tests/fmu_fuzz_host.c): random FMI call sequences in every state with NaN/Inf/huge
+hostile master (tests/fmu_fuzz_host.c for FMI 2.0 Co-Simulation and Model Exchange instances,
+tests/fmu3_fuzz_host.c for FMI 3.0): random FMI call sequences in every state with NaN/Inf/huge
 values, invalid value references, random bytes and corrupted real states as serialized FMU states.
 Any memory error, leak or undefined behaviour fails the run."""
 from __future__ import annotations
@@ -22,8 +23,10 @@ SANITIZE = ["-fsanitize=address,undefined", "-fno-sanitize-recover=undefined",
             "-fno-omit-frame-pointer", "-g", "-O1"]
 
 
-@pytest.mark.parametrize("model, name", [("arm7.urdf", "Arm7"), ("spacecraft.toml", None)])
-def test_hostile_master_under_sanitizers(tmp_path, model, name):
+@pytest.mark.parametrize("model, name, kind", [("arm7.urdf", "Arm7", "cs"),
+                                               ("spacecraft.toml", None, "me"),
+                                               ("four_bar.toml", None, "me")])
+def test_hostile_master_under_sanitizers(tmp_path, model, name, kind):
     fmu = build(model, name=name, runtime="native")
     md = read_model_description(str(fmu))
     zipfile.ZipFile(fmu).extractall(tmp_path)
@@ -43,7 +46,8 @@ def test_hostile_master_under_sanitizers(tmp_path, model, name):
     env.pop("LD_PRELOAD", None)
     for seed in range(3):
         out = subprocess.run([str(exe), md.guid, str(seed), "3000", str(nreal), str(nbool),
-                              str(len(md.modelVariables))], capture_output=True, text=True,
+                              str(len(md.modelVariables)), kind,
+                              str(md.numberOfContinuousStates)], capture_output=True, text=True,
                              env=env, timeout=600)
         assert out.returncode == 0, out.stderr[-4000:]
         assert out.stdout.startswith("ok"), out.stdout
