@@ -356,7 +356,8 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
     if fmi == 3:
         xml_root = generator_fmi3.model_description(
             table, model_name=model.name, identifier=identifier, guid=guid,
-            description=description, log_categories=LOG_CATEGORIES, step_size=step,
+            description=description, step_size=step,
+            log_categories={k: v.replace("fmi2", "fmi3") for k, v in LOG_CATEGORIES.items()},
             generation_tool=tool, version=soa_fmu.__version__, timestamp=stamp,
             interfaces=interfaces, **flags)
         members.append(("sources/buildDescription.xml",

@@ -62,6 +62,7 @@ struct Instance {
     int logging_on;
     int kind;                   /* FMU_CS or FMU_ME */
     int fmi;                    /* 2 or 3: what a value reference names (fmu_span) */
+    int event_mode;             /* FMI 3.0 Co-Simulation created with eventModeUsed */
     soa_model *m;
     soa_data *d;
 #define DECLARE_SCALAR(type, name, n) type name;
