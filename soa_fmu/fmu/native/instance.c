@@ -295,11 +295,18 @@ static soa_status integrate(Instance *c, double h)
     return st;
 }
 
+/* The configuration the on-demand outputs are computed at: q, or with Model Exchange qn (every
+ * quaternion of an integrator's state normalized, as the dynamics see it). */
+static const double *configuration(Instance *c)
+{
+    return c->kind == FMU_ME ? fmu_me_normalized(c) : c->real + D.vr_q;
+}
+
 /* The on-demand outputs: energy (core/energy.c) and the frame poses. */
 static soa_status update_energy(Instance *c)
 {
     double T, U;
-    const soa_status st = soa_energy(c->m, c->d, c->real + D.vr_q, c->real + D.vr_qd, &T, &U);
+    const soa_status st = soa_energy(c->m, c->d, configuration(c), c->real + D.vr_qd, &T, &U);
     if (st.kind == SOA_OK) {
         c->real[D.vr_energy] = T + U;
         c->energy_valid = 1;
@@ -309,9 +316,10 @@ static soa_status update_energy(Instance *c)
 
 static soa_status update_poses(Instance *c)
 {
-    soa_status st = soa_check_configuration(c->m, c->real + D.vr_q);
+    const double *q = configuration(c);
+    soa_status st = soa_check_configuration(c->m, q);
     if (st.kind != SOA_OK) return st;
-    soa_outward_placements(c->m, c->d, c->real + D.vr_q);
+    soa_outward_placements(c->m, c->d, q);
     soa_world_placements(c->m, c->d);
     for (int i = 0; i < D.nframes; i++) {
         const soa_fmu_frame *fr = &D.frames[i];
@@ -341,8 +349,9 @@ int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char 
             return 0;
         }
     }
-    if (c->stale && feedthrough) {
-        if (c->kind == FMU_ME) return fmu_me_evaluate(c, fn);    /* logs a failure itself */
+    if (c->stale && feedthrough && c->kind == FMU_ME) {
+        if (!fmu_me_evaluate(c, fn)) return 0;                  /* (logged) */
+    } else if (c->stale && feedthrough) {
         soa_status st = update_outputs(c);
         if (st.kind != SOA_OK) {
             fmu_status_message(c, st, msg, sizeof msg);

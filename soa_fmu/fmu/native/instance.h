@@ -139,6 +139,7 @@ fmu_state *fmu_state_from_bytes(Instance *c, const unsigned char *bytes, size_t 
 int fmu_me_nx(void);                      /* continuous states: nq + nv */
 int fmu_me_require(Instance *c, const char *fn, int modes);    /* 1 << Mode bits */
 int fmu_me_evaluate(Instance *c, const char *fn);
+const double *fmu_me_normalized(Instance *c);   /* qn (q itself where it cannot be normalized) */
 int fmu_me_set_time(Instance *c, double t, const char *fn);
 int fmu_me_get_states(Instance *c, double *x, size_t nx, const char *fn);
 int fmu_me_set_states(Instance *c, const double *x, size_t nx, const char *fn);

@@ -135,6 +135,11 @@ static int evaluate(Instance *c, int level, const char *fn)
 
 int fmu_me_evaluate(Instance *c, const char *fn) { return evaluate(c, FMU_ERROR, fn); }
 
+const double *fmu_me_normalized(Instance *c)
+{
+    return normalize(c).kind == SOA_OK ? c->qn : c->real + D.vr_q;
+}
+
 int fmu_me_set_time(Instance *c, double t, const char *fn)
 {
     if (!fmu_me_require(c, fn, (1 << EVENT) | (1 << CONTINUOUS))) return FMU_ERROR;
