@@ -135,7 +135,7 @@ def test_model_structure_dependencies():
         {d.name for d in init["qdd[1]"].dependencies}
     assert index[md.modelVariables[0]] == 1
     # quaternion coordinates depend on the whole quaternion's start value (normalization)
-    md = read_model_description(str(build("spacecraft.toml", interface="cs")))
+    md = read_model_description(str(build("spacecraft.toml")))
     init = {u.variable.name: u for u in md.initialUnknowns}
     model = load_model(example("spacecraft.toml"))
     joint, i = model.quaternion_slices()[0]
