@@ -6,9 +6,10 @@ shared instance, and the FMI 2.0 or the FMI 3.0 interface) + ``fmu_model.c``, ge
 soa_model buffers (every table of ``soa.h``, as the Python Model packed them), the variables with
 their start values, the frames and the group offsets.  Nothing is read from files at run time.
 
-The FMI headers (2.0 and 3.0) come from fmpy (``fmpy/c-code``), which ships them.  :func:`compile_library`
-builds ``binaries/<platform>/<id>.so`` with the C compiler on PATH; the same sources go into the
-FMU's ``sources/`` so that an importer can compile it for its own target (a source-code FMU).
+The FMI headers (2.0 and 3.0) come from fmpy (``fmpy/c-code``), which ships them.
+:func:`compile_library` builds ``binaries/<platform>/<id>.so`` with the C compiler on PATH; the
+same sources go into the FMU's ``sources/`` so that an importer can compile it for its own target
+(a source-code FMU).
 """
 from __future__ import annotations
 

@@ -64,11 +64,13 @@ fmi2Component fmi2Instantiate(fmi2String instanceName, fmi2Type fmuType, fmi2Str
         tmp.env = functions->componentEnvironment;
     }
     tmp.name = (char *)(instanceName ? instanceName : "soa_fmu");
-    const int kind = fmuType == fmi2CoSimulation ? FMU_CS : fmuType == fmi2ModelExchange ? FMU_ME : 0;
+    const int kind = fmuType == fmi2CoSimulation ? FMU_CS
+                   : fmuType == fmi2ModelExchange ? FMU_ME : 0;
     if (!(kind & D.interfaces)) {
         fmu_log(&tmp, fmi2Error, "fmi2Instantiate: %s is %s FMU (fmuType %d was requested)",
                 D.identifier, D.interfaces == FMU_CS ? "a Co-Simulation"
-                : D.interfaces == FMU_ME ? "a Model Exchange" : "a Model Exchange and Co-Simulation",
+                : D.interfaces == FMU_ME ? "a Model Exchange"
+                : "a Model Exchange and Co-Simulation",
                 (int)fmuType);
         return NULL;
     }

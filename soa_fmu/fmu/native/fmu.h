@@ -22,7 +22,7 @@ typedef struct {
     signed char fixed;       /* variability "fixed": settable only before initialization ends */
     signed char positive;    /* the value must be > 0 (max_step, rtol, atol) */
     double start;            /* start value (NaN for outputs; 0/1 for Booleans) */
-    int n3;                  /* FMI 3.0: scalars of the array variable starting here (0: inside one) */
+    int n3;                  /* FMI 3.0: scalars of the array starting here (0: inside one) */
 } soa_fmu_variable;
 
 typedef struct {

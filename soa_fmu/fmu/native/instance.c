@@ -847,7 +847,8 @@ static int real_problem(const Instance *c, int vr, double x, char *text, size_t 
                  v->causality == SOA_FMU_OUTPUT ? "an output" : "computed by the FMU");
         return REJ_OUTPUT;
     }
-    if (v->causality == SOA_FMU_PARAMETER && v->fixed && (fmu_running(c) || c->mode == TERMINATED)) {
+    if (v->causality == SOA_FMU_PARAMETER && v->fixed
+        && (fmu_running(c) || c->mode == TERMINATED)) {
         snprintf(text, n, "%s is a fixed parameter; it can only be set before "
                  "fmi%dExitInitializationMode", fmu_named(vr, nm, sizeof nm), c->fmi);
         return REJ_FIXED;

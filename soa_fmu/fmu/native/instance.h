@@ -23,7 +23,7 @@
 #define MSG 1024
 
 enum { FMU_OK, FMU_WARNING, FMU_DISCARD, FMU_ERROR, FMU_FATAL };   /* = fmi2Status, fmi3Status */
-enum { FMU_CS = 1, FMU_ME = 2 };                                   /* instance kinds (D.interfaces) */
+enum { FMU_CS = 1, FMU_ME = 2 };                     /* instance kinds (bits of D.interfaces) */
 
 /* CS: INSTANTIATED -> INITIALIZATION -> STEPPING -> TERMINATED; ME: ... -> EVENT <-> CONTINUOUS
  * (FMI 3.0 CS with event mode uses EVENT too). */

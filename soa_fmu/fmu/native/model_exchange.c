@@ -66,6 +66,7 @@ int fmu_me_require(Instance *c, const char *fn, int modes)
 }
 
 #define AFTER_INIT ((1 << INITIALIZATION) | (1 << EVENT) | (1 << CONTINUOUS) | (1 << TERMINATED))
+#define ANY_MODE (AFTER_INIT | (1 << INSTANTIATED))
 
 static int is_quaternion_joint(const soa_model *m, int k)
 {
@@ -207,8 +208,7 @@ int fmu_me_get_derivatives(Instance *c, double *dx, size_t nx, const char *fn)
 
 int fmu_me_nominals(Instance *c, double *x, size_t nx, const char *fn)
 {
-    if (c->kind != FMU_ME) return fmu_me_require(c, fn, 0) ? FMU_OK : FMU_ERROR;
-    if (!check_nx(c, x, nx, fn)) return FMU_ERROR;
+    if (!fmu_me_require(c, fn, ANY_MODE) || !check_nx(c, x, nx, fn)) return FMU_ERROR;
     for (size_t i = 0; i < nx; i++) x[i] = 1.0;
     return FMU_OK;
 }
@@ -358,7 +358,8 @@ static void rate_derivative(const Instance *c, const double *dq, const double *d
                 quat_to_matrix(en[0], en[1], en[2], en[3], R);
                 cross3(dth + v, qd + v + 3, wxv);
                 for (int i = 0; i < 3; i++)
-                    out[a + 4 + i] += R[3 * i] * wxv[0] + R[3 * i + 1] * wxv[1] + R[3 * i + 2] * wxv[2];
+                    out[a + 4 + i] += R[3 * i] * wxv[0] + R[3 * i + 1] * wxv[1]
+                                      + R[3 * i + 2] * wxv[2];
             }
         } else if (m->jtype[k] == SOA_PLANAR) {
             const double cs = cos(q[a]), sn = sin(q[a]);
@@ -427,11 +428,17 @@ static int unknown_kind(int r, int *i)
     if (r >= D.vr_q && r < D.vr_q + D.nq) { *i = r - D.vr_q; return U_Q; }
     if (r >= D.vr_qd && r < D.vr_qd + D.nv) { *i = r - D.vr_qd; return U_QD; }
     if (r >= D.vr_qdd && r < D.vr_qdd + D.nv) { *i = r - D.vr_qdd; return U_QDD; }
-    if (D.vr_qdot >= 0 && r >= D.vr_qdot && r < D.vr_qdot + D.nq) { *i = r - D.vr_qdot; return U_QDOT; }
+    if (D.vr_qdot >= 0 && r >= D.vr_qdot && r < D.vr_qdot + D.nq) {
+        *i = r - D.vr_qdot;
+        return U_QDOT;
+    }
     if (r == D.vr_energy) return U_ENERGY;
     for (int j = 0; j < D.nc; j++) {
         const soa_fmu_constraint *k = &D.constraints[j];
-        if (r >= k->vr_f && r < k->vr_f + 6 && r < k->vr_err) { *i = 6 * j + r - k->vr_f; return U_FORCE; }
+        if (r >= k->vr_f && r < k->vr_f + 6 && r < k->vr_err) {
+            *i = 6 * j + r - k->vr_f;
+            return U_FORCE;
+        }
         if (r == k->vr_err) { *i = j; return U_ERR; }
     }
     for (int f = 0; f < D.nframes; f++)
@@ -467,7 +474,8 @@ static int input_seed(Instance *c, const unsigned *known, size_t nknown, const d
                 e[jj] = x;
                 double *fk = c->d->fext + 6 * fr->body;
                 for (int a = 0; a < 3; a++) {
-                    fk[a] += fr->R[3 * a] * e[0] + fr->R[3 * a + 1] * e[1] + fr->R[3 * a + 2] * e[2];
+                    fk[a] += fr->R[3 * a] * e[0] + fr->R[3 * a + 1] * e[1]
+                             + fr->R[3 * a + 2] * e[2];
                     F[a] = fr->R[3 * a] * e[3] + fr->R[3 * a + 1] * e[4] + fr->R[3 * a + 2] * e[5];
                 }
                 cross3(fr->p, F, pxF);
