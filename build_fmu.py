@@ -1,12 +1,17 @@
-"""Build an FMI 2.0 Co-Simulation FMU from a model file (SPEC §1 step 2).
+"""Build an FMU from a model file (SPEC §1 step 2).
 
     python build_fmu.py model.urdf -o Arm.fmu [--name Arm] [--floating-base]
                         [--integrator rk4|euler|dop853] [--step 0.001]
+                        [--runtime native|python] [--fmi 2|3] [--interface cs|me|both]
 
-(also installed as ``soa-build-fmu``).  The FMU is a pythonfmu FMU: pythonfmu's prebuilt FMI
-library in ``binaries/`` embeds/attaches to a Python 3.11 interpreter and calls the slave
-(:class:`soa_fmu.fmu.slave.SoaSlave`).  ``resources/`` holds everything else the slave needs, so
-the FMU runs from any working directory and without this checkout:
+(also installed as ``soa-build-fmu``).  The default is a native FMU (a shared library compiled
+from the C core, with its C sources; :mod:`soa_fmu.fmu.native`), FMI 2.0 with Model Exchange and
+Co-Simulation in one binary; ``--fmi 3`` builds an FMI 3.0 FMU (array variables), ``--interface``
+picks Co-Simulation, Model Exchange or both.  ``--runtime python`` builds an FMI 2.0
+Co-Simulation FMU only: pythonfmu's prebuilt FMI library in ``binaries/`` embeds/attaches to a
+Python 3.11 interpreter and calls the slave (:class:`soa_fmu.fmu.slave.SoaSlave`).
+``resources/`` holds everything else the slave needs, so the FMU runs from any working directory
+and without this checkout:
 
     resources/fmu.json              build options, engine and variable-table hashes
     resources/model/...             the model file (and, for a .toml file, the URDFs it includes)
@@ -19,7 +24,8 @@ the FMU runs from any working directory and without this checkout:
 The engine's compiled extension (``soa_fmu/_core*.so``, built from the C core when soa_fmu was
 installed) is bundled with it, so the host's Python needs only numpy (docs/fmu.md).  The
 modelDescription.xml is written by :mod:`model_descriptions.generator` from the same variable
-table the slave registers, and checked against the FMI 2.0 XSD before the FMU is written.
+table the slave registers (FMI 3.0: :mod:`model_descriptions.generator_fmi3`), and checked
+against the FMI 2.0 (3.0) XSD before the FMU is written.
 
 Bad input exits with status 1 and one line on stderr.
 """
@@ -265,21 +271,34 @@ def default_identifier(path: Path) -> str:
 
 # ---------------------------------------------------------------- build
 RUNTIMES = ("native", "python")
+FMI_VERSIONS = (2, 3)
+INTERFACES = {"cs": ("cs",), "me": ("me",), "both": ("cs", "me")}
 
 
 def build(model_path, output=None, name=None, floating_base=False, integrator="rk4",
-          step=1e-3, runtime="native", strict=True) -> Path:
+          step=1e-3, runtime="native", strict=True, fmi=2, interface=None) -> Path:
     """Build the FMU; returns its path.  Raises BuildError (or ModelError) for bad input.
     ``strict=False`` (``--lenient``) accepts inertias that fail only the physical checks, with a
-    ModelWarning each (see soa_fmu.load_model)."""
+    ModelWarning each (see soa_fmu.load_model).  ``fmi``: 2 or 3; ``interface``: ``cs``, ``me``
+    or ``both`` (default: both for the native runtime; the python runtime is FMI 2.0 ``cs``)."""
     import soa_fmu
-    from model_descriptions import generator
+    from model_descriptions import generator, generator_fmi3
     from soa_fmu.fmu.variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
     from soa_fmu.io import load_model
 
     model_path = Path(model_path)
     if runtime not in RUNTIMES:
         raise BuildError(f"--runtime must be one of {', '.join(RUNTIMES)}, got {runtime!r}")
+    if interface is None:
+        interface = "both" if runtime == "native" else "cs"
+    if fmi not in FMI_VERSIONS or interface not in INTERFACES:
+        raise BuildError(f"--fmi must be 2 or 3 and --interface one of cs, me, both (got --fmi "
+                         f"{fmi!r} --interface {interface!r})")
+    if runtime == "python" and (fmi, interface) != (2, "cs"):
+        raise BuildError(f"--runtime python builds FMI 2.0 Co-Simulation FMUs only (got --fmi {fmi}"
+                         f" --interface {interface}); use the native runtime for Model Exchange "
+                         "and FMI 3.0")
+    interfaces = INTERFACES[interface]
     if model_path.suffix.lower() not in (".urdf", ".toml"):
         raise BuildError(f"{model_path}: expected a .urdf or .toml model file")
     if not model_path.is_file():
@@ -295,7 +314,7 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
     output = Path(output) if output else Path(f"{identifier}.fmu")
 
     model = load_model(model_path, floating_base=floating_base, strict=strict)
-    table = build_table(model, integrator, step)
+    table = build_table(model, integrator, step, states="me" in interfaces)
 
     bundled, top = bundle_model(model_path)             # the model files, as the FMU holds them
     engine_dir = Path(soa_fmu.__file__).parent
@@ -305,7 +324,8 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
            "runtime": runtime, "model_file": "model/" + top,
            "floating_base": bool(floating_base), "strict": bool(strict), "integrator": integrator,
            "max_step": float(step), "step": float(step), "engine_version": soa_fmu.__version__,
-           "engine_hash": ehash, "table_digest": table.digest()}
+           "engine_hash": ehash, "table_digest": table.digest(), "fmi": fmi,
+           "interfaces": list(interfaces), "states": table.states}
     if runtime == "python":
         cfg["python"] = f"{sys.version_info.major}.{sys.version_info.minor}"
     content = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode())
@@ -318,7 +338,8 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
     if runtime == "native":
         description = summary + (" Native: needs only the C runtime (libc, libm); C sources in "
                                  "sources/.  See docs/fmu.md in the soa_fmu sources.")
-        members, tool, sources = _native_members(model, table, identifier, guid)
+        members, tool, sources = _native_members(model, table, identifier, guid, fmi,
+                                                 interfaces)
     else:
         cfg["entry_module"] = f"soa_fmu_{identifier}_{digest[:12]}"
         description = summary + (f" Runs in-process on Python {cfg['python']} with numpy "
@@ -327,16 +348,30 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
     cfg["description"] = description
     stamp = (datetime.fromtimestamp(int(os.environ["SOURCE_DATE_EPOCH"]), timezone.utc)
              if os.environ.get("SOURCE_DATE_EPOCH") else None)
-    xml_root = generator.model_description(
-        table, model_name=model.name, identifier=identifier, guid=guid, description=description,
-        log_categories=LOG_CATEGORIES, step_size=step,
-        generation_tool=f"soa_fmu {soa_fmu.__version__} build_fmu.py ({tool})",
-        version=soa_fmu.__version__, timestamp=stamp, source_files=sources,
-        directional_derivatives=runtime == "native")
+    tool = f"soa_fmu {soa_fmu.__version__} build_fmu.py ({tool})"
+    native = runtime == "native"
+    # state derivatives are exact for trees only (docs/fmu.md): ME's flag is false with constraints
+    flags = {"directional_derivatives": native,
+             "me_directional_derivatives": native and not model.constraints}
+    if fmi == 3:
+        xml_root = generator_fmi3.model_description(
+            table, model_name=model.name, identifier=identifier, guid=guid,
+            description=description, step_size=step,
+            log_categories={k: v.replace("fmi2", "fmi3") for k, v in LOG_CATEGORIES.items()},
+            generation_tool=tool, version=soa_fmu.__version__, timestamp=stamp,
+            interfaces=interfaces, **flags)
+        members.append(("sources/buildDescription.xml",
+                        generator_fmi3.build_description(identifier, sources)))
+    else:
+        xml_root = generator.model_description(
+            table, model_name=model.name, identifier=identifier, guid=guid,
+            description=description, log_categories=LOG_CATEGORIES, step_size=step,
+            generation_tool=tool, version=soa_fmu.__version__, timestamp=stamp,
+            source_files=sources, interfaces=interfaces, **flags)
     xml = generator.to_bytes(xml_root)
-    problems = generator.validate(xml)
+    problems = (generator_fmi3 if fmi == 3 else generator).validate(xml)
     if problems:
-        raise RuntimeError("generated modelDescription.xml violates the FMI 2.0 schema: "
+        raise RuntimeError(f"generated modelDescription.xml violates the FMI {fmi}.0 schema: "
                            + "; ".join(problems[:3]))
 
     members = [("modelDescription.xml", xml), *members,
@@ -357,16 +392,17 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
     return output
 
 
-def _native_members(model, table, identifier: str, guid: str):
+def _native_members(model, table, identifier: str, guid: str, fmi: int,
+                    interfaces: tuple[str, ...]):
     """binaries/<platform>/<id>.so compiled now from sources/ (C core + FMI wrapper + model.c)."""
     from soa_fmu.fmu import native
     try:
         native.check_layout(table)
-        sources = {p.name: p.read_bytes() for p in native.source_files()}
-        sources[native.MODEL_SOURCE] = native.model_source(model, table, identifier,
-                                                           guid).encode()
-        library = native.compile_library(sources, identifier)
-        platform = native.platform_folder()
+        sources = {p.name: p.read_bytes() for p in native.source_files(fmi)}
+        sources[native.MODEL_SOURCE] = native.model_source(model, table, identifier, guid,
+                                                           interfaces).encode()
+        library = native.compile_library(sources, identifier, fmi)
+        platform = native.platform_folder(fmi)
     except native.NativeBuildError as e:
         raise BuildError(str(e)) from None
     members = [(f"binaries/{platform}/{identifier}{native.library_suffix()}", library)]
@@ -426,7 +462,8 @@ def _check_bundle(members, cfg, floating_base) -> None:
             warnings.simplefilter("ignore")
             model = load_model(Path(d, "resources", cfg["model_file"]),
                                floating_base=floating_base, strict=cfg["strict"])
-        if build_table(model, cfg["integrator"], cfg["max_step"]).digest() != cfg["table_digest"]:
+        if build_table(model, cfg["integrator"], cfg["max_step"],
+                       states=cfg["states"]).digest() != cfg["table_digest"]:
             raise BuildError("the model read back from the FMU differs from the original (does it "
                              "reference files outside its folder?)")
 
@@ -440,8 +477,8 @@ class _Parser(argparse.ArgumentParser):
 
 def main(argv=None) -> int:
     parser = _Parser(
-        prog="soa-build-fmu", description="Build an FMI 2.0 Co-Simulation FMU from a .urdf or "
-        ".toml model file.")
+        prog="soa-build-fmu", description="Build an FMU (FMI 2.0 or 3.0, Co-Simulation and/or "
+        "Model Exchange) from a .urdf or .toml model file.")
     parser.add_argument("model", help="model file (.urdf or .toml)")
     parser.add_argument("-o", "--output", help="FMU file to write (default: <name>.fmu)")
     parser.add_argument("--name", help="model identifier (default: from the file name)")
@@ -457,7 +494,12 @@ def main(argv=None) -> int:
     parser.add_argument("--runtime", default="native", choices=RUNTIMES,
                         help="native: a shared library compiled from the C core, plus its C "
                         "sources (needs only libc/libm; the default); python: a pythonfmu FMU "
-                        "running the engine in the host's Python 3.11")
+                        "running the engine in the host's Python 3.11 (FMI 2.0 Co-Simulation only)")
+    parser.add_argument("--fmi", type=int, default=2, choices=FMI_VERSIONS,
+                        help="FMI version: 2 (default) or 3 (array variables)")
+    parser.add_argument("--interface", choices=tuple(INTERFACES),
+                        help="cs (Co-Simulation), me (Model Exchange) or both in one FMU (the "
+                        "default for the native runtime; the python runtime is cs only)")
     args = parser.parse_args(argv)
     from soa_fmu.model import ModelError
     t0 = time.perf_counter()
@@ -465,7 +507,8 @@ def main(argv=None) -> int:
         warnings.simplefilter("always")
         try:
             path = build(args.model, args.output, args.name, args.floating_base, args.integrator,
-                         args.step, args.runtime, strict=not args.lenient)
+                         args.step, args.runtime, strict=not args.lenient, fmi=args.fmi,
+                         interface=args.interface)
         except (BuildError, ModelError, OSError, ValueError) as e:   # ValueError: a TableError
             msg = str(e).strip().splitlines()
             print(f"soa-build-fmu: error: {msg[0] if msg else type(e).__name__}", file=sys.stderr)

@@ -1,10 +1,14 @@
-"""modelDescription.xml (FMI 2.0 Co-Simulation) from the FMU variable table, with lxml.
+"""modelDescription.xml (FMI 2.0 Co-Simulation and Model Exchange) from the FMU variable table,
+with lxml (FMI 3.0: :mod:`model_descriptions.generator_fmi3`).
 
 The variables come from :func:`soa_fmu.fmu.variables.build_table` — the same rows the slave binds —
 so the XML cannot drift from what the FMU does.  Unlike pythonfmu's own generator this writes
 ``UnitDefinitions`` (SI base-unit exponents) and a unit on every Real, an explicit variability on
-every variable, ``ModelStructure`` with ``Outputs`` and ``InitialUnknowns`` and their dependencies,
-and the Co-Simulation capability flags the slave really has.
+every variable, ``ModelStructure`` with ``Outputs``, ``Derivatives`` (Model Exchange) and ``InitialUnknowns`` and
+their dependencies, and the capability flags the FMU really has.  An FMU with both interfaces has
+both ``ModelExchange`` and ``CoSimulation`` (one binary); its table has the continuous states
+(``build_table(..., states=True)``: ``der(q[i])`` and ``qdd`` carry the ``derivative``
+attribute).
 
 ``needsExecutionTool="false"``: in FMI 2.0 the flag marks *tool coupling* FMUs, which only hold the
 communication to a separately running simulation tool.  Both flavours contain their model and
@@ -41,6 +45,16 @@ COSIMULATION_FLAGS = {
     "providesDirectionalDerivative": "false",
 }
 
+MODEL_EXCHANGE_FLAGS = {
+    "needsExecutionTool": "false",
+    "completedIntegratorStepNotNeeded": "false",   # renormalization, moving targets
+    "canBeInstantiatedOnlyOncePerProcess": "false",
+    "canNotUseMemoryManagementFunctions": "true",
+    "canGetAndSetFMUstate": "true",
+    "canSerializeFMUstate": "true",
+    "providesDirectionalDerivative": "false",
+}
+
 
 def _fmt(value) -> str:
     """An XML attribute value: xs:double as the shortest round-trip repr, xs:boolean lower case."""
@@ -57,9 +71,14 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
                       generation_tool: str = "soa_fmu", version: str | None = None,
                       timestamp: datetime.datetime | None = None,
                       source_files: list[str] | None = None,
-                      directional_derivatives: bool = False) -> etree._Element:
-    """The ``fmiModelDescription`` element (FMI 2.0, Co-Simulation only).  ``source_files``: the C
-    files under ``sources/`` (native FMU), listed as ``SourceFiles``."""
+                      directional_derivatives: bool = False,
+                      interfaces: tuple[str, ...] = ("cs",),
+                      me_directional_derivatives: bool = False) -> etree._Element:
+    """The ``fmiModelDescription`` element (FMI 2.0) with the ``interfaces`` ``cs`` and/or ``me``.
+    ``source_files``: the C files under ``sources/`` (native FMU), listed as ``SourceFiles``;
+    ``directional_derivatives`` / ``me_directional_derivatives``: the flag of each interface."""
+    if "me" in interfaces and not table.states:
+        raise ValueError("a Model Exchange FMU needs the variable table with states")
     stamp = (timestamp or datetime.datetime.now(datetime.timezone.utc)).replace(microsecond=0)
     root = etree.Element("fmiModelDescription", {
         "fmiVersion": "2.0",
@@ -72,13 +91,19 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
     })
     if version:
         root.set("version", version)
-    flags = dict(COSIMULATION_FLAGS,
-                 providesDirectionalDerivative="true" if directional_derivatives else "false")
-    cs = etree.SubElement(root, "CoSimulation", {"modelIdentifier": identifier, **flags})
-    if source_files:
-        files = etree.SubElement(cs, "SourceFiles")
-        for name in source_files:
-            etree.SubElement(files, "File", {"name": name})
+    kinds = []
+    if "me" in interfaces:
+        kinds.append(("ModelExchange", dict(MODEL_EXCHANGE_FLAGS, providesDirectionalDerivative=_fmt(
+            bool(me_directional_derivatives)))))
+    if "cs" in interfaces:
+        kinds.append(("CoSimulation", dict(COSIMULATION_FLAGS, providesDirectionalDerivative=_fmt(
+            bool(directional_derivatives)))))
+    for tag, flags in kinds:
+        element = etree.SubElement(root, tag, {"modelIdentifier": identifier, **flags})
+        if source_files:
+            files = etree.SubElement(element, "SourceFiles")
+            for name in source_files:
+                etree.SubElement(files, "File", {"name": name})
 
     units = etree.SubElement(root, "UnitDefinitions")
     for name in table.units_used():
@@ -115,6 +140,8 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
             type_attrs["unit"] = v.unit
         if v.start is not None:
             type_attrs["start"] = _fmt(float(v.start) if v.type == "Real" else v.start)
+        if v.derivative is not None:
+            type_attrs["derivative"] = str(v.derivative + 1)
         etree.SubElement(sv, v.type, type_attrs)
 
     structure = etree.SubElement(root, "ModelStructure")
@@ -124,10 +151,16 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
         for vr, deps in outputs.items():
             etree.SubElement(node, "Unknown", {"index": str(vr + 1),
                                                "dependencies": " ".join(str(d + 1) for d in deps)})
+    derivatives = table.derivative_dependencies()
+    if derivatives:
+        node = etree.SubElement(structure, "Derivatives")
+        for vr in sorted(derivatives, key=lambda r: table.variables[r].derivative):
+            etree.SubElement(node, "Unknown", {"index": str(vr + 1), "dependencies": " ".join(
+                str(d + 1) for d in derivatives[vr])})
     initial = table.initial_dependencies()
     if initial:
         node = etree.SubElement(structure, "InitialUnknowns")
-        for vr, deps in initial.items():
+        for vr, deps in sorted(initial.items()):
             etree.SubElement(node, "Unknown", {"index": str(vr + 1),
                                                "dependencies": " ".join(str(d + 1) for d in deps)})
     return root

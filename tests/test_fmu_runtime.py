@@ -174,8 +174,8 @@ def test_source_code_fmu_compiles_and_runs(tmp_path):
     zipfile.ZipFile(fmu).extractall(unzip)
     lib = unzip / "binaries" / "linux64" / "Arm7.so"
     lib.unlink()                               # only the sources are left
-    files = [str(unzip / "sources" / f.get("name")) for f in
-             __import__("lxml.etree").etree.parse(str(unzip / "modelDescription.xml")).iter("File")]
+    files = list(dict.fromkeys(str(unzip / "sources" / f.get("name")) for f in __import__(
+        "lxml.etree").etree.parse(str(unzip / "modelDescription.xml")).iter("File")))
     subprocess.run(["gcc", "-std=c99", "-O2", "-shared", "-fPIC", f"-I{unzip / 'sources'}",
                     f"-I{fmi_headers()}", *files, "-o", str(lib), "-lm"], check=True,
                    capture_output=True)

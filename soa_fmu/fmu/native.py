@@ -1,14 +1,15 @@
 """The native FMU flavour: the model as a C source, the C sources an FMU carries, and the compiler.
 
-A native FMU is the C core (``soa_fmu/core``) + the FMI 2.0 wrapper (``soa_fmu/fmu/native``) +
-``fmu_model.c``, generated here from the :class:`~soa_fmu.model.Model` and the same
+A native FMU is the C core (``soa_fmu/core``) + the FMI wrapper (``soa_fmu/fmu/native``: the
+shared instance, and the FMI 2.0 or the FMI 3.0 interface) + ``fmu_model.c``, generated here from the :class:`~soa_fmu.model.Model` and the same
 :class:`~soa_fmu.fmu.variables.VariableTable` that modelDescription.xml is written from: the
 soa_model buffers (every table of ``soa.h``, as the Python Model packed them), the variables with
 their start values, the frames and the group offsets.  Nothing is read from files at run time.
 
-The FMI headers come from fmpy (``fmpy/c-code``), which ships them.  :func:`compile_library`
-builds ``binaries/<platform>/<id>.so`` with the C compiler on PATH; the same sources go into the
-FMU's ``sources/`` so that an importer can compile it for its own target (a source-code FMU).
+The FMI headers (2.0 and 3.0) come from fmpy (``fmpy/c-code``), which ships them.
+:func:`compile_library` builds ``binaries/<platform>/<id>.so`` with the C compiler on PATH; the
+same sources go into the FMU's ``sources/`` so that an importer can compile it for its own target
+(a source-code FMU).
 """
 from __future__ import annotations
 
@@ -37,17 +38,24 @@ class NativeBuildError(Exception):
     """The native library could not be built (no compiler, a compiler error)."""
 
 
-def fmi_headers() -> Path:
-    """The folder of the FMI 2.0 headers shipped by fmpy."""
+def fmi_headers(fmi: int = 2) -> Path:
+    """The folder of the FMI 2.0 (or 3.0) headers shipped by fmpy."""
     import fmpy
     d = Path(fmpy.__file__).parent / "c-code"
-    if not (d / "fmi2Functions.h").is_file():
-        raise NativeBuildError(f"fmpy {fmpy.__version__} ships no fmi2Functions.h in {d}")
+    if not (d / f"fmi{fmi}Functions.h").is_file():
+        raise NativeBuildError(f"fmpy {fmpy.__version__} ships no fmi{fmi}Functions.h in {d}")
     return d
 
 
-def platform_folder() -> str:
-    """The FMI 2.0 platform folder of this machine (binaries/<platform>)."""
+def platform_folder(fmi: int = 2) -> str:
+    """The platform folder of this machine (binaries/<platform>): FMI 2.0's linux64 ...,
+    FMI 3.0's platform tuple x86_64-linux ..."""
+    if fmi == 3:
+        import platform
+        arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
+                                                          platform.machine().lower())
+        osname = {"darwin": "darwin", "win32": "windows"}.get(sys.platform, "linux")
+        return f"{arch}-{osname}"
     bits = "64" if sys.maxsize > 2 ** 32 else "32"
     if sys.platform.startswith("linux"):
         return "linux" + bits
@@ -99,8 +107,12 @@ def _strings(name: str, values) -> str:
     return f"static const char *const {name}[{len(vals)}] = {{\n    " + ",\n    ".join(vals) + "\n};\n"
 
 
-def model_source(model: Model, table: VariableTable, identifier: str, guid: str) -> str:
-    """``fmu_model.c``: the soa_fmu_description of this model and variable table."""
+def model_source(model: Model, table: VariableTable, identifier: str, guid: str,
+                 interfaces: tuple[str, ...] = ("cs",)) -> str:
+    """``fmu_model.c``: the soa_fmu_description of this model and variable table, for the
+    interfaces ``cs`` (Co-Simulation) and ``me`` (Model Exchange; needs a table with states)."""
+    if "me" in interfaces and not table.states:
+        raise ValueError("a Model Exchange FMU needs the variable table with states")
     views = model.core.views()       # every buffer of soa.h's model tables, in table order
     ints = [n for n, a in views.items() if a.dtype.kind == "i"]
     reals = [n for n, a in views.items() if a.dtype.kind == "f"]
@@ -123,7 +135,8 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str)
               "qdd": model.velocity_names, "q0": model.position_names, "q": model.position_names}
     types = {"Real": "SOA_FMU_REAL", "Boolean": "SOA_FMU_BOOLEAN", "String": "SOA_FMU_STRING"}
     causal = {"parameter": "SOA_FMU_PARAMETER", "input": "SOA_FMU_INPUT",
-              "output": "SOA_FMU_OUTPUT"}
+              "output": "SOA_FMU_OUTPUT", "local": "SOA_FMU_LOCAL"}
+    n3 = {first: n for _, first, n, _ in table.arrays()}
     rows = []
     for v in table.variables:
         if v.group in labels:
@@ -140,7 +153,8 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str)
             start = 0.0
         rows.append(f"    {{{_c_string(v.name)}, {_c_string(label)}, {types[v.type]}, "
                     f"{causal[v.causality]}, {int(v.variability == 'fixed')}, "
-                    f"{int(v.group in ('max_step', 'rtol', 'atol'))}, {_c_double(start)}}}")
+                    f"{int(v.group in ('max_step', 'rtol', 'atol'))}, {_c_double(start)}, "
+                    f"{n3.get(v.value_reference, 0)}}}")
     parts.append("static const soa_fmu_variable VARS[] = {\n" + ",\n".join(rows) + "\n};\n\n")
 
     frames = []
@@ -176,6 +190,8 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str)
         "constraints": "CONS" if cons else "NULL",
         "method": METHODS.index(integrator),
         **{f"vr_{g}": vr(g) for g in ("inertial", "damping", "friction")},   # physical parameters
+        "interfaces": ("cs" in interfaces) + 2 * ("me" in interfaces),
+        "vr_qdot": vr("qdot"),
     }
     parts.append("const soa_fmu_description soa_fmu_model = {\n"
                  + ",\n".join(f"    .{k} = {v}" for k, v in fields.items()) + "\n};\n")
@@ -183,19 +199,25 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str)
 
 
 def check_layout(table: VariableTable) -> None:
-    """The wrapper's assumptions about the table (fmi2_cs.c): max_step, rtol, atol adjacent;
-    q, qd, qdd contiguous and before energy, energy before the frame poses."""
+    """The wrapper's assumptions about the table (instance.c, model_exchange.c): max_step,
+    rtol, atol adjacent; q, qd, qdd contiguous and before energy, energy before the frame poses;
+    der(q) between qdd and energy."""
     g = table.groups
     assert g["rtol"][0] == g["max_step"][0] + 1 and g["atol"][0] == g["rtol"][0] + 1
     assert g["qd"][0] == g["q"][0] + g["q"][1] and g["qdd"][0] == g["qd"][0] + g["qd"][1]
     assert all(g[k][0] < g["energy"][0] for k in g if k.startswith("f:"))
     assert all(g[k][0] > g["energy"][0] for k in g if k.startswith("pose:"))
+    if "qdot" in g:
+        assert g["qdd"][0] < g["qdot"][0] < g["energy"][0] and g["qdot"][1] == g["q"][1]
 
 
 # ---------------------------------------------------------------- sources and the library
-def source_files() -> list[Path]:
-    """The engine's C sources a native FMU carries (core + FMI wrapper), without model.c."""
-    return sorted(CORE_DIR.glob("*.[ch]")) + sorted(WRAPPER_DIR.glob("*.[ch]"))
+def source_files(fmi: int = 2) -> list[Path]:
+    """The engine's C sources a native FMU carries (core + the shared instance + the FMI 2.0 or
+    3.0 interface), without model.c."""
+    other = "fmi3" if fmi == 2 else "fmi2"
+    return sorted(CORE_DIR.glob("*.[ch]")) + sorted(
+        p for p in WRAPPER_DIR.glob("*.[ch]") if not p.name.startswith(other))
 
 
 def compiler() -> str:
@@ -208,7 +230,7 @@ def compiler() -> str:
                            "gcc, or build with --runtime python")
 
 
-def compile_library(sources: dict[str, bytes], identifier: str) -> bytes:
+def compile_library(sources: dict[str, bytes], identifier: str, fmi: int = 2) -> bytes:
     """Compile the FMU's sources (name -> bytes, flat) into the shared library; its bytes."""
     cc = compiler()
     with tempfile.TemporaryDirectory(prefix="soa_fmu_native_") as d:
@@ -217,7 +239,7 @@ def compile_library(sources: dict[str, bytes], identifier: str) -> bytes:
         for name, data in sources.items():
             (src / name).write_bytes(data)
         out = Path(d, identifier + library_suffix())
-        cmd = [cc, *CFLAGS, f"-I{src}", f"-I{fmi_headers()}",
+        cmd = [cc, *CFLAGS, f"-I{src}", f"-I{fmi_headers(fmi)}",
                *sorted(str(p) for p in src.glob("*.c")), "-o", str(out), "-lm"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0 or not out.is_file():

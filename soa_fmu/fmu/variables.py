@@ -18,6 +18,11 @@ Physical parameters (fixed: set before fmi2ExitInitializationMode): per body ``<
 velocity dof ``damping[i]`` and ``friction[i]`` (groups ``damping``, ``friction``); they follow the
 integrator options and gains among the parameters.
 
+With ``states=True`` (an FMU with Model Exchange) the continuous states are x = (``q``, ``qd``)
+and the table adds their derivatives: the locals ``der(q[i])`` (θ̇ = f(θ)β) after the constraint
+outputs, and ``qdd`` becomes the derivative of ``qd`` (the FMI ``derivative`` attribute,
+:attr:`Variable.derivative`).
+
 Units are SI; a coordinate's unit follows from its joint type (angle or length, quaternion
 components are "1"); generalized forces are N.m for rotational and N for translational dofs.
 """
@@ -76,6 +81,8 @@ CONSTRAINT_ROWS = {
 }
 
 _BNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_INDEXED = re.compile(r"^(?P<base>.*)\[(?P<k>\d+)\]$")         # x[k]
+_DER_INDEXED = re.compile(r"^der\((?P<base>.*)\[(?P<k>\d+)\]\)$")  # der(x[k])
 _QCHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
               "!#$%&()*+,-./:;<>=?@[]^{}|~ ")
 
@@ -99,6 +106,7 @@ class Variable:
     description: str
     group: str                   # binding: the engine quantity ("tau", "q", "f_ext:tool", ...)
     index: int                   # binding: 0-based position inside the group
+    derivative: int | None = None  # a state derivative: the value reference of its state
 
 
 def structured_name(part: str, what: str) -> str:
@@ -175,8 +183,11 @@ class VariableTable:
     """The rows plus the lookups the slave and the generator need."""
 
     def __init__(self, variables: list[Variable], model: Model, frames: list[str],
-                 joints_of_q: list[set[int]], frame_ancestry_q: dict[str, list[int]]):
+                 joints_of_q: list[set[int]], frame_ancestry_q: dict[str, list[int]],
+                 rate_deps: list[tuple[list[int], list[int]]] | None = None):
         self.variables = variables
+        self.states = rate_deps is not None
+        self._rate_deps = rate_deps or []
         self.by_name = {v.name: v for v in variables}
         self.frames = frames
         self._joints_of_q = joints_of_q
@@ -216,9 +227,52 @@ class VariableTable:
         starts): the slave checks at instantiation that it registers exactly the built table."""
         h = hashlib.sha256()
         for v in self.variables:
-            h.update(repr((v.name, v.value_reference, v.type, v.causality, v.variability,
-                           v.initial, v.unit, v.start, v.group, v.index)).encode())
+            row = (v.name, v.value_reference, v.type, v.causality, v.variability, v.initial,
+                   v.unit, v.start, v.group, v.index)
+            h.update(repr(row if v.derivative is None else row + (v.derivative,)).encode())
         return h.hexdigest()
+
+    def arrays(self) -> list[tuple[str, int, int, bool]]:
+        """The FMI 3.0 variables: consecutive rows ``x[1]``, ``x[2]``, ... (and ``der(x[i])``)
+        as one array ``x`` (``der(x)``); as (name, first value reference, count, is an array).
+        A scalar row (``energy``, ``<c>.err``) stays a scalar."""
+        out: list[tuple[str, int, int, bool]] = []
+        for v in self.variables:
+            der = _DER_INDEXED.match(v.name)
+            m = der or _INDEXED.match(v.name)
+            if m:
+                base, k = (f"der({m['base']})" if der else m["base"]), int(m["k"])
+                last = out[-1] if out else None
+                if last and last[3] and last[0] == base and last[1] + last[2] == v.value_reference \
+                        and k == last[2] + 1:
+                    out[-1] = (base, last[1], last[2] + 1, True)
+                    continue
+                if k != 1:
+                    raise AssertionError(f"{v.name}: an array that does not start at [1]")
+                out.append((base, v.value_reference, 1, True))
+            else:
+                out.append((v.name, v.value_reference, 1, False))
+        return out
+
+    def state_vrs(self) -> list[int]:
+        """The continuous states x = (q, qd) (empty without Model Exchange)."""
+        return self.vrs("q") + self.vrs("qd") if self.states else []
+
+    def derivative_dependencies(self) -> dict[int, list[int]]:
+        """State derivative value reference -> the states and inputs it depends on: der(q[i]) on
+        the coordinates and rates of its joint that θ̇ = f(θ)β involves, qdd on every state and
+        input.  Empty without Model Exchange."""
+        if not self.states:
+            return {}
+        inputs = [v.value_reference for v in self.variables if v.causality == "input"]
+        q, qd = self.vrs("q"), self.vrs("qd")
+        deps = {}
+        for i, vr in enumerate(self.vrs("qdot")):
+            qs, vs = self._rate_deps[i]
+            deps[vr] = sorted([q[k] for k in qs] + [qd[k] for k in vs])
+        for vr in self.vrs("qdd"):
+            deps[vr] = sorted(self.state_vrs() + inputs)
+        return deps
 
     # ------------------------------------------------------------ ModelStructure
     def output_dependencies(self) -> dict[int, list[int]]:
@@ -237,11 +291,27 @@ class VariableTable:
         for c in self.constraints:
             err, active = self.groups[f"err:{c}"][0], self.groups[f"active:{c}"][0]
             deps[err] = [active]
+        if self.states:       # Model Exchange: outputs are functions of the states x = (q, qd) too
+            q, x = self.vrs("q"), self.state_vrs()
+            for v in self.variables:
+                if v.causality != "output":
+                    continue
+                g, vr = v.group, v.value_reference
+                if g in ("q", "qd"):
+                    extra = [vr]                              # the state itself
+                elif g.startswith("pose:"):
+                    extra = [q[i] for i in self._frame_q[g[5:]]]
+                elif g.startswith("err:"):
+                    extra = q
+                else:                                         # qdd, forces, energy
+                    extra = x
+                deps[vr] = sorted(set(deps[vr]) | set(extra))
         return deps
 
     def initial_dependencies(self) -> dict[int, list[int]]:
-        """InitialUnknowns (every output is initial="calculated") -> the knowns (inputs and
-        parameters) it depends on during initialization."""
+        """InitialUnknowns (every output is initial="calculated", and with Model Exchange the
+        state derivatives der(q)) -> the knowns (inputs and parameters) it depends on during
+        initialization."""
         vr = {g: self.vrs(g) for g in self.groups}
         inputs = [v.value_reference for v in self.variables if v.causality == "input"]
         stab = vr.get("stabilization", [])
@@ -264,20 +334,27 @@ class VariableTable:
                 d = (vr["g"] + vr.get("q0", []) + vr.get("qd0", []) + stab + inputs
                      + vr.get("inertial", []) + vr.get("damping", []) + vr.get("friction", []))
             deps[v.value_reference] = sorted(set(d))
+        for i, vr_ in enumerate(vr.get("qdot", [])):     # der(q): q0 and qd0 of what it involves
+            qs, vs = self._rate_deps[i]
+            d = [vr["q0"][k] for k in sorted(set().union(*(self._joints_of_q[k] for k in qs)))]
+            deps[vr_] = sorted(set(d + [vr["qd0"][k] for k in vs]))
         return deps
 
 
-def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3) -> VariableTable:
-    """The FMU variables of ``model`` (see the module docstring for the layout)."""
+def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
+                states: bool = False) -> VariableTable:
+    """The FMU variables of ``model`` (see the module docstring for the layout); ``states``: with
+    the continuous states and their derivatives (Model Exchange)."""
     if integrator not in METHODS:
         raise TableError(f"unknown integrator {integrator!r} (expected one of {', '.join(METHODS)})")
     if not (np.isfinite(max_step) and max_step > 0):
         raise TableError(f"max_step must be finite and > 0, got {max_step}")
     rows: list[Variable] = []
 
-    def add(name, type_, causality, variability, initial, unit, start, description, group, index):
+    def add(name, type_, causality, variability, initial, unit, start, description, group, index,
+            derivative=None):
         rows.append(Variable(name, len(rows), type_, causality, variability, initial, unit, start,
-                             description, group, index))
+                             description, group, index, derivative))
 
     pos, vel = coordinate_labels(model)
     nq, nv = model.nq, model.nv
@@ -369,9 +446,10 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3) -
     for i in range(nv):
         add(f"qd[{i + 1}]", "Real", "output", "continuous", "calculated", unit(vel[i][3], 1), None,
             f"rate: {vdesc(i)}", "qd", i)
+    qd_first = len(rows) - nv
     for i in range(nv):
         add(f"qdd[{i + 1}]", "Real", "output", "continuous", "calculated", unit(vel[i][3], 2), None,
-            f"acceleration: {vdesc(i)}", "qdd", i)
+            f"acceleration: {vdesc(i)}", "qdd", i, qd_first + i if states else None)
     for c in model.constraints:
         for k, r in enumerate(CONSTRAINT_ROWS[c.kind]):
             add(f"{cnames[c.name]}.f[{k + 1}]", "Real", "output", "continuous", "calculated",
@@ -380,6 +458,14 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3) -
         add(f"{cnames[c.name]}.err", "Real", "output", "continuous", "calculated", "1", None,
             f"position residual of {c.kind} constraint '{c.name}': norm of its position error "
             "(m and rad mixed; 0 when switched off)", f"err:{c.name}", 0)
+
+    # ---------------- state derivatives (Model Exchange): der(q) = f(q) qd
+    q_first = 0 if not states else next(v.value_reference for v in rows if v.group == "q")
+    for i in range(nq if states else 0):
+        add(f"der(q[{i + 1}])", "Real", "local", "continuous", "calculated",
+            "1/s" if pos[i][3] is None else pos[i][3][1], None,
+            f"rate of change of q[{i + 1}] ({qdesc(i)}): theta-dot = f(theta) beta", "qdot", i,
+            q_first + i)
 
     # ---------------- outputs computed on demand
     add("energy", "Real", "output", "continuous", "calculated", "J", None,
@@ -416,7 +502,27 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3) -
             qs += range(b.q_index, b.q_index + b.joint.nq)
             k = b.parent
         frame_q[f] = sorted(qs)
-    return VariableTable(rows, model, frames, joints_of_q, frame_q)
+    return VariableTable(rows, model, frames, joints_of_q, frame_q,
+                         _rate_dependencies(model) if states else None)
+
+
+def _rate_dependencies(model: Model) -> list[tuple[list[int], list[int]]]:
+    """Per coordinate i: the coordinates and velocities of its joint that θ̇_i = (f(θ)β)_i
+    involves (joints.c joint_rate)."""
+    out: list[tuple[list[int], list[int]]] = [([], [])] * model.nq
+    for b in model.bodies:
+        j, qi, vi = b.joint, b.q_index, b.v_index
+        quat = list(range(qi, qi + 4))
+        if j.code == J.SPHERICAL:
+            rows = [(quat, list(range(vi, vi + 3)))] * 4
+        elif j.code == J.FREE:
+            rows = [(quat, list(range(vi, vi + 3)))] * 4 + [(quat, list(range(vi + 3, vi + 6)))] * 3
+        elif j.code == J.PLANAR:
+            rows = [([], [vi]), ([qi], [vi + 1, vi + 2]), ([qi], [vi + 1, vi + 2])]
+        else:
+            rows = [([], [vi + k]) for k in range(j.nq)]
+        out[qi:qi + len(rows)] = rows
+    return out
 
 
 # FMI log categories of the slave (written to LogCategories; the slave logs under these names).

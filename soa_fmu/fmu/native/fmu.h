@@ -1,5 +1,6 @@
 /* The native FMU: what build_fmu.py generates for one model (fmu_model.c, a soa_fmu_description of
- * constants) and what the FMI 2.0 Co-Simulation wrapper (fmi2_cs.c) reads from it.
+ * constants) and what the FMI wrappers (instance.c and the interfaces fmi2_cs.c, fmi2_me.c,
+ * fmi3.c) read from it.
  *
  * The description is generated from the same variable table (soa_fmu/fmu/variables.py) as
  * modelDescription.xml and the pythonfmu slave, so every flavour has the same variables, value
@@ -11,7 +12,7 @@
 #include "soa.h"
 
 enum { SOA_FMU_REAL, SOA_FMU_BOOLEAN, SOA_FMU_STRING };
-enum { SOA_FMU_PARAMETER, SOA_FMU_INPUT, SOA_FMU_OUTPUT };
+enum { SOA_FMU_PARAMETER, SOA_FMU_INPUT, SOA_FMU_OUTPUT, SOA_FMU_LOCAL };
 
 typedef struct {
     const char *name;        /* FMI name, e.g. "tau[3]" */
@@ -21,6 +22,7 @@ typedef struct {
     signed char fixed;       /* variability "fixed": settable only before initialization ends */
     signed char positive;    /* the value must be > 0 (max_step, rtol, atol) */
     double start;            /* start value (NaN for outputs; 0/1 for Booleans) */
+    int n3;                  /* FMI 3.0: scalars of the array starting here (0: inside one) */
 } soa_fmu_variable;
 
 typedef struct {
@@ -61,6 +63,8 @@ typedef struct {
     /* ---- physical parameters (fixed): value references of the first of each group (-1: absent):
      * ten per body (mass, com[3], inertia[6]: xx yy zz xy xz yz), then damping[nv], friction[nv] */
     int vr_inertial, vr_damping, vr_friction;
+    int interfaces;                      /* 1: Co-Simulation, 2: Model Exchange, 3: both */
+    int vr_qdot;                         /* of der(q)[1], the q-dot locals (-1: no states) */
 } soa_fmu_description;
 
 extern const soa_fmu_description soa_fmu_model;

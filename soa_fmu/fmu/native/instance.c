@@ -1,0 +1,1048 @@
+/* The native FMU's instance over the C core, shared by every FMI interface (instance.h).
+ *
+ * One instance holds a soa_model built from the generated description (fmu_model.c), a soa_data, and
+ * the values of every variable (reals by value reference, Booleans, the integrator string).  The
+ * semantics are the pythonfmu slave's (soa_fmu/fmu/slave.py) with the status discipline a C
+ * library can give:
+ *
+ *   - a rejected value (NaN/Inf, an output, a fixed parameter after initialization, max_step <= 0,
+ *     an unknown integrator) is NOT applied: the setter returns Error and logs the variable and
+ *     its joint; until a valid value is set for it (or the FMU state is set / the instance reset),
+ *     every step is refused with Discard, repeating the reason;
+ *   - a failed step (a diverging state, a singular articulated inertia) returns Discard with
+ *     the state unchanged;
+ *   - a call in the wrong state (a step before initialization or after termination) returns
+ *     Error naming the function and the state.
+ *
+ * Everything is allocated at instantiation (and by the FMU-state functions); a step, the getters
+ * and setters allocate nothing, do no I/O except through the logger, and take no locks.  The FMU
+ * state is one self-describing byte buffer (layout below), so getting and serializing a state
+ * share one format. */
+#include <math.h>
+#include <stdarg.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "instance.h"
+#include "spatial.h"
+
+#define QUAT_NORM_TOL 1e-3     /* q0 quaternions are normalized when | |q| - 1 | is below this */
+
+const char *const METHOD_NAMES[SOA_NMETHODS] = {"rk4", "euler", "dop853"};
+const char *const MODE_NAMES[] = {"instantiated", "initialization", "step", "terminated", "event",
+                                  "continuous-time"};
+
+/* ------------------------------------------------------------------ logging */
+static int category_enabled(const Instance *c, int s)
+{
+    return s >= FMU_WARNING || c->logging_on;
+}
+
+static const char *category_of(int s)
+{
+    switch (s) {
+    case FMU_WARNING: return "logStatusWarning";
+    case FMU_DISCARD: return "logStatusDiscard";
+    case FMU_ERROR: return "logStatusError";
+    case FMU_FATAL: return "logStatusFatal";
+    default: return "logAll";
+    }
+}
+
+/* Log a message through the interface's emit (which escapes what its logger needs escaped). */
+void fmu_log(const Instance *c, int s, const char *fmt, ...)
+{
+    if (!c || !c->emit || !c->logger || !category_enabled(c, s)) return;
+    char raw[MSG];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(raw, sizeof raw, fmt, ap);
+    va_end(ap);
+    c->emit(c, s, category_of(s), raw);
+}
+
+/* "tau[3] (joint3)": a variable's name with the joint/frame/constraint it belongs to. */
+const char *fmu_named(int vr, char *buf, size_t n)
+{
+    const soa_fmu_variable *v = &D.vars[vr];
+    if (v->label[0]) snprintf(buf, n, "%s (%s)", v->name, v->label);
+    else snprintf(buf, n, "%s", v->name);
+    return buf;
+}
+
+/* The model's names for the messages of core/status.c (the same texts soa_fmu._core raises). */
+static const char *name_of(const void *ctx, int which, int index)
+{
+    (void)ctx;
+    switch (which) {
+    case SOA_NAME_BODY: return index < D.nb ? D.body_names[index] : NULL;
+    case SOA_NAME_JOINT: return index < D.nb ? D.joint_names[index] : NULL;
+    case SOA_NAME_POSITION: return index < D.nq ? D.position_names[index] : NULL;
+    case SOA_NAME_CONSTRAINT: return index < D.nc ? D.constraint_names[index] : NULL;
+    default: return index < D.nv ? D.velocity_names[index] : NULL;
+    }
+}
+
+void fmu_status_message(const Instance *c, soa_status st, char *buf, size_t n)
+{
+    const soa_names names = {name_of, NULL};
+    if (st.kind == SOA_CONSTRAINT_SINGULAR)
+        soa_closure_message(c->m, c->d, "constrained forward dynamics", &names, buf, n);
+    else
+        soa_status_message(c->m, st, &names, buf, n);
+}
+
+int fmu_running(const Instance *c)
+{
+    return c->mode == STEPPING || c->mode == EVENT || c->mode == CONTINUOUS;
+}
+
+/* ------------------------------------------------------------------ the simulation */
+void fmu_apply_gravity(Instance *c)
+{
+    for (int i = 0; i < 3; i++) {
+        c->m->a0[i] = 0.0;
+        c->m->a0[3 + i] = -c->real[D.vr_g + i];
+    }
+}
+
+/* The held external forces at the frames, moved to their bodies' origins (phi): returns 1 when
+ * any is non-zero.  f: the 6 values of each frame starting at base[vr_fext]. */
+int fmu_pack_frame_forces(const Instance *c, const double *base, double *fext)
+{
+    int any = 0;
+    for (int k = 0; k < 6 * D.nb; k++) fext[k] = 0.0;
+    for (int i = 0; i < D.nframes; i++) {
+        const soa_fmu_frame *fr = &D.frames[i];
+        const double *f = base + fr->vr_fext;
+        if (!(f[0] || f[1] || f[2] || f[3] || f[4] || f[5])) continue;
+        any = 1;
+        double N[3], F[3], pxF[3];
+        for (int r = 0; r < 3; r++) {
+            N[r] = fr->R[3 * r] * f[0] + fr->R[3 * r + 1] * f[1] + fr->R[3 * r + 2] * f[2];
+            F[r] = fr->R[3 * r] * f[3] + fr->R[3 * r + 1] * f[4] + fr->R[3 * r + 2] * f[5];
+        }
+        cross3(fr->p, F, pxF);
+        double *fk = fext + 6 * fr->body;
+        for (int r = 0; r < 3; r++) {
+            fk[r] += N[r] + pxF[r];
+            fk[3 + r] += F[r];
+        }
+    }
+    (void)c;
+    return any;
+}
+
+/* The closure inputs in the engine's layout: active from the Booleans, u from the Reals. */
+int fmu_gather_closure_inputs(Instance *c)
+{
+    int any = 0;
+    for (int j = 0; j < D.nc; j++) {
+        const soa_fmu_constraint *k = &D.constraints[j];
+        c->active[j] = c->boolean[k->vr_active - D.nreal] ? 1 : 0;
+        any |= c->active[j];
+        for (int r = 0; r < 6; r++)
+            c->u[6 * j + r] = r < c->m->cn_size[j] ? c->real[k->vr_u + r] : 0.0;
+    }
+    return any;
+}
+
+/* The constraint outputs from the engine's forces and residuals (0 when switched off). */
+void fmu_put_constraint_outputs(Instance *c)
+{
+    for (int j = 0; j < D.nc; j++) {
+        const soa_fmu_constraint *k = &D.constraints[j];
+        for (int r = 0; r < c->m->cn_size[j]; r++)
+            c->real[k->vr_f + r] = c->active[j] ? c->forces[6 * j + r] : 0.0;
+        c->real[k->vr_err] = c->active[j] ? c->residuals[j] : 0.0;
+    }
+}
+
+/* qdd (and the constraint forces) at the current state with the held inputs: the feedthrough
+ * outputs (soa_fmu.Simulator.update_outputs). */
+static soa_status update_outputs(Instance *c)
+{
+    const int use = fmu_pack_frame_forces(c, c->real, c->d->fext);
+    const double *q = c->real + D.vr_q, *qd = c->real + D.vr_qd, *tau = c->real + D.vr_tau;
+    tau = soa_joint_forces(c->m, c->d, qd, tau);     /* dissipation, as in every step */
+    soa_status st;
+    if (D.nc > 0 && fmu_gather_closure_inputs(c)) {
+        st = soa_constrained_fd(c->m, c->d, q, qd, tau, use, c->active, c->u, NULL, c->anchors,
+                                c->real[D.vr_stab], c->real[D.vr_stab + 1], c->qdds, c->forces,
+                                c->residuals);
+    } else {
+        st = soa_aba(c->m, c->d, q, qd, tau, use, c->qdds);
+        for (int i = 0; i < 6 * D.nc; i++) c->forces[i] = 0.0;
+        for (int j = 0; j < D.nc; j++) c->residuals[j] = 0.0;
+    }
+    if (st.kind == SOA_OK) {
+        memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
+        fmu_put_constraint_outputs(c);
+        c->stale = 0;
+    }
+    return st;
+}
+
+/* The closure state of a new simulation: every target the identity (the frames coincide), the
+ * switches of the "last step" the model's defaults (soa_fmu.Simulator.__init__). */
+static void reset_closures(Instance *c)
+{
+    for (int j = 0; j < D.nc; j++) {
+        for (int i = 0; i < 16; i++) c->anchors[16 * j + i] = (i % 5 == 0) ? 1.0 : 0.0;
+        c->was_active[j] = D.vars[D.constraints[j].vr_active].start != 0.0;
+    }
+}
+
+void fmu_invalidate(Instance *c)
+{
+    c->stale = 1;
+    c->energy_valid = c->poses_valid = 0;
+    c->jac_valid = 0;
+}
+
+/* ------------------------------------------------------------------ physical parameters
+ * The fixed parameters <b>.mass, <b>.com[1..3], <b>.inertia[1..6] (xx yy zz xy xz yz), damping[i]
+ * and friction[i] go into the instance's soa_model, which soa_model_finish re-derives (M(k), the
+ * dissipation flag): when the state is built (before initialization ends) and when a state is
+ * restored, never in a step.  Every mass must be >= 0, the inertia of a body whose values differ
+ * from the start values must be physical (soa_inertia_problem: a published robot file's may not
+ * be), damping and friction >= 0. */
+static double parameter(const Instance *c, int vr, int start)
+{
+    return start ? D.vars[vr].start : c->real[vr];
+}
+
+static void write_parameters(Instance *c, int start)
+{
+    soa_model *m = c->m;
+    for (int k = 0; k < D.nb; k++) {
+        const int vr = D.vr_inertial + 10 * k;
+        double *J = m->Jc + 9 * k;
+        m->mass[k] = parameter(c, vr, start);
+        for (int i = 0; i < 3; i++) m->com[3 * k + i] = parameter(c, vr + 1 + i, start);
+        J[0] = parameter(c, vr + 4, start);
+        J[4] = parameter(c, vr + 5, start);
+        J[8] = parameter(c, vr + 6, start);
+        J[1] = J[3] = parameter(c, vr + 7, start);
+        J[2] = J[6] = parameter(c, vr + 8, start);
+        J[5] = J[7] = parameter(c, vr + 9, start);
+    }
+    for (int i = 0; i < D.nv; i++) {
+        m->damping[i] = parameter(c, D.vr_damping + i, start);
+        m->friction[i] = parameter(c, D.vr_friction + i, start);
+    }
+}
+
+/* The parameters into the model; 0 (msg, which may be NULL: the reason naming the body or dof)
+ * when they are refused, the model then holding the start values. */
+static int apply_parameters(Instance *c, char *msg, size_t n)
+{
+    soa_status st = {SOA_OK, 0};
+    write_parameters(c, 0);
+    for (int k = 0; k < D.nb && st.kind == SOA_OK; k++) {
+        int changed = 0;
+        for (int i = 0; i < 10; i++)
+            changed |= c->real[D.vr_inertial + 10 * k + i] != D.vars[D.vr_inertial + 10 * k + i].start;
+        const int why = soa_inertia_problem(c->m->mass[k], c->m->Jc + 9 * k, NULL);
+        if (why == 1 || (changed && why)) {
+            st.kind = SOA_BAD_INERTIA;
+            st.index = k;
+        }
+    }
+    if (st.kind == SOA_OK) st = soa_model_finish(c->m);
+    if (st.kind == SOA_OK) return 1;
+    if (msg) fmu_status_message(c, st, msg, n);
+    write_parameters(c, 1);
+    soa_model_finish(c->m);
+    return 0;
+}
+
+/* (Re)create the state from the parameters (before initialization has ended): q = q0 with its
+ * quaternions normalized, qd = qd0, t = start time.  Returns 0 with the reason in msg. */
+int fmu_build(Instance *c, char *msg, size_t n)
+{
+    if (!apply_parameters(c, msg, n)) return 0;
+    fmu_apply_gravity(c);
+    double *q = c->real + D.vr_q, *qd = c->real + D.vr_qd;
+    memcpy(q, c->real + D.vr_q0, sizeof(double) * D.nq);
+    memcpy(qd, c->real + D.vr_qd0, sizeof(double) * D.nv);
+    for (int k = 0; k < D.nb; k++) {
+        const int jt = c->m->jtype[k];
+        if (jt != SOA_SPHERICAL && jt != SOA_FREE) continue;
+        double *e = q + c->m->q0[k];
+        const double norm = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]);
+        if (!(fabs(norm - 1.0) < QUAT_NORM_TOL)) {
+            const int i = c->m->q0[k];
+            snprintf(msg, n, "q0[%d..%d] (quaternion of joint '%s') has norm %.6g; give a unit "
+                     "quaternion", i + 1, i + 4, D.joint_names[k], norm);
+            return 0;
+        }
+        for (int j = 0; j < 4; j++) e[j] /= norm;
+    }
+    for (int i = D.vr_max_step; i <= D.vr_atol; i++)
+        if (!(c->real[i] > 0.0)) {
+            snprintf(msg, n, "%s must be > 0, got %.17g", D.vars[i].name, c->real[i]);
+            return 0;
+        }
+    c->t = c->start_time;
+    c->last_h = 0.0;
+    reset_closures(c);
+    c->built = 1;
+    c->params_dirty = 0;
+    const soa_status st = update_outputs(c);
+    if (st.kind != SOA_OK) {
+        fmu_status_message(c, st, msg, n);
+        c->built = 0;
+        return 0;
+    }
+    c->energy_valid = c->poses_valid = 0;
+    /* ---- Model Exchange: the targets are at the start time; the outputs of the state come from
+     * fmu_me_evaluate (normalized quaternions, q-dot, targets moving with U~) */
+    c->anchor_t = c->t;
+    c->renormalized = 0;
+    if (c->kind == FMU_ME) fmu_invalidate(c);
+    return 1;
+}
+
+/* Advance from t to t + h with the inputs held (soa_fmu.Simulator.step): rk4 and euler in nsub
+ * equal sub-steps no longer than max_step; dop853 adaptive (rtol, atol), its first step the last
+ * accepted one of the previous call; a model with closure constraints through soa_closure_step
+ * (grasp / release, moving targets).  The state is replaced only on success. */
+static soa_status integrate(Instance *c, double h)
+{
+    soa_status st = {SOA_OK, 0};
+    memcpy(c->qs, c->real + D.vr_q, sizeof(double) * D.nq);
+    memcpy(c->qds, c->real + D.vr_qd, sizeof(double) * D.nv);
+    const int use = fmu_pack_frame_forces(c, c->real, c->d->fext);
+    const double *tau = c->real + D.vr_tau;
+    double last_h = c->last_h;
+    if (D.nc > 0) {
+        fmu_gather_closure_inputs(c);
+        const soa_step_options o = {c->method, c->real[D.vr_max_step], c->real[D.vr_rtol],
+                                    c->real[D.vr_atol], 1};
+        soa_closure_inputs in = {c->m, c->d, tau, use, c->active, c->u, c->real[D.vr_stab],
+                                 c->real[D.vr_stab + 1], c->anchors, c->t, c->forces,
+                                 c->residuals};
+        st = soa_closure_step(c->m, c->d, &o, &in, c->was_active, c->qs, c->qds, c->t, h, &last_h,
+                              c->qdds);
+    } else if (c->method == SOA_DOP853) {
+        c->d->dop_h[0] = last_h;
+        st = soa_dop853(c->m, c->d, c->qs, c->qds, tau, use, c->t, h, c->real[D.vr_rtol],
+                        c->real[D.vr_atol], HUGE_VAL, c->qdds);
+        last_h = c->d->dop_h[0];
+    } else {
+        const int nsub = soa_substeps(h, c->real[D.vr_max_step]);
+        if (nsub < 1) {
+            st.kind = SOA_BAD_ARG;
+            return st;
+        }
+        if (c->method == SOA_EULER)
+            st = soa_euler(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
+        else
+            st = soa_rk4(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
+    }
+    if (st.kind != SOA_OK) return st;
+    if (c->method == SOA_DOP853) c->last_h = last_h;
+    memcpy(c->real + D.vr_q, c->qs, sizeof(double) * D.nq);
+    memcpy(c->real + D.vr_qd, c->qds, sizeof(double) * D.nv);
+    memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
+    fmu_put_constraint_outputs(c);
+    c->stale = 0;
+    c->energy_valid = c->poses_valid = 0;
+    return st;
+}
+
+/* The configuration the on-demand outputs are computed at: q, or with Model Exchange qn (every
+ * quaternion of an integrator's state normalized, as the dynamics see it). */
+static const double *configuration(Instance *c)
+{
+    return c->kind == FMU_ME ? fmu_me_normalized(c) : c->real + D.vr_q;
+}
+
+/* The on-demand outputs: energy (core/energy.c) and the frame poses. */
+static soa_status update_energy(Instance *c)
+{
+    double T, U;
+    const soa_status st = soa_energy(c->m, c->d, configuration(c), c->real + D.vr_qd, &T, &U);
+    if (st.kind == SOA_OK) {
+        c->real[D.vr_energy] = T + U;
+        c->energy_valid = 1;
+    }
+    return st;
+}
+
+static soa_status update_poses(Instance *c)
+{
+    const double *q = configuration(c);
+    soa_status st = soa_check_configuration(c->m, q);
+    if (st.kind != SOA_OK) return st;
+    soa_outward_placements(c->m, c->d, q);
+    soa_world_placements(c->m, c->d);
+    for (int i = 0; i < D.nframes; i++) {
+        const soa_fmu_frame *fr = &D.frames[i];
+        const double *Rw = c->d->Rw + 9 * fr->body, *pw = c->d->pw + 3 * fr->body;
+        double R[9], *out = c->real + fr->vr_pose;
+        for (int a = 0; a < 3; a++) {
+            out[a] = pw[a];
+            for (int b = 0; b < 3; b++) {
+                out[a] += Rw[3 * a + b] * fr->p[b];
+                R[3 * a + b] = Rw[3 * a] * fr->R[b] + Rw[3 * a + 1] * fr->R[3 + b]
+                               + Rw[3 * a + 2] * fr->R[6 + b];
+            }
+        }
+        matrix_to_quat(R, out + 3);
+    }
+    c->poses_valid = 1;
+    return st;
+}
+
+/* Bring the outputs a getter asks for up to date.  Returns 0 (logged) when they cannot be. */
+int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char *fn)
+{
+    char msg[MSG];
+    if (!c->built || (c->params_dirty && !fmu_running(c))) {
+        if (!fmu_build(c, msg, sizeof msg)) {
+            fmu_log(c, FMU_ERROR, "%s: %s", fn, msg);
+            return 0;
+        }
+    }
+    if (c->stale && feedthrough && c->kind == FMU_ME) {
+        if (!fmu_me_evaluate(c, fn)) return 0;                  /* (logged) */
+    } else if (c->stale && feedthrough) {
+        soa_status st = update_outputs(c);
+        if (st.kind != SOA_OK) {
+            fmu_status_message(c, st, msg, sizeof msg);
+            fmu_log(c, FMU_ERROR, "%s: %s", fn, msg);
+            return 0;
+        }
+    }
+    soa_status st = {SOA_OK, 0};
+    if (energy && !c->energy_valid) st = update_energy(c);
+    if (st.kind == SOA_OK && poses && !c->poses_valid) st = update_poses(c);
+    if (st.kind != SOA_OK) {
+        fmu_status_message(c, st, msg, sizeof msg);
+        fmu_log(c, FMU_ERROR, "%s: %s", fn, msg);
+        return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ the FMU state (bytes) */
+/* Layout, little-endian: "SOAFMUST" | u32 version | u32 instance kind | 64 bytes table digest |
+ * u32 nreal, nboolean, nvars, nc | the STATE_SCALARS (i32 / f64) | f64 real[nreal] |
+ * u8 boolean[nboolean] | u8 pending[nvars] | u8 problem[MSG] | f64 anchors[16 nc] |
+ * u8 was_active[nc] | u64 FNV-1a checksum of everything before it. */
+#define STATE_MAGIC "SOAFMUST"
+#define STATE_VERSION 2u
+#define STATE_HEADER (8 + 4 + 4 + 64 + 16)
+
+static size_t scalar_bytes(void)
+{
+    size_t n = 0;
+#define SIZE_SCALAR(type, name, k) n += (k) * (sizeof(type) == 8 ? 8 : 4);
+    STATE_SCALARS(SIZE_SCALAR)
+    return n;
+}
+
+static size_t state_bytes(void)
+{
+    return STATE_HEADER + scalar_bytes() + 8 * (size_t)D.nreal + (size_t)D.nboolean
+           + (size_t)D.nvars + MSG + 8 * 16 * (size_t)D.nc + (size_t)D.nc + 8;
+}
+
+static void put_u64(unsigned char **p, uint64_t x)
+{
+    for (int i = 0; i < 8; i++) *(*p)++ = (unsigned char)(x >> (8 * i));
+}
+static void put_u32(unsigned char **p, uint32_t x)
+{
+    for (int i = 0; i < 4; i++) *(*p)++ = (unsigned char)(x >> (8 * i));
+}
+static uint64_t get_u64(const unsigned char **p)
+{
+    uint64_t x = 0;
+    for (int i = 0; i < 8; i++) x |= (uint64_t)(*(*p)++) << (8 * i);
+    return x;
+}
+static uint32_t get_u32(const unsigned char **p)
+{
+    uint32_t x = 0;
+    for (int i = 0; i < 4; i++) x |= (uint32_t)(*(*p)++) << (8 * i);
+    return x;
+}
+static void put_f64(unsigned char **p, double x)
+{
+    uint64_t u;
+    memcpy(&u, &x, 8);
+    put_u64(p, u);
+}
+static double get_f64(const unsigned char **p)
+{
+    uint64_t u = get_u64(p);
+    double x;
+    memcpy(&x, &u, 8);
+    return x;
+}
+static void put_int(unsigned char **p, int x) { put_u32(p, (uint32_t)x); }
+static int get_int(const unsigned char **p) { return (int)get_u32(p); }
+static void put_double(unsigned char **p, double x) { put_f64(p, x); }
+static double get_double(const unsigned char **p) { return get_f64(p); }
+
+static uint64_t fnv1a(const unsigned char *b, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+static void save_state(const Instance *c, unsigned char *buf)
+{
+    unsigned char *p = buf;
+    memcpy(p, STATE_MAGIC, 8);
+    p += 8;
+    put_u32(&p, STATE_VERSION);
+    put_u32(&p, (uint32_t)c->kind);
+    memset(p, 0, 64);
+    memcpy(p, D.digest, strlen(D.digest) < 64 ? strlen(D.digest) : 64);
+    p += 64;
+    put_u32(&p, (uint32_t)D.nreal);
+    put_u32(&p, (uint32_t)D.nboolean);
+    put_u32(&p, (uint32_t)D.nvars);
+    put_u32(&p, (uint32_t)D.nc);
+#define PUT_SCALAR(type, name, k) put_##type(&p, c->name);
+    STATE_SCALARS(PUT_SCALAR)
+    for (int i = 0; i < D.nreal; i++) put_f64(&p, c->real[i]);
+    for (int i = 0; i < D.nboolean; i++) *p++ = c->boolean[i] ? 1 : 0;
+    memcpy(p, c->pending, (size_t)D.nvars);
+    p += D.nvars;
+    memcpy(p, c->problem, MSG);
+    p += MSG;
+    for (int i = 0; i < 16 * D.nc; i++) put_f64(&p, c->anchors[i]);
+    for (int j = 0; j < D.nc; j++) *p++ = c->was_active[j] ? 1 : 0;
+    put_u64(&p, fnv1a(buf, (size_t)(p - buf)));
+}
+
+/* "" when buf (n bytes) is a state of this FMU and of this kind of instance, else why not. */
+static const char *state_problem(const Instance *c, const unsigned char *buf, size_t n)
+{
+    if (n < STATE_HEADER || memcmp(buf, STATE_MAGIC, 8) != 0) return "not a soa_fmu FMU state";
+    const unsigned char *p = buf + 8;
+    if (get_u32(&p) != STATE_VERSION) return "another state format version";
+    const uint32_t kind = get_u32(&p);
+    char digest[65] = {0};
+    memcpy(digest, p, 64);
+    if (strncmp(digest, D.digest, 64) != 0)
+        return "it belongs to a different FMU (other model or variable table)";
+    p += 64;
+    if (get_u32(&p) != (uint32_t)D.nreal || get_u32(&p) != (uint32_t)D.nboolean
+        || get_u32(&p) != (uint32_t)D.nvars || get_u32(&p) != (uint32_t)D.nc)
+        return "its variable vectors have the wrong sizes";
+    if (n != state_bytes()) return "it is truncated or padded";
+    const unsigned char *end = buf + n - 8;
+    if (get_u64(&end) != fnv1a(buf, n - 8)) return "it is corrupted (checksum mismatch)";
+    if (kind != (uint32_t)c->kind)
+        return kind == FMU_ME ? "it is the state of a Model Exchange instance"
+                              : "it is the state of a Co-Simulation instance";
+    p += scalar_bytes();
+    for (int i = 0; i < D.nvars; i++) {   /* pending codes are in range */
+        const unsigned char r = p[8 * (size_t)D.nreal + (size_t)D.nboolean + (size_t)i];
+        if (r > REJ_METHOD) return "it is corrupted (pending code)";
+    }
+    return "";
+}
+
+static void load_state(Instance *c, const unsigned char *buf)
+{
+    const unsigned char *p = buf + STATE_HEADER;
+#define GET_SCALAR(type, name, k) c->name = get_##type(&p);
+    STATE_SCALARS(GET_SCALAR)
+    for (int i = 0; i < D.nreal; i++) c->real[i] = get_f64(&p);
+    for (int i = 0; i < D.nboolean; i++) c->boolean[i] = *p++ ? 1 : 0;
+    memcpy(c->pending, p, (size_t)D.nvars);
+    p += D.nvars;
+    memcpy(c->problem, p, MSG);
+    c->problem[MSG - 1] = '\0';
+    p += MSG;
+    for (int i = 0; i < 16 * D.nc; i++) c->anchors[i] = get_f64(&p);
+    for (int j = 0; j < D.nc; j++) c->was_active[j] = *p++ ? 1 : 0;
+    const int me = c->kind == FMU_ME;
+    if (c->mode < INSTANTIATED || c->mode > CONTINUOUS || c->mode == (me ? STEPPING : CONTINUOUS))
+        c->mode = TERMINATED;
+    if (c->method < 0 || c->method >= SOA_NMETHODS) c->method = D.method;
+    if (!apply_parameters(c, NULL, 0)) c->built = 0;      /* the state's physical parameters */
+    fmu_apply_gravity(c);
+    c->energy_valid = c->poses_valid = 0;
+    c->jac_valid = 0;
+    if (me) c->stale = 1;
+}
+
+static fmu_state *new_state(size_t n)
+{
+    fmu_state *b = malloc(sizeof(fmu_state) + n);
+    if (b) b->size = n;
+    return b;
+}
+
+/* *state: a new state, or one of this FMU's to overwrite. */
+int fmu_get_state(Instance *c, fmu_state **state, const char *fn)
+{
+    fmu_state *b = *state;
+    if (b && b->size != c->state_size) {
+        fmu_log(c, FMU_ERROR, "%s: the state given to overwrite is not one of this FMU", fn);
+        return FMU_ERROR;
+    }
+    if (!b && !(b = new_state(c->state_size))) {
+        fmu_log(c, FMU_ERROR, "%s: out of memory", fn);
+        return FMU_ERROR;
+    }
+    save_state(c, b->bytes);
+    *state = b;
+    return FMU_OK;
+}
+
+int fmu_set_state(Instance *c, const fmu_state *b, const char *fn)
+{
+    const char *problem = b ? state_problem(c, b->bytes, b->size) : "a NULL state";
+    if (problem[0]) {
+        snprintf(c->problem, sizeof c->problem, "%s was given an unusable state (%s)", fn,
+                 problem);
+        fmu_log(c, FMU_ERROR, "%s; the instance is unchanged", c->problem);
+        return FMU_ERROR;
+    }
+    load_state(c, b->bytes);
+    return FMU_OK;
+}
+
+/* A state holding a copy of the bytes (checked when it is set: a foreign, truncated or corrupted
+ * buffer is refused then). */
+fmu_state *fmu_state_from_bytes(Instance *c, const unsigned char *bytes, size_t size,
+                                const char *fn)
+{
+    fmu_state *b = new_state(size);
+    if (!b) {
+        fmu_log(c, FMU_ERROR, "%s: out of memory", fn);
+        return NULL;
+    }
+    if (size) memcpy(b->bytes, bytes, size);
+    return b;
+}
+
+/* ------------------------------------------------------------------ instance life cycle */
+void fmu_set_defaults(Instance *c)
+{
+    for (int vr = 0; vr < D.nreal; vr++) c->real[vr] = D.vars[vr].start;
+    for (int i = 0; i < D.nboolean; i++) c->boolean[i] = D.vars[D.nreal + i].start != 0.0;
+    memset(c->pending, 0, (size_t)D.nvars);
+    c->problem[0] = '\0';
+    c->mode = INSTANTIATED;
+    c->method = D.method;
+    c->built = 0;
+    c->params_dirty = 1;
+    c->stale = 1;
+    c->t = c->start_time = c->last_h = 0.0;
+    c->anchor_t = 0.0;
+    c->renormalized = 0;
+    c->energy_valid = c->poses_valid = 0;
+    c->jac_valid = 0;
+    reset_closures(c);
+}
+
+void fmu_free(Instance *c)
+{
+    if (!c) return;
+    soa_data_free(c->d);
+    soa_model_free(c->m);
+    free(c->name);
+    free(c->real);
+    free(c->boolean);
+    free(c->pending);
+    free(c->qs);
+    free(c->qds);
+    free(c->qdds);
+    free(c->dtau);
+    free(c->dqdd);
+    free(c->active);
+    free(c->was_active);
+    free(c->u);
+    free(c->anchors);
+    free(c->forces);
+    free(c->residuals);
+    free(c->zero_v);
+    free(c->du);
+    free(c->dforces);
+    free(c->dres);
+    free(c->qn);
+    free(c->jac);
+    free(c->dth);
+    free(c->dq);
+    free(c->dv);
+    free(c->dqdot);
+    free(c->dqdd_x);
+    free(c->scratch);
+    free(c);
+}
+
+/* The soa_model of the description: its buffers copied by the tables of soa.h, then checked. */
+static soa_model *make_model(void)
+{
+    const soa_sizes sizes = {D.nb, D.nq, D.nv, D.nc};
+    soa_model *m = soa_model_new(&sizes);
+    if (!m) return NULL;
+    SOA_SIZES(m);
+    int i = 0;
+#define COPY_INT(name, ndim, d0, d1, d2) \
+    memcpy(m->name, D.ints[i++], sizeof(int) * soa_buffer_dims(ndim, d0, d1, d2));
+    SOA_MODEL_INTS(COPY_INT)
+    i = 0;
+#define COPY_REAL(name, ndim, d0, d1, d2) \
+    memcpy(m->name, D.reals[i++], sizeof(double) * soa_buffer_dims(ndim, d0, d1, d2));
+    SOA_MODEL_REALS(COPY_REAL)
+    if (soa_model_finish(m).kind != SOA_OK) {
+        soa_model_free(m);
+        return NULL;
+    }
+    return m;
+}
+
+/* A new instance with every buffer allocated and the variables at their start values; NULL
+ * (logged through emit) when out of memory. */
+Instance *fmu_new(const char *name, int kind, int fmi, fmu_emit_fn emit, void (*logger)(void),
+                  void *env, int logging_on)
+{
+    Instance tmp = {0};
+    tmp.emit = emit;
+    tmp.logger = logger;
+    tmp.env = env;
+    tmp.name = (char *)name;
+    Instance *c = calloc(1, sizeof *c);
+    if (!c) {
+        fmu_log(&tmp, FMU_FATAL, "instantiation: out of memory");
+        return NULL;
+    }
+    c->emit = emit;
+    c->logger = logger;
+    c->env = env;
+    c->logging_on = logging_on ? 1 : 0;
+    c->kind = kind;
+    c->fmi = fmi;
+    const size_t nlen = strlen(name) + 1;
+    c->name = malloc(nlen);
+    if (c->name) memcpy(c->name, name, nlen);
+    c->m = make_model();
+    c->d = c->m ? soa_data_new(c->m) : NULL;
+    const size_t nq = (size_t)D.nq + 1, nv = (size_t)D.nv + 1, nc = (size_t)D.nc + 1;
+    c->real = calloc((size_t)D.nreal + 1, sizeof(double));
+    c->boolean = calloc((size_t)D.nboolean + 1, sizeof(int));
+    c->pending = calloc((size_t)D.nvars + 1, 1);
+    c->qs = calloc(nq, sizeof(double));
+    c->qds = calloc(nv, sizeof(double));
+    c->qdds = calloc(nv, sizeof(double));
+    c->dtau = calloc(nv, sizeof(double));
+    c->dqdd = calloc(nv, sizeof(double));
+    c->active = calloc(nc, sizeof(int));
+    c->was_active = calloc(nc, sizeof(int));
+    c->u = calloc(6 * nc, sizeof(double));
+    c->anchors = calloc(16 * nc, sizeof(double));
+    c->forces = calloc(6 * nc, sizeof(double));
+    c->residuals = calloc(nc, sizeof(double));
+    c->zero_v = calloc(nv, sizeof(double));
+    c->du = calloc(6 * nc, sizeof(double));
+    c->dforces = calloc(6 * nc, sizeof(double));
+    c->dres = calloc(nc, sizeof(double));
+    c->qn = calloc(nq, sizeof(double));
+    c->jac = calloc(3 * nv * nv, sizeof(double));
+    c->dth = calloc(nv, sizeof(double));
+    c->dq = calloc(nq, sizeof(double));
+    c->dv = calloc(nv, sizeof(double));
+    c->dqdot = calloc(nq, sizeof(double));
+    c->dqdd_x = calloc(nv, sizeof(double));
+    c->scratch = calloc(2 * ((size_t)D.nreal + 1), sizeof(double));
+    if (!c->name || !c->m || !c->d || !c->real || !c->boolean || !c->pending || !c->qs || !c->qds
+        || !c->qdds || !c->dtau || !c->dqdd || !c->active || !c->was_active || !c->u
+        || !c->anchors || !c->forces || !c->residuals || !c->zero_v || !c->du || !c->dforces
+        || !c->dres || !c->qn || !c->jac || !c->dth || !c->dq || !c->dv || !c->dqdot
+        || !c->dqdd_x || !c->scratch) {
+        fmu_log(&tmp, FMU_FATAL, "instantiation: out of memory or inconsistent model constants");
+        fmu_free(c);
+        return NULL;
+    }
+    c->state_size = state_bytes();
+    fmu_set_defaults(c);
+    return c;
+}
+
+/* Leave initialization mode into `mode` (STEPPING, or EVENT for Model Exchange), building the
+ * state from the parameters. */
+int fmu_exit_initialization(Instance *c, int mode, const char *fn)
+{
+    if (c->mode != INITIALIZATION) {
+        fmu_log(c, FMU_ERROR, "%s called in %s mode", fn, MODE_NAMES[c->mode]);
+        return FMU_ERROR;
+    }
+    c->mode = mode;
+    if (!c->built || c->params_dirty) {
+        char msg[MSG - 64];
+        if (!fmu_build(c, msg, sizeof msg)) {
+            c->built = 0;
+            snprintf(c->problem, sizeof c->problem, "initialization failed: %s", msg);
+            fmu_log(c, FMU_ERROR, "%s: %s", fn, c->problem);
+            return FMU_ERROR;
+        }
+    }
+    c->problem[0] = '\0';
+    return FMU_OK;
+}
+
+/* ------------------------------------------------------------------ value references */
+/* The scalars value reference vr names among the variables [lo, hi) (0: none): one in FMI 2.0;
+ * in FMI 3.0 the array starting at vr, and D.nvars is the independent variable time (a Real). */
+int fmu_span(const Instance *c, unsigned vr, int lo, int hi)
+{
+    if (c->fmi == 3 && vr == (unsigned)D.nvars && lo == 0 && hi == D.nreal) return 1;
+    if ((long long)vr < lo || (long long)vr >= hi) return 0;
+    return c->fmi == 3 ? D.vars[vr].n3 : 1;
+}
+
+int fmu_check_refs(Instance *c, const unsigned *vr, size_t nvr, size_t nvalues, int lo, int hi,
+                   const char *fn, int mark)
+{
+    if (nvr > 0 && !vr) {
+        fmu_log(c, FMU_ERROR, "%s: NULL value reference array for %zu values", fn, nvr);
+        return 0;
+    }
+    size_t total = 0;
+    for (size_t i = 0; i < nvr; i++) {
+        const int n = fmu_span(c, vr[i], lo, hi);
+        if (n == 0) {
+            char text[96];
+            snprintf(text, sizeof text, "%s was called with invalid value reference %u", fn,
+                     (unsigned)vr[i]);
+            fmu_log(c, FMU_ERROR, "%s: value reference %u is not a %s variable of this FMU", fn,
+                    (unsigned)vr[i], fn + 7);
+            if (mark) snprintf(c->problem, sizeof c->problem, "%s", text);
+            return 0;
+        }
+        total += (size_t)n;
+    }
+    if (total != nvalues) {
+        fmu_log(c, FMU_ERROR, "%s: the variables hold %zu values, %zu were passed", fn, total,
+                nvalues);
+        return 0;
+    }
+    return 1;
+}
+
+/* ------------------------------------------------------------------ getters */
+int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, size_t nvalues,
+                 const char *fn)
+{
+    if (nvalues > 0 && !value) return FMU_ERROR;
+    if (!fmu_check_refs(c, vr, nvr, nvalues, 0, D.nreal, fn, 0)) {
+        for (size_t i = 0; i < nvalues; i++) value[i] = NAN;
+        return FMU_ERROR;
+    }
+    int feed = 0, energy = 0, poses = 0, outputs = 0, rates = 0;
+    FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) {
+        if (r >= D.nreal) continue;                                  /* time */
+        if (D.vars[r].causality != SOA_FMU_OUTPUT && D.vars[r].causality != SOA_FMU_LOCAL)
+            continue;
+        outputs = 1;
+        if (r >= D.vr_qdd && r < D.vr_energy) feed = 1;
+        else if (r == D.vr_energy) energy = 1;
+        else if (r > D.vr_energy) poses = 1;
+        if (D.vr_qdot >= 0 && r >= D.vr_qdot && r < D.vr_qdot + D.nq) rates = 1;
+    }
+    if (outputs && !fmu_refresh(c, feed, energy, poses, fn)) {
+        FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k)
+            value[k] = r >= D.nreal ? c->t
+                     : D.vars[r].causality == SOA_FMU_OUTPUT || D.vars[r].causality == SOA_FMU_LOCAL
+                     ? NAN : c->real[r];
+        return FMU_ERROR;
+    }
+    /* ---- der(q) in Co-Simulation: theta-dot = f(theta) beta at the current state */
+    if (rates && c->kind == FMU_CS)
+        soa_configuration_rate(c->m, c->real + D.vr_q, c->real + D.vr_qd, c->real + D.vr_qdot);
+    FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) value[k] = r >= D.nreal ? c->t : c->real[r];
+    return FMU_OK;
+}
+
+/* ------------------------------------------------------------------ setters */
+/* A rejected value is not applied.  A value the model cannot run with (NaN/Inf, a non-positive
+ * tolerance, an unknown integrator) also makes every step refuse until it is corrected; a late
+ * set of a fixed parameter or a set of an output leaves the instance usable with the value it has
+ * (the setter's Error tells the master). */
+static void reject(Instance *c, int vr, int why, const char *text)
+{
+    if (why == REJ_FIXED || why == REJ_OUTPUT) {
+        fmu_log(c, FMU_ERROR, "%s; value rejected (not applied), the FMU keeps %s", text,
+                why == REJ_FIXED ? "the value set before initialization" : "computing it");
+        return;
+    }
+    c->pending[vr] = (unsigned char)why;
+    fmu_log(c, FMU_ERROR, "%s; value rejected (not applied), %s is refused until it is "
+            "corrected", text, c->kind == FMU_ME ? "every evaluation" : "doStep");
+}
+
+/* Why x cannot be the value of Real vr now (0: it can), with the message in text. */
+static int real_problem(const Instance *c, int vr, double x, char *text, size_t n)
+{
+    char nm[256];
+    if (vr >= D.nreal) {                                             /* FMI 3.0 time */
+        snprintf(text, n, "time is the independent variable and cannot be set");
+        return REJ_OUTPUT;
+    }
+    const soa_fmu_variable *v = &D.vars[vr];
+    if (isnan(x)) {
+        snprintf(text, n, "%s is NaN", fmu_named(vr, nm, sizeof nm));
+        return REJ_NAN;
+    }
+    if (!isfinite(x)) {
+        snprintf(text, n, "%s is infinite", fmu_named(vr, nm, sizeof nm));
+        return REJ_INF;
+    }
+    if (v->causality == SOA_FMU_OUTPUT || v->causality == SOA_FMU_LOCAL) {
+        snprintf(text, n, "%s is %s and cannot be set", v->name,
+                 v->causality == SOA_FMU_OUTPUT ? "an output" : "computed by the FMU");
+        return REJ_OUTPUT;
+    }
+    if (v->causality == SOA_FMU_PARAMETER && v->fixed
+        && (fmu_running(c) || c->mode == TERMINATED)) {
+        snprintf(text, n, "%s is a fixed parameter; it can only be set before "
+                 "fmi%dExitInitializationMode", fmu_named(vr, nm, sizeof nm), c->fmi);
+        return REJ_FIXED;
+    }
+    if (v->positive && !(x > 0.0)) {
+        snprintf(text, n, "%s must be > 0, got %.17g", v->name, x);
+        return REJ_NONPOSITIVE;
+    }
+    return OK_VALUE;
+}
+
+int fmu_set_real(Instance *c, const unsigned *vr, size_t nvr, const double *value,
+                 size_t nvalues, const char *fn)
+{
+    if (nvalues > 0 && !value) return FMU_ERROR;
+    if (!fmu_check_refs(c, vr, nvr, nvalues, 0, D.nreal, fn, 1)) return FMU_ERROR;
+    /* every value is checked first: a call with a bad value applies nothing */
+    int status = FMU_OK;
+    char text[MSG];
+    FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) {
+        const int why = real_problem(c, r, value[k], text, sizeof text);
+        if (why) {
+            if (r < D.nreal) reject(c, r, why, text);
+            else fmu_log(c, FMU_ERROR, "%s: %s", fn, text);
+            status = FMU_ERROR;
+        }
+    }
+    if (status != FMU_OK) return status;
+    int tunable = 0;
+    FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) {
+        c->real[r] = value[k];
+        c->pending[r] = OK_VALUE;
+        if (D.vars[r].causality == SOA_FMU_PARAMETER) {
+            if (fmu_running(c)) tunable = 1;
+            else c->params_dirty = 1;
+        }
+    }
+    if (tunable) fmu_apply_gravity(c);    /* g; max_step, tolerances are read at each step */
+    fmu_invalidate(c);
+    return FMU_OK;
+}
+
+/* One Boolean (a constraint switch; vr checked by the caller).  A Model Exchange instance takes
+ * a discrete input only outside continuous-time mode: a switch is an event (fmu_me_event_update
+ * grasps / releases). */
+int fmu_set_boolean(Instance *c, unsigned vr, int value, const char *fn)
+{
+    if (c->kind == FMU_ME && c->mode == CONTINUOUS) {
+        fmu_log(c, FMU_ERROR, "%s: %s is a discrete input; set it in event mode (value not "
+                "applied)", fn, D.vars[vr].name);
+        return FMU_ERROR;
+    }
+    c->boolean[vr - (unsigned)D.nreal] = value ? 1 : 0;
+    c->pending[vr] = OK_VALUE;
+    fmu_invalidate(c);
+    return FMU_OK;
+}
+
+/* The integrator (vr checked by the caller). */
+int fmu_set_string(Instance *c, unsigned vr, const char *value)
+{
+    int method = -1;
+    for (int k = 0; k < SOA_NMETHODS && value; k++)
+        if (strcmp(value, METHOD_NAMES[k]) == 0) method = k;
+    if (method < 0) {
+        char text[MSG];
+        snprintf(text, sizeof text, "integrator '%.200s' is not one of rk4, euler, dop853",
+                 value ? value : "(null)");
+        reject(c, (int)vr, REJ_METHOD, text);
+        return FMU_ERROR;
+    }
+    c->method = method;
+    c->pending[vr] = OK_VALUE;
+    return FMU_OK;
+}
+
+/* ------------------------------------------------------------------ stepping */
+/* "" when steps may run, else the reasons they are refused. */
+int fmu_pending_reasons(const Instance *c, char *out, size_t n)
+{
+    size_t used = 0;
+    int any = 0;
+    out[0] = '\0';
+    if (c->problem[0]) {
+        used += (size_t)snprintf(out, n, "%s", c->problem);
+        any = 1;
+    }
+    for (int vr = 0; vr < D.nvars && used + 1 < n; vr++) {
+        if (!c->pending[vr]) continue;
+        char nm[256];
+        static const char *const why[] = {"", "was set to NaN", "was set to an infinite value",
+                                          "is an output", "is a fixed parameter",
+                                          "must be > 0", "is not a known integrator"};
+        used += (size_t)snprintf(out + used, n - used, "%s%s %s (value rejected)", any ? "; " : "",
+                                 fmu_named(vr, nm, sizeof nm), why[c->pending[vr]]);
+        any = 1;
+        if (used >= n) break;
+    }
+    return any;
+}
+
+/* One communication step from t by h (Co-Simulation, both FMI versions). */
+int fmu_do_step(Instance *c, double t, double h, const char *fn)
+{
+    if (c->mode != STEPPING) {
+        fmu_log(c, FMU_ERROR, "%s called in %s mode (allowed only after "
+                "fmi%dExitInitializationMode and before fmi%dTerminate)", fn, MODE_NAMES[c->mode],
+                c->fmi, c->fmi);
+        return FMU_ERROR;
+    }
+    char msg[MSG];
+    if (fmu_pending_reasons(c, msg, sizeof msg) || !c->built) {
+        fmu_log(c, FMU_DISCARD, "step refused: %s",
+                msg[0] ? msg : "the instance is not initialized");
+        return FMU_DISCARD;
+    }
+    if (!(isfinite(h) && h > 0.0) || !isfinite(t)) {
+        fmu_log(c, FMU_DISCARD, "step from t = %.17g by h = %.17g refused: the step size must be "
+                "finite and > 0", t, h);
+        return FMU_DISCARD;
+    }
+    if (fabs(t - c->t) > 1e-9 * (fabs(t) > 1.0 ? fabs(t) : 1.0)) {
+        fmu_log(c, FMU_WARNING, "communication point t = %.17g differs from the FMU's time %.17g; "
+                "continuing from the FMU's state at t = %.17g", t, c->t, t);
+        c->t = t;
+    }
+    const soa_status st = integrate(c, h);
+    if (st.kind != SOA_OK) {
+        fmu_status_message(c, st, msg, sizeof msg);
+        fmu_log(c, FMU_DISCARD, "step from t = %.17g by h = %.17g failed (state unchanged): %s",
+                t, h, msg);
+        return FMU_DISCARD;
+    }
+    c->t += h;
+    c->jac_valid = 0;
+    return FMU_OK;
+}

@@ -1,0 +1,157 @@
+/* The native FMU's instance, shared by its FMI interfaces: FMI 2.0 Co-Simulation (fmi2_cs.c) and
+ * Model Exchange (fmi2_me.c), FMI 3.0 (fmi3.c).  Nothing here depends on an FMI header: statuses
+ * are the FMI status codes both versions share (OK, Warning, Discard, Error, Fatal), value
+ * references are those of the variable table (fmu.h), and each interface gives the instance its
+ * logger through `emit`.
+ *
+ *   instance.c        life cycle, logging, values (getters / setters with the status discipline),
+ *                     the simulation of a step (Co-Simulation), the FMU state as bytes
+ *   model_exchange.c  x = (theta, beta), its derivative, events, completed integrator steps, and
+ *                     the directional derivatives of every interface
+ *
+ * In FMI 2.0 every value reference names one scalar; in FMI 3.0 it names a whole array of the
+ * table (soa_fmu_variable.n3 scalars, e.g. "tau" [nv]) and D.nvars names the independent
+ * variable "time".  fmu_span() is the one place that difference lives. */
+#ifndef SOA_FMU_INSTANCE_H
+#define SOA_FMU_INSTANCE_H
+
+#include <stddef.h>
+
+#include "fmu.h"
+
+#define D (soa_fmu_model)
+#define MSG 1024
+
+enum { FMU_OK, FMU_WARNING, FMU_DISCARD, FMU_ERROR, FMU_FATAL };   /* = fmi2Status, fmi3Status */
+enum { FMU_CS = 1, FMU_ME = 2 };                     /* instance kinds (bits of D.interfaces) */
+
+/* CS: INSTANTIATED -> INITIALIZATION -> STEPPING -> TERMINATED; ME: ... -> EVENT <-> CONTINUOUS
+ * (FMI 3.0 CS with event mode uses EVENT too). */
+typedef enum { INSTANTIATED, INITIALIZATION, STEPPING, TERMINATED, EVENT, CONTINUOUS } Mode;
+extern const char *const MODE_NAMES[];
+extern const char *const METHOD_NAMES[SOA_NMETHODS];
+
+/* Why a variable's value was rejected (pending[vr]); the value itself was not applied. */
+enum { OK_VALUE, REJ_NAN, REJ_INF, REJ_OUTPUT, REJ_FIXED, REJ_NONPOSITIVE, REJ_METHOD };
+
+/* The evolving state of an instance, declared once: what the FMU state saves and restores
+ * (X(type, name, count)). */
+#define STATE_SCALARS(X)                                                                          \
+    X(int, mode, 1)          /* Mode */                                                           \
+    X(int, method, 1)        /* the integrator (string variable "integrator") */                  \
+    X(int, built, 1)         /* the simulation state exists (from the parameters) */              \
+    X(int, params_dirty, 1)  /* parameters changed before initialization ended: rebuild */        \
+    X(int, stale, 1)         /* qdd not yet computed with the current inputs */                   \
+    X(double, t, 1)          /* time of the state */                                              \
+    X(double, start_time, 1) \
+    X(double, last_h, 1)     /* dop853: last accepted internal step (0: none yet) */             \
+    /* ---- Model Exchange (model_exchange.c) ---- */                                             \
+    X(double, anchor_t, 1)   /* the time the closure targets (anchors) are at */                  \
+    X(int, renormalized, 1)  /* quaternions renormalized since the last event (report it) */
+
+typedef struct Instance Instance;
+/* Hands one formatted message to the importer's logger (the interface's). */
+typedef void (*fmu_emit_fn)(const Instance *c, int status, const char *category,
+                            const char *message);
+
+struct Instance {
+    fmu_emit_fn emit;
+    void (*logger)(void);       /* the importer's logger, cast back by the interface's emit */
+    void *env;                  /* its instance environment */
+    char *name;
+    int logging_on;
+    int kind;                   /* FMU_CS or FMU_ME */
+    int fmi;                    /* 2 or 3: what a value reference names (fmu_span) */
+    int event_mode;             /* FMI 3.0 Co-Simulation created with eventModeUsed */
+    soa_model *m;
+    soa_data *d;
+#define DECLARE_SCALAR(type, name, n) type name;
+    STATE_SCALARS(DECLARE_SCALAR)
+#undef DECLARE_SCALAR
+    double *real;               /* nreal: every Real variable by value reference */
+    int *boolean;               /* nboolean */
+    unsigned char *pending;     /* nvars: REJ_* of a rejected value, else OK_VALUE */
+    char problem[MSG];          /* a pending problem not tied to one variable ("" if none) */
+    int energy_valid, poses_valid;
+    double *qs, *qds, *qdds;    /* a step works on copies: a failed step leaves the state as is */
+    double *dtau, *dqdd;        /* directional derivatives */
+    /* closure constraints (nc): the switches and rows of the inputs in the engine's layout, the
+     * targets and the switches of the last step (evolving state), the outputs of the engine */
+    int *active, *was_active;
+    double *u, *anchors, *forces, *residuals;
+    double *zero_v, *du, *dforces, *dres;   /* directional derivatives with constraints */
+    /* Model Exchange: the normalized configuration, the tree's Jacobian (d beta-dot / d theta,
+     * d beta-dot / d beta, M^-1; valid while jac_valid), directional-derivative work vectors */
+    double *qn, *jac, *dth, *dq, *dv, *dqdot, *dqdd_x;
+    double *scratch;            /* 2 (nreal + 1): adjoint derivatives */
+    int jac_valid;
+    size_t state_size;          /* bytes of a serialized state */
+};
+
+/* ---------------------------------------------------------------- instance.c */
+Instance *fmu_new(const char *name, int kind, int fmi, fmu_emit_fn emit, void (*logger)(void),
+                  void *env, int logging_on);
+void fmu_free(Instance *c);
+void fmu_set_defaults(Instance *c);
+void fmu_log(const Instance *c, int status, const char *fmt, ...);
+const char *fmu_named(int vr, char *buf, size_t n);
+void fmu_status_message(const Instance *c, soa_status st, char *buf, size_t n);
+int fmu_running(const Instance *c);       /* initialized and not terminated */
+void fmu_apply_gravity(Instance *c);
+int fmu_pack_frame_forces(const Instance *c, const double *base, double *fext);
+int fmu_gather_closure_inputs(Instance *c);
+void fmu_put_constraint_outputs(Instance *c);
+void fmu_invalidate(Instance *c);         /* the state or an input changed */
+int fmu_build(Instance *c, char *msg, size_t n);
+int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char *fn);
+int fmu_pending_reasons(const Instance *c, char *out, size_t n);
+int fmu_exit_initialization(Instance *c, int mode, const char *fn);
+int fmu_do_step(Instance *c, double t, double h, const char *fn);
+
+/* values: vr[nvr] with each vr spanning fmu_span() scalars, nvalues of them in all */
+int fmu_span(const Instance *c, unsigned vr, int lo, int hi);
+int fmu_check_refs(Instance *c, const unsigned *vr, size_t nvr, size_t nvalues, int lo, int hi,
+                   const char *fn, int mark);
+/* Each scalar of the request, in order: r its value reference (D.nvars: time). */
+#define FOR_SCALARS(c, vr, nvr, lo, hi, r, k)                                                   \
+    for (size_t i_ = 0, k = 0; i_ < (nvr); i_++)                                                \
+        for (int j_ = 0, n_ = fmu_span(c, (vr)[i_], lo, hi), r = (int)(vr)[i_]; j_ < n_;        \
+             j_++, r++, k++)
+
+int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, size_t nvalues,
+                 const char *fn);
+int fmu_set_real(Instance *c, const unsigned *vr, size_t nvr, const double *value,
+                 size_t nvalues, const char *fn);
+int fmu_set_boolean(Instance *c, unsigned vr, int value, const char *fn);  /* vr checked */
+int fmu_set_string(Instance *c, unsigned vr, const char *value);           /* vr checked */
+
+/* the FMU state: one self-describing byte buffer */
+typedef struct {
+    size_t size;
+    unsigned char bytes[];
+} fmu_state;
+int fmu_get_state(Instance *c, fmu_state **state, const char *fn);
+int fmu_set_state(Instance *c, const fmu_state *state, const char *fn);
+fmu_state *fmu_state_from_bytes(Instance *c, const unsigned char *bytes, size_t size,
+                                const char *fn);
+
+/* ---------------------------------------------------------------- model_exchange.c */
+int fmu_me_nx(void);                      /* continuous states: nq + nv */
+int fmu_me_require(Instance *c, const char *fn, int modes);    /* 1 << Mode bits */
+int fmu_me_evaluate(Instance *c, const char *fn);
+const double *fmu_me_normalized(Instance *c);   /* qn (q itself where it cannot be normalized) */
+int fmu_me_set_time(Instance *c, double t, const char *fn);
+int fmu_me_get_states(Instance *c, double *x, size_t nx, const char *fn);
+int fmu_me_set_states(Instance *c, const double *x, size_t nx, const char *fn);
+int fmu_me_get_derivatives(Instance *c, double *dx, size_t nx, const char *fn);
+int fmu_me_nominals(Instance *c, double *x, size_t nx, const char *fn);
+int fmu_me_event_update(Instance *c, int *states_changed, const char *fn);
+int fmu_me_completed_step(Instance *c, int *enter_event, const char *fn);
+int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const unsigned *known,
+                    size_t nknown, const double *seed, size_t nseed, double *out, size_t nout,
+                    const char *fn);
+int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const unsigned *known,
+                size_t nknown, const double *seed, size_t nseed, double *out, size_t nout,
+                const char *fn);
+
+#endif
