@@ -30,16 +30,17 @@ static int add_view(PyObject *dict, PyObject *owner, const char *name, int typen
 /* ------------------------------------------------------------------ Model */
 static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"nb", "nq", "nv", "names", "nc", NULL};
-    soa_sizes s = {0, 0, 0, 0};
+    static char *kwlist[] = {"nb", "nq", "nv", "names", "nc", "nm", NULL};
+    soa_sizes s = {0, 0, 0, 0, 0};
     PyObject *names;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!|i", kwlist, &s.nb, &s.nq, &s.nv, &PyTuple_Type,
-                                     &names, &s.nc))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!|ii", kwlist, &s.nb, &s.nq, &s.nv, &PyTuple_Type,
+                                     &names, &s.nc, &s.nm))
         return NULL;
-    if (s.nb < 0 || s.nq < 0 || s.nv < 0 || s.nq > 7 * s.nb || s.nv > 6 * s.nb || s.nc < 0
-        || s.nc >= (1 << 12))
-        return PyErr_Format(PyExc_ValueError, "invalid model sizes nb=%d nq=%d nv=%d nc=%d", s.nb,
-                            s.nq, s.nv, s.nc);
+    if (s.nb < 0 || s.nq < 0 || s.nv < 0 || s.nm < 0 || s.nm > SOA_MAX_MODES
+        || s.nq > (7 + s.nm) * s.nb || s.nv > (6 + s.nm) * s.nb || s.nc < 0 || s.nc >= (1 << 12)
+        || (s.nm && s.nc))
+        return PyErr_Format(PyExc_ValueError, "invalid model sizes nb=%d nq=%d nv=%d nc=%d nm=%d",
+                            s.nb, s.nq, s.nv, s.nc, s.nm);
     /* (bodies, joints, positions, velocities[, constraints]) */
     const Py_ssize_t nnames = PyTuple_GET_SIZE(names);
     if (nnames != 4 && nnames != 5) {
@@ -442,7 +443,8 @@ PyMODINIT_FUNC PyInit__core(void)
         {"BAD_CONSTRAINT", SOA_BAD_CONSTRAINT}, {"BAD_FRAME", SOA_BAD_FRAME},
         {"BAD_U", SOA_BAD_U}, {"BAD_UDOT", SOA_BAD_UDOT}, {"BAD_ANCHOR", SOA_BAD_ANCHOR},
         {"BAD_GAINS", SOA_BAD_GAINS}, {"CONSTRAINT_SINGULAR", SOA_CONSTRAINT_SINGULAR},
-        {"BAD_INERTIA", SOA_BAD_INERTIA}, {"BAD_DISSIPATION", SOA_BAD_DISSIPATION}};
+        {"BAD_INERTIA", SOA_BAD_INERTIA}, {"BAD_DISSIPATION", SOA_BAD_DISSIPATION},
+        {"UNSUPPORTED", SOA_UNSUPPORTED}};
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
     return mod;

@@ -336,6 +336,10 @@ soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const doubl
 {
     soa_status st = soa_check_inputs(m, q, qd, tau);
     if (st.kind != SOA_OK) return st;
+    if (m->nm) {
+        st = soa_flex_fd(m, d, q, qd, tau, use_fext, qdd);
+        return st.kind != SOA_OK ? st : soa_check_result(qdd, m->nv, 1);
+    }
     const int k = soa_tree_acceleration_inertial(m, d, q, qd, tau, use_fext, qdd);
     if (k >= 0) {
         st.kind = SOA_SINGULAR;
@@ -350,6 +354,7 @@ soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const doubl
 soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              const double *tau, int use_fext, double *qdd)
 {
+    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_inputs(m, q, qd, tau);
     if (st.kind != SOA_OK) return st;
     const int nb = m->nb, nv = m->nv;
@@ -494,6 +499,7 @@ static void block_outward(const double *restrict H, int n, const double *restric
  * Minv: nv x nv, row-major. */
 soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Minv)
 {
+    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_configuration(m, q);
     if (st.kind != SOA_OK) return st;
     soa_outward_placements(m, d, q);
@@ -605,6 +611,7 @@ void soa_innovations_solve(const soa_model *m, soa_data *d, double *X, int ncols
 soa_status soa_forward_dynamics_input_map(const soa_model *m, soa_data *d, const double *q,
                                           const double *dtau, int use_fext, double *dqdd)
 {
+    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_configuration(m, q);
     if (st.kind != SOA_OK) return st;
     const double zero6[6] = {0, 0, 0, 0, 0, 0};

@@ -39,6 +39,7 @@ soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
 {
     soa_status st = soa_check_configuration(m, q);
     if (st.kind != SOA_OK) return st;
+    if (m->nm) return soa_flex_crba(m, d, q, M);
     const int nv = m->nv;
     soa_outward_placements(m, d, q);
     soa_world_placements(m, d);

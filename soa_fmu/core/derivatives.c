@@ -217,6 +217,7 @@ static void minv_times(int nv, const double *Minv, const double *T, int ldt, dou
 soa_status soa_rnea_derivatives(const soa_model *m, soa_data *d, const double *q, const double *qd,
                                 const double *qdd, int use_fext, double *dq, double *dv, int ld)
 {
+    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_state(m, q, qd);
     if (st.kind != SOA_OK) return st;
     const int i = soa_first_nonfinite(qdd, m->nv);
@@ -248,6 +249,7 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
                                const double *tau, int use_fext, double *ddq, double *ddv, int ld,
                                double *Minv)
 {
+    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     const soa_status st = soa_aba(m, d, q, qd, tau, use_fext, d->lin_qdd);
     if (st.kind != SOA_OK) return st;
     soa_minv_columns(m, d, Minv);

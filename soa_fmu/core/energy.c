@@ -10,6 +10,7 @@ soa_status soa_energy(const soa_model *m, soa_data *d, const double *q, const do
 {
     const soa_status st = soa_kinematics(m, d, q, qd);
     if (st.kind != SOA_OK) return st;
+    if (m->nm) return soa_flex_energy(m, d, q, qd, kinetic, potential);
     double T = 0.0, U = 0.0;
     double MV[6], c[3];
     for (int k = 0; k < m->nb; k++) {

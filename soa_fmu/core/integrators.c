@@ -19,6 +19,7 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
     (void)t;
     const soa_model *m = in->m;
     const double *tau = soa_joint_forces(m, in->d, qd, in->tau);
+    if (m->nm) return soa_flex_fd(m, in->d, q, qd, tau, in->use_fext, qdd);
     if (in->q_factored && memcmp(q, in->q_factored, sizeof(double) * m->nq) == 0
         && memcmp(qd, in->qd_factored, sizeof(double) * m->nv) == 0) {
         in->q_factored = in->qd_factored = NULL;          /* once: the stages move on */

@@ -167,9 +167,21 @@ static void joint_rate(const soa_model *m, int k, const double *q, const double 
     }
 }
 
+/* eta-dot = the modal velocities: a flexible body's modal coordinates follow its joint's in q and
+ * qd (flexible.c); out[eta] = in[eta] + x[eta dofs]. */
+static void modal_coordinates(const soa_model *m, int k, const double *in, const double *x,
+                              double *out)
+{
+    const int q0 = m->q0[k] + m->nqj[k], v0 = m->v0[k] + m->nvj[k];
+    for (int i = 0; i < m->nmod[k]; i++) out[q0 + i] = (in ? in[q0 + i] : 0.0) + x[v0 + i];
+}
+
 void soa_configuration_rate(const soa_model *m, const double *q, const double *qd, double *qdot)
 {
-    for (int k = 0; k < m->nb; k++) joint_rate(m, k, q, qd, qdot);
+    for (int k = 0; k < m->nb; k++) {
+        joint_rate(m, k, q, qd, qdot);
+        if (m->nm) modal_coordinates(m, k, NULL, qd, qdot);
+    }
 }
 
 /* out[0:4] = q (x) exp(w / 2): a quaternion turned by the body-frame rotation vector w. */
@@ -226,7 +238,10 @@ static void joint_integrate(const soa_model *m, int k, const double *q, const do
 void soa_integrate_configuration(const soa_model *m, const double *q, const double *dv,
                                  double *out)
 {
-    for (int k = 0; k < m->nb; k++) joint_integrate(m, k, q, dv, out);
+    for (int k = 0; k < m->nb; k++) {
+        joint_integrate(m, k, q, dv, out);
+        if (m->nm) modal_coordinates(m, k, q, dv, out);
+    }
 }
 
 /* Every joint quaternion scaled to unit length (its rotation is invariant to the scale). */

@@ -16,6 +16,7 @@ void soa_outward_placements(const soa_model *m, soa_data *d, const double *q)
             for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
             l[i] = Xp[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
         }
+        if (m->nm && m->attach[k]) soa_flex_attachment(m, d, k, q);   /* on a deformed node */
     }
 }
 
@@ -178,6 +179,9 @@ soa_status soa_kinematics(const soa_model *m, soa_data *d, const double *q, cons
     if (st.kind != SOA_OK) return st;
     soa_outward_placements(m, d, q);
     soa_world_placements(m, d);
-    soa_outward_velocities(m, d, qd);
+    if (m->nm)
+        soa_flex_velocities(m, d, q, qd);
+    else
+        soa_outward_velocities(m, d, qd);
     return st;
 }

@@ -26,8 +26,9 @@ static size_t aligned(size_t nbytes)
 static int sizes_ok(const soa_sizes *s)
 {
     const int big = 1 << 20;
-    return s && s->nb >= 0 && s->nq >= 0 && s->nv >= 0 && s->nb < big && s->nq <= 7 * s->nb
-           && s->nv <= 6 * s->nb && s->nc >= 0 && s->nc < (1 << 12);
+    return s && s->nb >= 0 && s->nq >= 0 && s->nv >= 0 && s->nb < big && s->nm >= 0
+           && s->nm <= SOA_MAX_MODES && s->nq <= (7 + s->nm) * s->nb && s->nv <= (6 + s->nm) * s->nb
+           && s->nc >= 0 && s->nc < (1 << 12) && (s->nm == 0 || s->nc == 0);
 }
 
 soa_model *soa_model_new(const soa_sizes *s)
@@ -35,7 +36,7 @@ soa_model *soa_model_new(const soa_sizes *s)
     if (!sizes_ok(s)) return NULL;
     soa_model *m = calloc(1, sizeof(soa_model));
     if (!m) return NULL;
-    m->nb = s->nb; m->nq = s->nq; m->nv = s->nv; m->nc = s->nc;
+    m->nb = s->nb; m->nq = s->nq; m->nv = s->nv; m->nc = s->nc; m->nm = s->nm;
     SOA_SIZES(m);
     size_t total = 0;
 #define COUNT_INT(name, ndim, d0, d1, d2) total += aligned(sizeof(int) * soa_buffer_dims(ndim, d0, d1, d2));
@@ -96,13 +97,39 @@ void soa_data_free(soa_data *d)
 static const int JOINT_NQ[SOA_NJOINTTYPES] = {0, 1, 1, 4, 7, 3, -1};
 static const int JOINT_NV[SOA_NJOINTTYPES] = {0, 1, 1, 3, 6, 3, -1};
 
+/* Velocity dofs of body k: its joint's, then its modal coordinates (flexible.c). */
+static int body_dofs(const soa_model *m, int k)
+{
+    return m->nvj[k] + (m->nm ? m->nmod[k] : 0);
+}
+
+/* The flexible bodies' constants (seed 000 sec. 4): 0 <= modes <= nm, attachments only on a
+ * flexible parent, finite fl_M, fl_K, fl_D, at_r, at_Psi (their physical rules, symmetric and
+ * definite, are checked where they are made, soa_fmu/flexible.py). */
+static int flexible_ok(const soa_model *m, int k)
+{
+    SOA_SIZES(m);
+    if (!nm) return 1;
+    if (m->nmod[k] < 0 || m->nmod[k] > nm || (m->attach[k] != 0 && m->attach[k] != 1)) return 0;
+    if (m->attach[k] && (m->parent[k] < 0 || m->nmod[m->parent[k]] == 0)) return 0;
+    for (int i = 0; i < nx * nx; i++)
+        if (!isfinite(m->fl_M[nx * nx * k + i])) return 0;
+    for (int i = 0; i < nm * nm; i++)
+        if (!isfinite(m->fl_K[nm * nm * k + i]) || !isfinite(m->fl_D[nm * nm * k + i])) return 0;
+    for (int i = 0; i < 6 * nm; i++)
+        if (!isfinite(m->at_Psi[6 * nm * k + i])) return 0;
+    for (int i = 0; i < 3; i++)
+        if (!isfinite(m->at_r[3 * k + i])) return 0;
+    return 1;
+}
+
 /* Depth-first numbering of the velocity columns, children in index order, so that every subtree's
  * columns are contiguous [dfs0(k), dfsend(k)) (identity for models numbered depth first). */
 static void depth_first_columns(soa_model *m)
 {
     SOA_SIZES(m);
     int *size = m->dfsend, *next = m->lamslot;       /* scratch until their final values */
-    for (int k = 0; k < nb; k++) size[k] = m->nvj[k];
+    for (int k = 0; k < nb; k++) size[k] = body_dofs(m, k);
     for (int k = nb - 1; k >= 0; k--)
         if (m->parent[k] >= 0) size[m->parent[k]] += size[k];
     int roots = 0;
@@ -115,12 +142,12 @@ static void depth_first_columns(soa_model *m)
             m->dfs0[k] = next[p];
             next[p] += sz;
         }
-        next[k] = m->dfs0[k] + m->nvj[k];
+        next[k] = m->dfs0[k] + body_dofs(m, k);
         m->dfsend[k] = m->dfs0[k] + sz;
     }
     m->dfs_identity = 1;
     for (int k = 0; k < nb; k++)
-        for (int i = 0; i < m->nvj[k]; i++) {
+        for (int i = 0; i < body_dofs(m, k); i++) {
             const int c = m->v0[k] + i, col = m->dfs0[k] + i;
             m->vdfs[c] = col;
             m->vcol[col] = c;
@@ -147,9 +174,9 @@ soa_status soa_model_finish(soa_model *m)
         } else if (m->nqj[k] != JOINT_NQ[t] || m->nvj[k] != JOINT_NV[t]) {
             return st;
         }
-        if (m->q0[k] != qn || m->v0[k] != vn) return st;
-        qn += m->nqj[k];
-        vn += m->nvj[k];
+        if (m->q0[k] != qn || m->v0[k] != vn || !flexible_ok(m, k)) return st;
+        qn += m->nqj[k] + (nm ? m->nmod[k] : 0);
+        vn += body_dofs(m, k);
         for (int i = 0; i < 3; i++)
             if (!isfinite(m->axis[3 * k + i]) || !isfinite(m->Xp[3 * k + i])) return st;
         for (int i = 0; i < 9; i++)
@@ -180,8 +207,10 @@ soa_status soa_model_finish(soa_model *m)
     st.index = nv;
     if (!(m->vfric[0] > 0.0 && m->vfric[0] < HUGE_VAL)) return st;
     for (int k = 0; k < nb; k++) {
-        m->vend[k] = m->v0[k] + m->nvj[k];
+        m->vend[k] = m->v0[k] + body_dofs(m, k);
         spatial_inertia(m->mass[k], m->com + 3 * k, m->Jc + 9 * k, m->inertia + 36 * k);
+        for (int i = 0; i < 6 && nm; i++)             /* fl_M's rigid block is M(k) */
+            for (int j = 0; j < 6; j++) m->fl_M[nx * nx * k + nx * i + j] = m->inertia[36 * k + 6 * i + j];
     }
     for (int k = nb - 1; k >= 0; k--)                 /* children come after parents */
         if (m->parent[k] >= 0 && m->vend[k] > m->vend[m->parent[k]])

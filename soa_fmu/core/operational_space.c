@@ -232,6 +232,7 @@ soa_status soa_operational_space_inverse(const soa_model *m, soa_data *d, const 
                                          const int *body, const double *R, const double *l,
                                          int world_axes, double *L)
 {
+    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = {SOA_BAD_FRAME, 0};
     for (int s = 0; s < npt; s++) {
         st.index = s;
@@ -248,6 +249,7 @@ soa_status soa_operational_space_inverse(const soa_model *m, soa_data *d, const 
 soa_status soa_correction_accelerations(const soa_model *m, soa_data *d, const double *q,
                                         const double *fext, double *dqdd)
 {
+    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = {SOA_BAD_FEXT, 0};
     for (int k = 0; k < m->nb; k++)
         if (soa_first_nonfinite(fext + 6 * k, 6) >= 0) {

@@ -37,6 +37,7 @@ soa_status soa_rnea(const soa_model *m, soa_data *d, const double *q, const doub
         st.index = i;
         return st;
     }
+    if (m->nm) return soa_flex_rnea(m, d, q, qd, qdd, use_fext, tau);
     soa_outward_placements(m, d, q);
     soa_outward_velocities(m, d, qd);
     soa_outward_accelerations(m, d, qdd, m->a0);

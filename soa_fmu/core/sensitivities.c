@@ -94,6 +94,7 @@ static void store_up(const soa_model *m, const soa_data *d, int jb, const double
 soa_status soa_mass_matrix_derivative(const soa_model *m, soa_data *d, const double *q,
                                       const int *slot, int count, double *dM)
 {
+    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_configuration(m, q);
     if (st.kind != SOA_OK) return st;
     const int nb = m->nb, nv = m->nv;
@@ -147,6 +148,7 @@ soa_status soa_mass_matrix_derivative(const soa_model *m, soa_data *d, const dou
 soa_status soa_coriolis_matrix(const soa_model *m, soa_data *d, const double *q, const double *qd,
                                double *C)
 {
+    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_state(m, q, qd);
     if (st.kind != SOA_OK) return st;
     const int nb = m->nb, nv = m->nv;

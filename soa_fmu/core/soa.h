@@ -59,6 +59,7 @@ typedef enum {
                            semi-definite or breaking the triangle inequality (soa_inertia_problem) */
     SOA_BAD_DISSIPATION, /* damping or friction of velocity dof index is not finite and >= 0;
                             index nv: the friction regularization velocity is not finite and > 0 */
+    SOA_UNSUPPORTED,    /* this algorithm does not handle flexible bodies (body index) */
     SOA_NSTATUS
 } soa_kind;
 
@@ -71,6 +72,7 @@ typedef struct {
     const void *ctx;
 } soa_names;
 
+#define SOA_MAX_MODES 256    /* modal coordinates of one flexible body, at most */
 #define SOA_QUAT_TOL 1e-6   /* tolerance on |q|^2 - 1 of a joint quaternion */
 #define SOA_FRICTION_VELOCITY 0.01   /* default v_s of a new model (vfric; dissipation.c) */
 
@@ -81,12 +83,14 @@ typedef struct {
     int nq;     /* configuration coordinates */
     int nv;     /* velocity coordinates */
     int nc;     /* closure constraints (closures.c) */
+    int nm;     /* flexible.c: the most modal coordinates of one body (0: every body rigid) */
 } soa_sizes;
 
 /* Declares the sizes of model m as local constants, so the table expressions below evaluate. */
 #define SOA_SIZES(m)                                                                          \
-    const int nb = (m)->nb, nq = (m)->nq, nv = (m)->nv, nc = (m)->nc;                           \
-    (void)nb; (void)nq; (void)nv; (void)nc
+    const int nb = (m)->nb, nq = (m)->nq, nv = (m)->nv, nc = (m)->nc, nm = (m)->nm;             \
+    const int nbf = nm ? nb : 0, nx = 6 + nm;  /* flexible tables: bodies, 6 + modes */          \
+    (void)nb; (void)nq; (void)nv; (void)nc; (void)nm; (void)nbf; (void)nx
 
 /* X(name, ndim, d0, d1, d2): one buffer, dims d0 x d1 x d2 (only the first ndim used). */
 
@@ -112,7 +116,11 @@ typedef struct {
     X(cn_body_b, 1, nc, 0, 0) /* body of frame_b, -1 = world */ \
     /* ---- derivatives.c: the dofs of k and its ancestors as runs ---- */                      \
     X(arun0,   1, nb, 0, 0)   /* first dof of the run ending with k's dofs */                   \
-    X(arunup,  1, nb, 0, 0)   /* the nearest body above that run with dofs, -1 = none */
+    X(arunup,  1, nb, 0, 0)   /* the nearest body above that run with dofs, -1 = none */ \
+    /* ---- flexible.c: flexible bodies (seed 000 sec. 4); sized 0 when every body is rigid ---- */ \
+    X(nmod,    1, nbf, 0, 0)  /* modal coordinates eta(k) of body k, in q and qd right after its \
+                                 joint's coordinates (0: rigid) */                                 \
+    X(attach,  1, nbf, 0, 0)  /* 1: k's joint frame sits on a node of its flexible parent */
 
 #define SOA_MODEL_REALS(X)                                                                    \
     X(axis,    2, nb, 3, 0)   /* revolute/prismatic axis, planar normal (unit) */               \
@@ -137,7 +145,15 @@ typedef struct {
     X(cn_pb,   2, nc, 3, 0)   /* frame_b origin in its body */                                   \
     X(cn_axis, 2, nc, 3, 0)   /* n of a hinge / soft finger, frame_a axes (unit) */              \
     X(cn_A,    3, nc, 6, 6)   /* rows A (first cn_size used), frame_a axes: derived from kind \
-                                 and axis by soa_model_finish (soa_constraint_rows) */
+                                 and axis by soa_model_finish (soa_constraint_rows) */ \
+    /* ---- flexible.c: generalized mass, modal stiffness and damping, attachment nodes ---- */  \
+    X(fl_M,    3, nbf, nx, nx) /* mass of body k for (omega, v, eta-dot) about its origin, body \
+                                  axes: [B; h* Psi] m [B; h* Psi]* (seed 000 eq. 4.3) */          \
+    X(fl_K,    3, nbf, nm, nm) /* modal stiffness Psi* K Psi */                                   \
+    X(fl_D,    3, nbf, nm, nm) /* modal damping */                                                \
+    X(at_r,    2, nbf, 3, 0)   /* attach[k]: the node's location in the parent frame */           \
+    X(at_Psi,  3, nbf, 6, nm)  /* ... and its deformation per parent mode, rows (rotation; \
+                                  translation), parent frame */
 
 /* ------------------------------------------------------------------ the data (workspace) */
 /* Frames: V, a, b, alpha, f, P, G are in body frames after the body-frame sweeps
@@ -231,7 +247,22 @@ typedef struct {
     X(lin_z,   2, 6, nv, 0)   /* ... dT(a)/dtheta_i = s(a) . z(i), a above i */                  \
     X(lin_zb,  2, 6, nv, 0)   /* ... dT(a)/dbeta_i = s(a) . zbar(i), a above i */                \
     X(lin_K,   2, nv, 6, 0)   /* derivatives: K(i) = Rdot(k) s(i) - s(i) x* h(k) */              \
-    X(lin_qdd, 1, nv, 0, 0)   /* derivatives: forward-dynamics accelerations */
+    X(lin_qdd, 1, nv, 0, 0)   /* derivatives: forward-dynamics accelerations */ \
+    /* ---- flexible.c: the recursions with flexible bodies (body frames; seed 000 sec. 4) ---- */ \
+    X(fl_RA,   3, nbf, 3, 3)  /* attach[k]: the deformed joint frame A in the parent, rotation */ \
+    X(fl_lA,   2, nbf, 3, 0)  /* ... and origin */                                              \
+    X(fl_GA,   3, nbf, 6, nm) /* Gamma_A(k): parent eta-dot -> velocity of A, A's frame */       \
+    X(fl_G,    3, nbf, 6, nm) /* Gamma(k) = phi*(k, A) Gamma_A: ... -> V(k), k's frame (the C* \
+                                 of seed 000 eq. 4.1) */                                         \
+    X(fl_th,   2, nbf, 3, 0)  /* attach[k]: the node's rotation vector theta = Psi_r eta(p) */  \
+    X(fl_gb,   2, nbf, 3, 0)  /* gravity in body k's axes */                                     \
+    X(fl_P,    3, nbf, nx, nx) /* articulated inertia P(k) of (V, eta-dot) */                    \
+    X(fl_U,    3, nbf, nx, nx) /* P H*, nx x (joint + modal dofs) */                             \
+    X(fl_L,    3, nbf, nx, nx) /* Cholesky factor of D = H P H* */                               \
+    X(fl_Y,    3, nbf, nx, 6)  /* D^-1 U0*, U0 = the rows of P H* for V */                        \
+    X(fl_z,    2, nbf, nx, 0)  /* bias / residual force z(k) of (V, eta-dot) */                  \
+    X(fl_u,    2, nbf, nx, 0)  /* innovations u = T - H z */                                     \
+    X(fl_s,    2, 4, nx, 0)    /* scratch */
 
 /* Integer per-call arrays (same X(name, ndim, d0, d1, d2) form). */
 #define SOA_DATA_INTS(X)                                                                      \
@@ -250,7 +281,7 @@ typedef struct {
 #define SOA_DECLARE_REAL(name, ndim, d0, d1, d2) double *name;
 
 typedef struct soa_model {
-    int nb, nq, nv, nc;
+    int nb, nq, nv, nc, nm;
     SOA_MODEL_INTS(SOA_DECLARE_INT)
     SOA_MODEL_REALS(SOA_DECLARE_REAL)
     int finished;           /* set by soa_model_finish: the model passed its checks */
@@ -370,6 +401,21 @@ soa_status soa_rnea_derivatives(const soa_model *m, soa_data *d, const double *q
 soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q, const double *qd,
                                const double *tau, int use_fext, double *ddq, double *ddv, int ld,
                                double *Minv);
+
+/* ------------------------------------------------------------------ flexible.c */
+/* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
+ * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics and the integrators call these when
+ * m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
+void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
+void soa_flex_velocities(const soa_model *m, soa_data *d, const double *q, const double *qd);
+soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                       const double *tau, int use_fext, double *qdd);
+soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                         const double *qdd, int use_fext, double *tau);
+soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M);
+soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                           double *kinetic, double *potential);
+soa_status soa_flex_unsupported(const soa_model *m);   /* SOA_OK for rigid models */
 
 /* ------------------------------------------------------------------ dissipation.c */
 /* The joint forces the simulator applies: tau - d qd - f_c tanh(qd / v_s) (d, f_c, v_s: the model's

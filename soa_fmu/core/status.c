@@ -126,6 +126,11 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
             snprintf(buf, n, "the friction regularization velocity must be finite and > 0, got "
                      "%.17g", m->vfric[0]);
         break;
+    case SOA_UNSUPPORTED:
+        snprintf(buf, n, "this algorithm does not handle flexible bodies (body '%s'); forward and "
+                 "inverse dynamics, the mass matrix, energy, kinematics and simulation do",
+                 name(nm, SOA_NAME_BODY, i, nb));
+        break;
     default:
         snprintf(buf, n, "invalid input (status %d, index %d)", st.kind, i);
     }

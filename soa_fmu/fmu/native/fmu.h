@@ -43,7 +43,7 @@ typedef struct {
     const char *identifier;  /* modelIdentifier */
     const char *guid;        /* must equal the GUID the importer passes to fmi2Instantiate */
     const char *digest;      /* SHA-256 of the variable table (hex): tags serialized states */
-    int nb, nq, nv, nc;
+    int nb, nq, nv, nc, nm;
     const int *const *ints;      /* the soa_model integer buffers, in SOA_MODEL_INTS order */
     const double *const *reals;  /* the soa_model real buffers, in SOA_MODEL_REALS order */
     const char *const *joint_names;      /* nb */
