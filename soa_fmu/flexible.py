@@ -147,11 +147,11 @@ def beam(length: float, rho_A: float, EA: float, EI_y: float, EI_z: float, GJ: f
 
 def _check_symmetric(where: str, key: str, A: np.ndarray) -> np.ndarray:
     scale = np.max(np.abs(A))
-    d = np.abs(A - A.T)
+    d = np.tril(np.abs(A - A.T))
     if d.max() > SYMMETRY_RTOL * scale:
-        row = int(np.unravel_index(np.argmax(d), d.shape)[0])
+        row, col = (int(i) for i in np.unravel_index(np.argmax(d), d.shape))
         raise FlexibleError(f"{where}: {key} is not symmetric (max |{key} - {key}^T| = "
-                            f"{d.max():.3g} at row {row}, node {row // 6})")
+                            f"{d.max():.3g} at row {row}, column {col}; node {row // 6})")
     return 0.5 * (A + A.T)
 
 
@@ -211,10 +211,11 @@ def check_fe(fe: FEModel, where: str = "fe") -> FEModel:
                             f"{np.max(np.abs(Mt - m * np.eye(3))):.3g})")
     # the clamped structure must be stiff in every direction (no mechanism)
     free = np.setdiff1d(np.arange(6 * n), np.arange(6 * pinned, 6 * pinned + 6))
-    lo, hi, _ = _lowest_mode(K[np.ix_(free, free)])
+    lo, hi, j = _lowest_mode(K[np.ix_(free, free)])
     if lo <= DEFINITE_RTOL * hi:
+        node = int(free[6 * j]) // 6
         raise FlexibleError(f"{where}: K clamped at the pinned node {pinned} is singular (a mechanism "
-                            f"or an unattached node; eigenvalues {lo:.3g} .. {hi:.3g})")
+                            f"or an unattached node at node {node}; eigenvalues {lo:.3g} .. {hi:.3g})")
     return FEModel(nodes=nodes, M=M, K=K, pinned=pinned)
 
 
