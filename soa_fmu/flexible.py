@@ -23,8 +23,8 @@ from numbers import Integral, Real
 import numpy as np
 
 SYMMETRY_RTOL = 1e-9          # |A − Aᵀ| ≤ SYMMETRY_RTOL · max |A|
-DEFINITE_RTOL = 1e-12         # M: λ_min > DEFINITE_RTOL · λ_max;  K: λ_min ≥ −SEMIDEFINITE_RTOL · λ_max
-SEMIDEFINITE_RTOL = 1e-9
+DEFINITE_RTOL = 1e-12         # M (and K clamped): λ_min > DEFINITE_RTOL · λ_max
+SEMIDEFINITE_RTOL = 1e-9      # K: λ_min ≥ −SEMIDEFINITE_RTOL · λ_max
 RIGID_RTOL = 1e-6             # rigid-body checks of M (translation block m·I) and K (K Bᵀ = 0)
 
 
@@ -155,10 +155,14 @@ def _check_symmetric(where: str, key: str, A: np.ndarray) -> np.ndarray:
     return 0.5 * (A + A.T)
 
 
-def _lowest_mode(A: np.ndarray) -> tuple[float, float, int]:
-    """(λ_min, λ_max, the node where the eigenvector of λ_min is largest)."""
-    w, V = np.linalg.eigh(A)
-    return float(w[0]), float(w[-1]), int(np.argmax(np.abs(V[:, 0]))) // 6
+def _extreme_eigenvalues(A: np.ndarray) -> tuple[float, float]:
+    w = np.linalg.eigvalsh(A)
+    return float(w[0]), float(w[-1])
+
+
+def _lowest_mode_node(A: np.ndarray) -> int:
+    """The node (6 rows each) where the eigenvector of A's lowest eigenvalue is largest (for errors)."""
+    return int(np.argmax(np.abs(np.linalg.eigh(A)[1][:, 0]))) // 6
 
 
 def check_fe(fe: FEModel, where: str = "fe") -> FEModel:
@@ -182,14 +186,15 @@ def check_fe(fe: FEModel, where: str = "fe") -> FEModel:
             raise FlexibleError(f"{where}: {key} has a non-finite entry (row {r}, node {r // 6})")
         mats[key] = _check_symmetric(where, key, A)
     M, K = mats["M"], mats["K"]
-    lo, hi, j = _lowest_mode(M)
+    lo, hi = _extreme_eigenvalues(M)
     if not hi > 0 or lo <= DEFINITE_RTOL * hi:
         raise FlexibleError(f"{where}: M is not positive definite (eigenvalues {lo:.3g} .. {hi:.3g}; "
-                            f"the lowest mode is largest at node {j})")
-    lo, hi, j = _lowest_mode(K)
+                            f"the lowest mode is largest at node {_lowest_mode_node(M)})")
+    lo, hi = _extreme_eigenvalues(K)
     if lo < -SEMIDEFINITE_RTOL * max(hi, 0.0) or not hi > 0:
         raise FlexibleError(f"{where}: K is not positive semi-definite with some stiffness "
-                            f"(eigenvalues {lo:.3g} .. {hi:.3g}; the lowest mode is largest at node {j})")
+                            f"(eigenvalues {lo:.3g} .. {hi:.3g}; the lowest mode is largest at node "
+                            f"{_lowest_mode_node(K)})")
     pinned = fe.pinned
     if isinstance(pinned, (bool, np.bool_)) or not isinstance(pinned, Integral) or not 0 <= pinned < n:
         raise FlexibleError(f"{where}: pinned must be a node index in 0..{n - 1} (got {pinned!r})")
@@ -211,9 +216,10 @@ def check_fe(fe: FEModel, where: str = "fe") -> FEModel:
                             f"{np.max(np.abs(Mt - m * np.eye(3))):.3g})")
     # the clamped structure must be stiff in every direction (no mechanism)
     free = np.setdiff1d(np.arange(6 * n), np.arange(6 * pinned, 6 * pinned + 6))
-    lo, hi, j = _lowest_mode(K[np.ix_(free, free)])
+    Kcc = K[np.ix_(free, free)]
+    lo, hi = _extreme_eigenvalues(Kcc)
     if lo <= DEFINITE_RTOL * hi:
-        node = int(free[6 * j]) // 6
+        node = int(free[6 * _lowest_mode_node(Kcc)]) // 6
         raise FlexibleError(f"{where}: K clamped at the pinned node {pinned} is singular (a mechanism "
                             f"or an unattached node at node {node}; eigenvalues {lo:.3g} .. {hi:.3g})")
     return FEModel(nodes=nodes, M=M, K=K, pinned=pinned)
@@ -263,7 +269,8 @@ def reduce(fe: FEModel, modes: int, damping_ratio: float = 0.0) -> Reduced:
     """Reduce a finite-element model to ``modes`` clamped-interface modes (the model clamped at its
     pinned node), mass-normalized, ascending; ``modes == 0`` keeps all 6(n−1) nodal dofs of the
     unpinned nodes.  Modal damping 2ζω (``modes == 0``: the classical damping M Φ diag(2ζω) Φᵀ M).
-    Returns the body's generalized mass 𝓜 = [B; Ψᵀ] m [B; Ψᵀ]ᵀ (seed 000 (4.3))."""
+    Returns the body's generalized mass 𝓜 = [B; Ψᵀ] m [B; Ψᵀ]ᵀ (seed 000 (4.3)).  ``fe`` is
+    expected checked: from :func:`beam`, :func:`load_fe` or :func:`check_fe`."""
     n = fe.nodes.shape[0]
     nf = 6 * (n - 1)
     if isinstance(modes, bool) or not isinstance(modes, Integral) or not 0 <= modes <= nf:

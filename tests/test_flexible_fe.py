@@ -244,7 +244,8 @@ def _bad_cases():
     M_heavy[6, 6] += 1.0                                        # an x-only mass: not a rigid body's
     two = beam(L, RHO_A, EA, EI_Y, EI_Z, GJ, 2, rho_J=RHO_J)  # + a point mass at node 3, unattached
     pin = dict(nodes=np.vstack([two.nodes, [0, 1, 0]]), pinned=np.int64(0),
-               M=scipy.linalg.block_diag(two.M, np.eye(6)), K=scipy.linalg.block_diag(two.K, np.zeros((6, 6))))
+               M=scipy.linalg.block_diag(two.M, np.eye(6)),
+               K=scipy.linalg.block_diag(two.K, np.zeros((6, 6))))
     return {
         "missing": ({k: v for k, v in good.items() if k != "K"}, r"missing key 'K'"),
         "nodes shape": (good | {"nodes": fe.nodes[:, :2]}, r"nodes must have shape \(n, 3\)"),
@@ -258,7 +259,8 @@ def _bad_cases():
         "indefinite K": (good | {"K": K_indef}, r"K is not positive semi-definite"),
         "grounded K": (good | {"K": grounded}, r"K resists a rigid-body motion"),
         "M not rigid": (good | {"M": M_heavy}, r"M does not move rigidly"),
-        "mechanism": (pin, r"K clamped at the pinned node 0 is singular \(a mechanism or an unattached node at node 3"),
+        "mechanism": (pin, r"K clamped at the pinned node 0 is singular "
+                           r"\(a mechanism or an unattached node at node 3"),
         "pinned range": (good | {"pinned": np.int64(4)}, r"pinned must be a node index in 0\.\.3 "),
         "pinned float": (good | {"pinned": np.float64(1.0)}, r"pinned must be one integer"),
         "pinned array": (good | {"pinned": np.array([0, 1])}, r"pinned must be one integer"),
