@@ -22,6 +22,7 @@ import numpy as np
 
 from . import _core
 from . import joints as J
+from .flexible import FlexibleError, Reduced
 
 WORLD = "world"
 FRICTION_VELOCITY = 0.01     # default regularization velocity v_s of joint friction (rad/s or m/s)
@@ -46,6 +47,28 @@ class Body:
     q_index: int = 0
     v_index: int = 0
     limits: dict = field(default_factory=dict)   # lower, upper, velocity, effort, damping, friction
+    flexible: Reduced | None = None   # a flexible link (seed 000 §4): its modes follow the joint's dofs
+    node: int | None = None           # the node of the flexible parent carrying the joint frame
+
+    @property
+    def nmodes(self) -> int:
+        """Modal coordinates η of the body (0: rigid), in q and qd right after its joint's."""
+        return 0 if self.flexible is None else self.flexible.nmodes
+
+    @property
+    def nq(self) -> int:
+        """Configuration coordinates of the body: its joint's, then its modes."""
+        return self.joint.nq + self.nmodes
+
+    @property
+    def nv(self) -> int:
+        return self.joint.nv + self.nmodes
+
+    def coordinate_names(self, velocity: bool = False) -> list[str]:
+        """``joint`` / ``joint[k]`` for the joint's coordinates, then ``<body>.eta[k]``."""
+        n = self.joint.nv if velocity else self.joint.nq
+        return _coord_names(self.joint_name, n) + [f"{self.name}.eta[{k + 1}]"
+                                                   for k in range(self.nmodes)]
 
 
 @dataclass
@@ -142,10 +165,17 @@ class Model:
     def add_body(self, name: str, parent: str = WORLD, joint: J.Joint | None = None, *,
                  joint_name: str | None = None, rotation=None, translation=(0.0, 0.0, 0.0),
                  mass: float = 0.0, com=(0.0, 0.0, 0.0), inertia=None,
-                 limits: dict | None = None, physical: bool = True) -> int:
+                 limits: dict | None = None, physical: bool = True,
+                 flexible: Reduced | None = None, node: int | None = None) -> int:
         """Add body ``name`` attached to ``parent`` by ``joint`` placed at (rotation, translation)
         in the parent frame; (mass, com, inertia about the com) in the body frame.  Returns its
         index.  Parents must be added before their children.
+
+        ``flexible`` (a :class:`soa_fmu.flexible.Reduced`, from ``flexible.reduce``) makes the body
+        a flexible link: its mass properties come from it (mass, com, inertia must not be given),
+        and its modal coordinates ``<name>.eta[k]`` follow the joint's in q and qd.  On a flexible
+        parent the joint frame moves with the parent's node ``node`` (default: the node at the
+        joint's origin, if one is there; none: the parent's reference frame).
 
         ``physical=False`` accepts an inertia tensor that is not positive semi-definite or breaks
         the triangle inequality (as some published robot files do); it must still be finite and
@@ -163,12 +193,23 @@ class Model:
         if jname in {b.joint_name for b in self.bodies}:
             raise ModelError(f"duplicate joint name {jname!r}")
         p = -1 if parent == WORLD else self.body_index(parent)
+        translation = _vec3(translation, f"joint {jname!r} origin")
+        node = self._attachment_node(name, p, translation, node)
+        if flexible is not None:
+            if not isinstance(flexible, Reduced):
+                raise ModelError(f"body {name!r}: flexible must be a soa_fmu.flexible.Reduced, got "
+                                 f"{type(flexible).__name__}")
+            if mass != 0.0 or inertia is not None or np.any(np.asarray(com, dtype=float) != 0.0):
+                raise ModelError(f"body {name!r}: a flexible body's mass, com and inertia come from "
+                                 "its finite-element model; do not give them")
+            mass, com, inertia = flexible.mass, flexible.com, flexible.inertia
         inertia = np.zeros((3, 3)) if inertia is None else np.asarray(inertia, dtype=float)
         check_inertia(float(mass), inertia, f"body {name!r}", physical)
         inertia = 0.5 * (inertia + inertia.T)   # exactly symmetric, as the FMU's six parameters
         body = Body(name, p, joint, jname, _rotation(rotation, f"joint {jname!r}"),
-                    _vec3(translation, f"joint {jname!r} origin"), float(mass),
-                    _vec3(com, f"body {name!r} centre of mass"), inertia, limits=dict(limits or {}))
+                    translation, float(mass),
+                    _vec3(com, f"body {name!r} centre of mass"), inertia, limits=dict(limits or {}),
+                    flexible=flexible, node=node)
         body.q_index = self._nq
         body.v_index = self._nv
         dissipation = {}
@@ -176,14 +217,39 @@ class Model:
             x = body.limits.get(key, 0.0)
             if not (isinstance(x, (int, float)) and np.isfinite(x) and x >= 0):
                 raise ModelError(f"joint {jname!r}: {key} must be finite and ≥ 0, got {x!r}")
-            dissipation[key] = np.full(joint.nv, float(x))
+            dissipation[key] = np.concatenate((np.full(joint.nv, float(x)), np.zeros(body.nmodes)))
         self.bodies.append(body)
         self._damping = np.concatenate((self._damping, dissipation["damping"]))
         self._friction = np.concatenate((self._friction, dissipation["friction"]))
-        self._nq += joint.nq
-        self._nv += joint.nv
+        self._nq += body.nq
+        self._nv += body.nv
         self._invalidate()
         return len(self.bodies) - 1
+
+    def _attachment_node(self, name: str, p: int, origin: np.ndarray, node) -> int | None:
+        """The node of flexible parent p carrying body ``name``'s joint frame (None: rigid)."""
+        fl = self.bodies[p].flexible if p >= 0 else None
+        if fl is None:
+            if node is not None:
+                raise ModelError(f"body {name!r}: node {node} given but its parent is not flexible")
+            return None
+        if node is None:
+            hit = np.flatnonzero(np.linalg.norm(fl.nodes - origin, axis=1) <= 1e-9 * (1 + np.abs(fl.nodes).max()))
+            return int(hit[0]) if hit.size else None
+        if not isinstance(node, (int, np.integer)) or isinstance(node, bool) or not 0 <= node < len(fl.nodes):
+            raise ModelError(f"body {name!r}: node must be an integer in 0..{len(fl.nodes) - 1} of "
+                             f"the flexible parent {self.bodies[p].name!r}, got {node!r}")
+        return int(node)
+
+    @property
+    def max_modes(self) -> int:
+        """The most modal coordinates of one body (0: every body rigid)."""
+        return max((b.nmodes for b in self.bodies), default=0)
+
+    @property
+    def flexible(self) -> bool:
+        """True when some body is flexible (seed 000 §4)."""
+        return self.max_modes > 0
 
     def add_frame(self, name: str, body: str, rotation=None, translation=(0.0, 0.0, 0.0)) -> Frame:
         """Name a frame fixed on ``body`` (placement in the body frame); ``body="world"`` gives a
@@ -336,11 +402,11 @@ class Model:
     @property
     def position_names(self) -> list[str]:
         """One name per configuration coordinate: the joint name, or ``joint[k]`` (1-based)."""
-        return [n for b in self.bodies for n in _coord_names(b.joint_name, b.joint.nq)]
+        return [n for b in self.bodies for n in b.coordinate_names()]
 
     @property
     def velocity_names(self) -> list[str]:
-        return [n for b in self.bodies for n in _coord_names(b.joint_name, b.joint.nv)]
+        return [n for b in self.bodies for n in b.coordinate_names(velocity=True)]
 
     @property
     def total_mass(self) -> float:
@@ -348,7 +414,8 @@ class Model:
 
     def neutral_configuration(self) -> np.ndarray:
         """Zero angles/displacements, identity quaternions."""
-        return np.concatenate([b.joint.neutral() for b in self.bodies] or [np.zeros(0)])
+        return np.concatenate([np.concatenate((b.joint.neutral(), np.zeros(b.nmodes)))
+                               for b in self.bodies] or [np.zeros(0)])
 
     def joint_of_position(self, i: int) -> str:
         return self.position_names[i]
@@ -371,11 +438,14 @@ class Model:
         return self._core
 
     def _build_core(self) -> _core.Model:
-        nb, nv, nc = self.nbodies, self.nv, len(self.constraints)
+        nb, nv, nc, nm = self.nbodies, self.nv, len(self.constraints), self.max_modes
+        if nm and nc:
+            raise ModelError(f"model {self.name!r}: closure constraints on a model with flexible "
+                             "bodies are not supported")
         names = (tuple(b.name for b in self.bodies), tuple(b.joint_name for b in self.bodies),
                  tuple(self.position_names), tuple(self.velocity_names),
                  tuple(c.name for c in self.constraints))
-        cm = _core.Model(nb, self.nq, nv, names, nc)
+        cm = _core.Model(nb, self.nq, nv, names, nc, nm)
         v = cm.views()
         for k, b in enumerate(self.bodies):
             v["parent"][k], v["jtype"][k] = b.parent, b.joint.code
@@ -385,6 +455,19 @@ class Model:
             v["mass"][k], v["com"][k], v["Jc"][k] = b.mass, b.com, b.inertia   # M(k): in finish()
             if b.joint.nv:
                 v["S"][b.v_index:b.v_index + b.joint.nv] = b.joint.motion_subspace().T
+        for k, b in enumerate(self.bodies):     # flexible.c: modes, attachments (seed 000 §4)
+            if not nm:
+                break
+            fl, m = b.flexible, b.nmodes
+            v["nmod"][k] = m
+            if fl is not None:
+                v["fl_M"][k, :6 + m, :6 + m] = fl.mass_matrix   # rigid block: set again by finish()
+                v["fl_K"][k, :m, :m], v["fl_D"][k, :m, :m] = fl.stiffness, fl.damping
+            if b.node is not None:
+                pfl = self.bodies[b.parent].flexible
+                v["attach"][k] = 1
+                v["at_r"][k] = pfl.nodes[b.node]
+                v["at_Psi"][k, :, :pfl.nmodes] = pfl.shapes[b.node]
         v["a0"][3:] = -self._gravity
         v["damping"][:], v["friction"][:] = self._damping, self._friction   # dissipation.c
         v["vfric"][0] = self._friction_velocity
