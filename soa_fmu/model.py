@@ -49,6 +49,7 @@ class Body:
     limits: dict = field(default_factory=dict)   # lower, upper, velocity, effort, damping, friction
     flexible: Reduced | None = None   # a flexible link (seed 000 §4): its modes follow the joint's dofs
     node: int | None = None           # the node of the flexible parent carrying the joint frame
+    frame_only: bool = False          # the massless carrier of a frame on a node (add_frame(node=))
 
     @property
     def nmodes(self) -> int:
@@ -79,6 +80,7 @@ class Frame:
     body: int
     rotation: np.ndarray
     translation: np.ndarray
+    node: int | None = None      # on this node of a flexible body: ``body`` is its massless carrier
 
 
 @dataclass
@@ -251,11 +253,32 @@ class Model:
         """True when some body is flexible (seed 000 §4)."""
         return self.max_modes > 0
 
-    def add_frame(self, name: str, body: str, rotation=None, translation=(0.0, 0.0, 0.0)) -> Frame:
+    def add_frame(self, name: str, body: str, rotation=None, translation=(0.0, 0.0, 0.0),
+                  node: int | None = None) -> Frame:
         """Name a frame fixed on ``body`` (placement in the body frame); ``body="world"`` gives a
-        frame fixed in world (an anchor for loop closures)."""
+        frame fixed in world (an anchor for loop closures).
+
+        ``node``: the frame rides on that node of the flexible ``body`` (placement relative to the
+        node's undeformed location): its pose, velocity, Jacobian and external force include the
+        deformation.  It is carried by a massless body ``name`` welded to the node."""
         if name in self.frames or name in self._body_names() or name == WORLD:
             raise ModelError(f"duplicate frame name {name!r}")
+        if node is not None:
+            k = self.body_index(body)
+            fl = self.bodies[k].flexible
+            if fl is None:
+                raise ModelError(f"frame {name!r}: node {node} given but body {body!r} is not flexible")
+            if not isinstance(node, (int, np.integer)) or isinstance(node, bool) or not 0 <= node < len(fl.nodes):
+                raise ModelError(f"frame {name!r}: node must be an integer in 0..{len(fl.nodes) - 1} "
+                                 f"of body {body!r}, got {node!r}")
+            R = _rotation(rotation, f"frame {name!r}")
+            t = fl.nodes[int(node)] + _vec3(translation, f"frame {name!r} origin")
+            self.add_body(name, body, J.Fixed(), joint_name=f"{name}.weld", rotation=R,
+                          translation=t, node=int(node))
+            self.bodies[-1].frame_only = True
+            fr = Frame(name, len(self.bodies) - 1, np.eye(3), np.zeros(3), int(node))
+            self.frames[name] = fr
+            return fr
         fr = Frame(name, -1 if body == WORLD else self.body_index(body),
                    _rotation(rotation, f"frame {name!r}"), _vec3(translation, f"frame {name!r} origin"))
         self.frames[name] = fr

@@ -32,8 +32,9 @@ KEYS = {
     "top": {"name", "gravity", "urdf", "floating_base", "strict", "include", "bodies", "frames",
             "constraints", "initial"},
     "include": {"urdf", "prefix", "parent", "xyz", "rpy", "floating_base"},
-    "body": {"name", "parent", "mass", "com", "inertia", "joint"},
-    "frame": {"name", "body", "xyz", "rpy"},
+    "body": {"name", "parent", "mass", "com", "inertia", "joint", "flexible", "node"},
+    "frame": {"name", "body", "xyz", "rpy", "node"},
+    "flexible": {"kind", "modes", "damping_ratio"},
     "constraint": {"name", "kind", "frame_a", "frame_b", "axis", "active"},
     "initial": {"q", "qd"},
     "limits": {"lower", "upper", "velocity", "effort", "damping", "friction"},
@@ -49,6 +50,10 @@ JOINT_TYPES: dict[str, tuple[type[J.Joint], set[str]]] = {     # type -> (class,
     "general": (J.General, {"S"}),
 }
 INERTIA_KEYS = ("ixx", "iyy", "izz", "ixy", "ixz", "iyz")
+FLEXIBLE_KINDS = {                                   # [bodies.flexible] kind -> its own keys
+    "beam": {"length", "rho_A", "EA", "EI_y", "EI_z", "GJ", "rho_J", "elements"},
+    "fe": {"file"},
+}
 
 
 class _Reader:
@@ -142,8 +147,40 @@ class _Reader:
         for name in item.names:
             self.where_of_body[name] = f"{where} ({spec['urdf']})"
 
+    def flexible(self, spec: dict, where: str):
+        """A body's ``flexible`` table: a built-in beam or a finite-element file, reduced to its
+        ``modes`` (docs/flexible.md)."""
+        from .. import flexible as fx
+        kind = self.get(spec, "kind", where, str)
+        if kind not in FLEXIBLE_KINDS:
+            raise self.error(f"{where}.kind", f"unknown flexible kind {kind!r} (expected one of "
+                                              f"{', '.join(FLEXIBLE_KINDS)})")
+        self.table(spec, where, KEYS["flexible"] | FLEXIBLE_KINDS[kind])
+        modes = self.get(spec, "modes", where, int)
+        zeta = self.get(spec, "damping_ratio", where, float, 0.0)
+        try:
+            if kind == "beam":
+                args = {k: self.get(spec, k, where, float) for k in
+                        ("length", "rho_A", "EA", "EI_y", "EI_z", "GJ")}
+                fe = fx.beam(**args, elements=self.get(spec, "elements", where, int),
+                             rho_J=self.get(spec, "rho_J", where, float, None))
+            else:
+                path = Path(self.get(spec, "file", where, str))
+                fe = fx.load_fe(path if path.is_absolute() else Path(self.path).parent / path)
+            return fx.reduce(fe, modes, zeta)
+        except (fx.FlexibleError, ValueError) as e:
+            raise self.error(where, str(e)) from None
+
     def body(self, model: Model, item: "_Item") -> None:
         spec, where, name = item.spec, item.where, item.names[0]
+        flexible = None
+        if "flexible" in spec:
+            flexible = self.flexible(self.get(spec, "flexible", where, dict), f"{where}.flexible")
+            for key in ("mass", "com", "inertia"):
+                if key in spec:
+                    raise self.error(f"{where}.{key}", "a flexible body's mass properties come from "
+                                                       "its finite-element model; remove it")
+        node = self.get(spec, "node", where, int, None)
         mass = self.get(spec, "mass", where, float, 0.0)
         if mass < 0:
             raise self.error(f"{where}.mass", f"negative mass {mass}")
@@ -179,7 +216,8 @@ class _Reader:
         jname, com = self.name(jspec, "name", jw, name), self.vector(spec, "com", where)
         try:
             model.add_body(name, item.parent, joint, joint_name=jname, rotation=R, translation=t,
-                           mass=mass, com=com, inertia=inertia, limits=limits, physical=not problem)
+                           mass=mass, com=com, inertia=None if flexible else inertia,
+                           limits=limits, physical=not problem, flexible=flexible, node=node)
         except ValueError as e:
             raise self.error(where, str(e)) from None
         self.where_of_body[name] = where
@@ -210,7 +248,7 @@ class _Reader:
         R, t = self.placement(spec, where)
         name, body = self.name(spec, "name", where), self.name(spec, "body", where)
         try:
-            model.add_frame(name, body, R, t)
+            model.add_frame(name, body, R, t, node=self.get(spec, "node", where, int, None))
         except ValueError as e:
             raise self.error(where, str(e)) from None
 
