@@ -273,36 +273,41 @@ static void applied_force(const soa_model *m, const soa_data *d, int k, const do
 }
 
 /* ------------------------------------------------------------------ dense helpers (n <= nx) */
-/* Cholesky L L* = A (lower triangle of L, row stride ld) of an n x n symmetric A; 0 if not
- * positive definite. */
-static int cholesky(const double *A, int n, int ld, double *L)
+/* Cholesky L L* = A in place (lower triangle, row stride ld) of an n x n symmetric A, with the
+ * diagonal stored inverted (1 / L(i, i)); 0 if A is not positive definite. */
+static int cholesky(double *A, int n, int ld)
 {
     for (int i = 0; i < n; i++)
         for (int j = 0; j <= i; j++) {
             double s = A[ld * i + j];
-            for (int c = 0; c < j; c++) s -= L[ld * i + c] * L[ld * j + c];
+            for (int c = 0; c < j; c++) s -= A[ld * i + c] * A[ld * j + c];
             if (i == j) {
                 if (!(s > 0.0) || !isfinite(s)) return 0;
-                L[ld * i + i] = sqrt(s);
+                A[ld * i + i] = 1.0 / sqrt(s);
             } else {
-                L[ld * i + j] = s / L[ld * j + j];
+                A[ld * i + j] = s * A[ld * j + j];
             }
         }
     return 1;
 }
 
-/* x <- (L L*)^-1 x. */
-static void cholesky_solve(const double *L, int n, int ld, double *x)
+/* x <- L^-1 x (forward substitution; n values of stride incx). */
+static void forward_solve(const double *L, int n, int ld, double *x, int incx)
 {
     for (int i = 0; i < n; i++) {
-        double s = x[i];
-        for (int c = 0; c < i; c++) s -= L[ld * i + c] * x[c];
-        x[i] = s / L[ld * i + i];
+        double s = x[incx * i];
+        for (int c = 0; c < i; c++) s -= L[ld * i + c] * x[incx * c];
+        x[incx * i] = s * L[ld * i + i];
     }
+}
+
+/* x <- L^-* x (back substitution). */
+static void back_solve(const double *L, int n, int ld, double *x)
+{
     for (int i = n - 1; i >= 0; i--) {
         double s = x[i];
         for (int c = i + 1; c < n; c++) s -= L[ld * c + i] * x[c];
-        x[i] = s / L[ld * i + i];
+        x[i] = s * L[ld * i + i];
     }
 }
 
@@ -369,11 +374,13 @@ static void propagate(const soa_model *m, soa_data *d, int k, const double *Pk, 
 /* ------------------------------------------------------------------ forward dynamics */
 /* Articulated-body forward dynamics with flexible bodies (seed 001 Algorithm 3 / seed 000 A.1-A.2
  * with (V, eta-dot) per body; the header's recursion):
- *   inward   U = P H*, D = H U, u = T - H z;  P+ = P - U D^-1 U*, z+ = z + P+ a + U D^-1 u;
- *            P(p) += Phi P+_VV Phi*, z(p) += Phi z+_V
- *   outward  alpha' = phi* alpha(p) + Gamma eta-ddot(p) + a;  beta-dot(k) = D^-1 u - (D^-1 U_V*) alpha'
- * (only the V rows of P+ and z+ reach the parent: a child's modes are its own dofs).  tau holds the
- * joint forces and the applied modal forces; qdd <- joint and modal accelerations. */
+ *   inward   U = P H*, D = H U = L L*, u = T - H z;  W = L^-1 U_V*, w = L^-1 u;
+ *            P+_VV = P_VV - W* W,  z+_V = z_V + P+_VV a + W* w;
+ *            P(p) += Phi P+_VV Phi*,  z(p) += Phi z+_V
+ *   outward  alpha' = phi* alpha(p) + Gamma eta-ddot(p) + a;  beta-dot(k) = L^-* (w - W alpha')
+ * Only the V rows of P+ and z+ reach the parent (a child's modes are its own dofs); with the
+ * Cholesky factor L the gain G = P H* D^-1 is never formed.  tau holds the joint forces and the
+ * applied modal forces; qdd <- joint and modal accelerations. */
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd)
 {
@@ -393,20 +400,15 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
     for (int k = nb - 1; k >= 0; k--) {
         const int p = m->parent[k], nj = m->nvj[k], mk = m->nmod[k], nu = nj + mk, v0 = m->v0[k];
         const double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
-        double *U = d->fl_U + nx * nx * k, *L = d->fl_L + nx * nx * k, *Y = d->fl_Y + 6 * nx * k;
-        double *u = d->fl_u + nx * k;
+        double *U = d->fl_U + nx * nx * k, *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k;
+        double *w = d->fl_u + nx * k, Pp[36], zp[6], Pa[6];
         if (nu == 0) {                                     /* welded rigid body: all to the parent */
-            if (p >= 0) {
-                double Pp[36], zp[6];
-                for (int i = 0; i < 6; i++) {
-                    for (int j = 0; j < 6; j++) Pp[6 * i + j] = P[nx * i + j];
-                    zp[i] = z[i];
-                }
-                double Pa[6];
-                matvec6(Pp, d->a + 6 * k, Pa);
-                for (int i = 0; i < 6; i++) zp[i] += Pa[i];
-                propagate(m, d, k, Pp, zp);
-            }
+            if (p < 0) continue;
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) Pp[6 * i + j] = P[nx * i + j];
+            matvec6(Pp, d->a + 6 * k, Pa);
+            for (int i = 0; i < 6; i++) zp[i] = z[i] + Pa[i];
+            propagate(m, d, k, Pp, zp);
             continue;
         }
         for (int i = 0; i < 6 + mk; i++) {                  /* U = P H* */
@@ -418,74 +420,59 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
             }
             for (int j = 0; j < mk; j++) U[nx * i + nj + j] = P[nx * i + 6 + j];
         }
-        double *D = L;                                     /* D, then factored in place */
-        for (int j = 0; j < nu; j++) {                     /* D = H U (lower triangle) */
+        for (int j = 0; j < nu; j++)                       /* D = H U (lower triangle), into L */
             for (int i = 0; i <= j; i++) {
-                double x;
+                double x = 0.0;
                 if (j < nj) {
                     const double *s = m->S + 6 * (v0 + j);
-                    x = 0.0;
                     for (int c = 0; c < 6; c++) x += s[c] * U[nx * c + i];
                 } else {
                     x = U[nx * (6 + j - nj) + i];
                 }
-                D[nx * j + i] = x;
+                L[nx * j + i] = x;
             }
-        }
-        if (!cholesky(D, nu, nx, L)) {
+        if (!cholesky(L, nu, nx)) {
             st.kind = SOA_SINGULAR;
             st.index = k;
             return st;
         }
-        for (int j = 0; j < nu; j++) {                     /* u = T - H z */
+        for (int j = 0; j < nu; j++) {                     /* u = T - H z, then w = L^-1 u */
             double x = tau[v0 + j];
-            if (j < nj) {
-                const double *s = m->S + 6 * (v0 + j);
-                for (int c = 0; c < 6; c++) x -= s[c] * z[c];
-            } else {
+            if (j < nj)
+                x -= dot6(m->S + 6 * (v0 + j), z);
+            else
                 x -= z[6 + j - nj];
-            }
-            u[j] = x;
+            w[j] = x;
         }
-        for (int c = 0; c < 6; c++) {                      /* Y = D^-1 U_V* */
-            double col[6 + SOA_MAX_MODES];
-            for (int j = 0; j < nu; j++) col[j] = U[nx * c + j];
-            cholesky_solve(L, nu, nx, col);
-            for (int j = 0; j < nu; j++) Y[6 * j + c] = col[j];
-        }
-        if (p < 0) {
-            cholesky_solve(L, nu, nx, u);                  /* u <- D^-1 u */
-            continue;
-        }
-        double Pp[36], zp[6], Pa[6];
-        for (int i = 0; i < 6; i++)                        /* P+_VV = P_VV - U_V Y */
-            for (int j = 0; j < 6; j++) {
+        forward_solve(L, nu, nx, w, 1);
+        for (int j = 0; j < nu; j++)                       /* W = L^-1 U_V* */
+            for (int c = 0; c < 6; c++) W[6 * j + c] = U[nx * c + j];
+        for (int c = 0; c < 6; c++) forward_solve(L, nu, nx, W + c, 6);
+        if (p < 0) continue;
+        for (int i = 0; i < 6; i++)                        /* P+_VV = P_VV - W* W */
+            for (int j = i; j < 6; j++) {
                 double x = P[nx * i + j];
-                for (int c = 0; c < nu; c++) x -= U[nx * i + c] * Y[6 * c + j];
-                Pp[6 * i + j] = x;
+                for (int c = 0; c < nu; c++) x -= W[6 * c + i] * W[6 * c + j];
+                Pp[6 * i + j] = Pp[6 * j + i] = x;
             }
         matvec6(Pp, d->a + 6 * k, Pa);
-        for (int i = 0; i < 6; i++) {                      /* z+_V = z_V + P+ a + Y* u */
+        for (int i = 0; i < 6; i++) {                      /* z+_V = z_V + P+ a + W* w */
             double x = z[i] + Pa[i];
-            for (int c = 0; c < nu; c++) x += Y[6 * c + i] * u[c];
+            for (int c = 0; c < nu; c++) x += W[6 * c + i] * w[c];
             zp[i] = x;
         }
-        cholesky_solve(L, nu, nx, u);                      /* u <- D^-1 u for the smoother */
         propagate(m, d, k, Pp, zp);
     }
     for (int k = 0; k < nb; k++) {
         const int nj = m->nvj[k], nu = nj + m->nmod[k], v0 = m->v0[k];
-        const double *Y = d->fl_Y + 6 * nx * k, *u = d->fl_u + nx * k;
-        double *al = d->alpha + 6 * k;
+        const double *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k, *L = d->fl_L + nx * nx * k;
+        double *al = d->alpha + 6 * k, *x = qdd + v0;
         inherited_acceleration(m, d, k, qdd, 1, al);
-        for (int j = 0; j < nu; j++) {
-            double x = u[j];
-            for (int c = 0; c < 6; c++) x -= Y[6 * j + c] * al[c];
-            qdd[v0 + j] = x;
-        }
+        for (int j = 0; j < nu; j++) x[j] = w[j] - dot6(W + 6 * j, al);
+        back_solve(L, nu, nx, x);
         for (int j = 0; j < nj; j++) {
             const double *s = m->S + 6 * (v0 + j);
-            for (int c = 0; c < 6; c++) al[c] += s[c] * qdd[v0 + j];
+            for (int c = 0; c < 6; c++) al[c] += s[c] * x[j];
         }
     }
     return st;
