@@ -35,10 +35,15 @@ def total_energy(model: Model, q, qd) -> float:
 def spatial_momentum(model: Model, q, qd) -> np.ndarray:
     """Total spatial momentum [angular about the world origin; linear], world axes."""
     w = forward_kinematics(model, q, qd)
-    M = model.arrays().inertia
+    a = model.arrays()
+    qd = np.asarray(qd, dtype=float)
     h = np.zeros(6)
-    for k in range(model.nbodies):
-        hk = M[k] @ w.V[k]                      # body-frame momentum about the body origin
+    for k, b in enumerate(model.bodies):
+        if model.flexible:                      # seed 000 (4.3): (V, η̇) through fl_M's V rows
+            m, e = b.nmodes, b.v_index + b.joint.nv
+            hk = a.fl_M[k, :6, :6 + m] @ np.concatenate((w.V[k], qd[e:e + m]))
+        else:
+            hk = a.inertia[k] @ w.V[k]          # body-frame momentum about the body origin
         R, p = w.Rw[k], w.pw[k]
         L = R @ hk[3:]
         h[:3] += R @ hk[:3] + np.cross(p, L)    # φ(world, k) moves it to the world origin
