@@ -64,6 +64,8 @@ UNITS: dict[str, dict[str, int]] = {
 # units.
 ANGULAR = ("rad", "rad/s", "rad/s2", "N.m", "N.m.s/rad")
 LINEAR = ("m", "m/s", "m/s2", "N", "N.s/m")
+# a flexible body's mass-normalized modal coordinate eta (dimension sqrt(kg).m), declared "1"
+MODAL = ("1", "1/s", "1", "1", "1")
 
 # The ten inertial parameters of a body, in the order of <b>.mass, <b>.com[1..3], <b>.inertia[1..6]
 # (group "inertial", index 10 k + i for body k): name, unit, what.
@@ -158,6 +160,10 @@ def coordinate_labels(model: Model):
                 vel.append((name, t, what, kind))
         elif j.nq or j.nv:       # a joint type this table does not know yet
             raise TableError(f"joint {name!r}: unsupported joint type {t!r} for the FMU")
+        for k in range(b.nmodes):   # a flexible body's mass-normalized modal coordinates
+            what = f"modal coordinate {k + 1} (mass-normalized: unit sqrt(kg).m, declared 1)"
+            pos.append((b.name, "flexible", what, None))
+            vel.append((b.name, "flexible", what, MODAL))
     return pos, vel
 
 
@@ -499,7 +505,7 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
         qs = []
         while k >= 0:
             b = model.bodies[k]
-            qs += range(b.q_index, b.q_index + b.joint.nq)
+            qs += range(b.q_index, b.q_index + b.nq)    # its joint's and its modal coordinates
             k = b.parent
         frame_q[f] = sorted(qs)
     return VariableTable(rows, model, frames, joints_of_q, frame_q,
@@ -521,6 +527,7 @@ def _rate_dependencies(model: Model) -> list[tuple[list[int], list[int]]]:
             rows = [([], [vi]), ([qi], [vi + 1, vi + 2]), ([qi], [vi + 1, vi + 2])]
         else:
             rows = [([], [vi + k]) for k in range(j.nq)]
+        rows += [([], [vi + j.nv + k]) for k in range(b.nmodes)]    # eta-dot = modal velocity
         out[qi:qi + len(rows)] = rows
     return out
 
