@@ -161,9 +161,9 @@ def coordinate_labels(model: Model):
         elif j.nq or j.nv:       # a joint type this table does not know yet
             raise TableError(f"joint {name!r}: unsupported joint type {t!r} for the FMU")
         for k in range(b.nmodes):   # a flexible body's mass-normalized modal coordinates
-            what = f"modal coordinate {k + 1} (mass-normalized: unit sqrt(kg).m, declared 1)"
-            pos.append((b.name, "flexible", what, None))
-            vel.append((b.name, "flexible", what, MODAL))
+            what, eta = "mass-normalized modal coordinate (sqrt(kg).m, declared 1)", f"{b.name}.eta[{k + 1}]"
+            pos.append((eta, "flexible body", what, None))
+            vel.append((eta, "flexible body", what, MODAL))
     return pos, vel
 
 
