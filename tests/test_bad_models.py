@@ -239,7 +239,7 @@ TOML_CASES = {
     "missing joint": (CHAIN.replace('joint = { type = "revolute", axis = [0, 0, 1] }\n', "", 1),
                       r"m\.toml:2: bodies\[0\]: missing required key 'joint'"),
     "unknown key": (CHAIN.replace("mass = 1.0", "mas = 1.0", 1),
-                    r"m\.toml:5: bodies\[0\]\.mas: unknown key \(expected one of com, inertia"),
+                    r"m\.toml:5: bodies\[0\]\.mas: unknown key \(expected one of com, flexible, inertia"),
     "axis on a spherical joint": (CHAIN.replace('"revolute"', '"spherical"', 1),
                                   r"m\.toml:7: bodies\[0\]\.joint\.axis: unknown key"),
     "wrong vector length": (CHAIN.replace("axis = [0, 0, 1]", "axis = [0, 1]", 1),
