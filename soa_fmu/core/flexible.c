@@ -25,59 +25,52 @@
 #include "spatial.h"
 
 /* ------------------------------------------------------------------ SO(3) of a node's rotation */
-/* Coefficients of exp(theta~) = I + c1 K + a K^2 and J_r = I - a K + b K^2 (K = theta~,
- * s = |theta|): c1 = sin s / s, a = (1 - cos s) / s^2, b = (s - sin s) / s^3, and the rates
- * a' / s, b' / s (series below s = 0.02, where the closed forms cancel). */
-static void so3_coefficients(double s, double *c1, double *a, double *b, double *a1, double *b1)
+/* The SO(3) quantities of a node's rotation vector theta (s = |theta|, K = theta~):
+ * R = exp(K) = I + c1 K + a K^2 and the right Jacobian J_r = I - a K + b K^2 (omega_body =
+ * J_r theta-dot), with c1 = sin s / s, a = (1 - cos s) / s^2, b = (s - sin s) / s^3; co <- (a, b,
+ * a'/s, b'/s) for the rate so3_jacobian_rate.  One sincos of s / 2; series below s = 0.02, where
+ * the closed forms cancel. */
+static void so3_node(const double *th, double *R, double *J, double *co)
 {
-    const double s2 = s * s;
+    const double s2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2], s = sqrt(s2);
+    double c1, a, b, a1, b1;
     if (s < 0.02) {
-        *c1 = 1.0 - s2 / 6.0 * (1.0 - s2 / 20.0);
-        *a = 0.5 - s2 / 24.0 * (1.0 - s2 / 30.0);
-        *b = 1.0 / 6.0 - s2 / 120.0 * (1.0 - s2 / 42.0);
-        *a1 = -1.0 / 12.0 + s2 / 180.0 - s2 * s2 / 6720.0;
-        *b1 = -1.0 / 60.0 + s2 / 1260.0 - s2 * s2 / 60480.0;
-        return;
+        c1 = 1.0 - s2 / 6.0 * (1.0 - s2 / 20.0);
+        a = 0.5 - s2 / 24.0 * (1.0 - s2 / 30.0);
+        b = 1.0 / 6.0 - s2 / 120.0 * (1.0 - s2 / 42.0);
+        a1 = -1.0 / 12.0 + s2 / 180.0 - s2 * s2 / 6720.0;
+        b1 = -1.0 / 60.0 + s2 / 1260.0 - s2 * s2 / 60480.0;
+    } else {
+        const double h = sin(0.5 * s), c = cos(0.5 * s), sn = 2.0 * h * c, omc = 2.0 * h * h;
+        c1 = sn / s;
+        a = omc / s2;
+        b = (s - sn) / (s2 * s);
+        a1 = (s * sn - 2.0 * omc) / (s2 * s2);
+        b1 = (omc * s - 3.0 * (s - sn)) / (s2 * s2 * s);
     }
-    const double sn = sin(s), cs = cos(s), h = sin(0.5 * s);
-    *c1 = sn / s;
-    *a = 2.0 * h * h / s2;
-    *b = (s - sn) / (s2 * s);
-    *a1 = (s * sn - 4.0 * h * h) / (s2 * s2);
-    *b1 = ((1.0 - cs) * s - 3.0 * (s - sn)) / (s2 * s2 * s);
-}
-
-/* R = exp(theta~) (Rodrigues). */
-static void so3_exp(const double *th, double *R)
-{
-    double c1, a, b, a1, b1;
-    so3_coefficients(sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2]), &c1, &a, &b, &a1, &b1);
     const double x = th[0], y = th[1], z = th[2];
     const double K[9] = {0, -z, y, z, 0, -x, -y, x, 0};
     const double K2[9] = {-(y * y + z * z), x * y, x * z, x * y, -(x * x + z * z), y * z,
                           x * z, y * z, -(x * x + y * y)};
-    for (int i = 0; i < 9; i++) R[i] = (i % 4 == 0 ? 1.0 : 0.0) + c1 * K[i] + a * K2[i];
+    for (int i = 0; i < 9; i++) {
+        const double e = i % 4 == 0 ? 1.0 : 0.0;
+        R[i] = e + c1 * K[i] + a * K2[i];
+        J[i] = e - a * K[i] + b * K2[i];
+    }
+    co[0] = a; co[1] = b; co[2] = a1; co[3] = b1;
 }
 
-/* J = J_r(theta) (omega_body = J_r theta-dot for R = exp(theta~)) and, when thd is given,
- * Jd = (d/dt J_r) theta-dot = -a-dot (theta x thd) + b-dot theta x (theta x thd)
- *      + b thd x (theta x thd),  a-dot = (a'/s) theta.thd,  b-dot = (b'/s) theta.thd. */
-static void so3_right_jacobian(const double *th, const double *thd, double *J, double *Jd)
+/* Jd = (d/dt J_r) theta-dot = -a-dot (theta x thd) + b-dot theta x (theta x thd)
+ *      + b thd x (theta x thd),  a-dot = (a'/s) theta.thd,  b-dot = (b'/s) theta.thd
+ * (K-dot theta-dot = thd x thd = 0), co from so3_node. */
+static void so3_jacobian_rate(const double *th, const double *thd, const double *co, double *Jd)
 {
-    double c1, a, b, a1, b1;
-    so3_coefficients(sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2]), &c1, &a, &b, &a1, &b1);
-    const double x = th[0], y = th[1], z = th[2];
-    const double K[9] = {0, -z, y, z, 0, -x, -y, x, 0};
-    const double K2[9] = {-(y * y + z * z), x * y, x * z, x * y, -(x * x + z * z), y * z,
-                          x * z, y * z, -(x * x + y * y)};
-    for (int i = 0; i < 9; i++) J[i] = (i % 4 == 0 ? 1.0 : 0.0) - a * K[i] + b * K2[i];
-    if (!thd) return;
     const double td = th[0] * thd[0] + th[1] * thd[1] + th[2] * thd[2];
     double c[3], cc[3], dc[3];
     cross3(th, thd, c);
     cross3(th, c, cc);
     cross3(thd, c, dc);
-    for (int i = 0; i < 3; i++) Jd[i] = -a1 * td * c[i] + b1 * td * cc[i] + b * dc[i];
+    for (int i = 0; i < 3; i++) Jd[i] = -co[2] * td * c[i] + co[3] * td * cc[i] + co[1] * dc[i];
 }
 
 static inline void mat3_vec(const double *A, const double *x, double *y)
@@ -117,10 +110,9 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
     const double *Psi = m->at_Psi + 6 * nm * k, *r = m->at_r + 3 * k;
     const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k;
     double *th = d->fl_th + 3 * k, *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k;
-    double *GA = d->fl_GA + 6 * nm * k, u[3], Rt[9], J[9], e[3], Re[3], cA[3];
+    double *GA = d->fl_GA + 6 * nm * k, *J = d->fl_so3 + 13 * k, u[3], Rt[9], e[3], Re[3], cA[3];
     node_motion(Psi, nm, mp, q + m->q0[p] + m->nqj[p], th, u);
-    so3_exp(th, Rt);
-    so3_right_jacobian(th, NULL, J, NULL);
+    so3_node(th, Rt, J, J + 9);
     for (int i = 0; i < 3; i++) e[i] = Xp[i] - r[i];
     mat3_vec(Rt, e, Re);
     mat3t_vec(Xr, e, cA);
@@ -167,7 +159,7 @@ static void add_block_times(const double *X, int ld, int n, const double *x, dou
  * through the deformed joint frame A,
  *   a(k) = phi*(k, A) [Gamma_A-dot eta-dot + V_A x~ Gamma_A eta-dot] + V(k) x~ H* beta(k),
  *   Gamma_A-dot eta-dot = [Xr* Jd;  -Xr* (w_b x R(theta)* Psi_t eta-dot) - c_A x Xr* Jd],
- * w_b = J_r theta-dot, Jd = J_r-dot theta-dot (so3_right_jacobian); the gyroscopic force
+ * w_b = J_r theta-dot, Jd = J_r-dot theta-dot (so3_jacobian_rate); the gyroscopic force
  * b(k) = V x* (fl_M's rows of V) (V; eta-dot) (Euler-Poincare: fl_M is constant in the body
  * frame); gravity g in body axes.  Needs soa_outward_placements. */
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *q, const double *qd)
@@ -189,12 +181,13 @@ void soa_flex_velocities(const soa_model *m, soa_data *d, const double *q, const
             const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
             const double *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k, *Xr = m->Xr + 9 * k;
             const double *th = d->fl_th + 3 * k, *Xp = m->Xp + 3 * k, *r = m->at_r + 3 * k;
-            double VA[6], relA[6] = {0, 0, 0, 0, 0, 0}, thd[3], ud[3], J[9], Jd[3], wb[3];
+            const double *J = d->fl_so3 + 13 * k;
+            double VA[6], relA[6] = {0, 0, 0, 0, 0, 0}, thd[3], ud[3], Jd[3], wb[3];
             apply_phi_star(RA, lA, d->V + 6 * p, VA);
             add_block_times(d->fl_GA + 6 * nm * k, nm, mp, etad, relA);
             for (int i = 0; i < 6; i++) VA[i] += relA[i];
             node_motion(Psi, nm, mp, etad, thd, ud);
-            so3_right_jacobian(th, thd, J, Jd);
+            so3_jacobian_rate(th, thd, J + 9, Jd);
             mat3_vec(J, thd, wb);
             double Rt[9], y[3], Rty[3], wy[3], e[3], c[3], dw[3], t[3];
             for (int i = 0; i < 3; i++)                          /* R(theta) = R_A Xr* */

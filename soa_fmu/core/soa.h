@@ -255,6 +255,7 @@ typedef struct {
     X(fl_G,    3, nbf, 6, nm) /* Gamma(k) = phi*(k, A) Gamma_A: ... -> V(k), k's frame (the C* \
                                  of seed 000 eq. 4.1) */                                         \
     X(fl_th,   2, nbf, 3, 0)  /* attach[k]: the node's rotation vector theta = Psi_r eta(p) */  \
+    X(fl_so3,  2, nbf, 13, 0) /* ... J_r(theta) and (a, b, a'/s, b'/s) of so3_node */            \
     X(fl_gb,   2, nbf, 3, 0)  /* gravity in body k's axes */                                     \
     X(fl_P,    3, nbf, nx, nx) /* articulated inertia P(k) of (V, eta-dot) */                    \
     X(fl_U,    3, nbf, nx, nx) /* P H*, nx x (joint + modal dofs) */                             \
