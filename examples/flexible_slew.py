@@ -135,6 +135,7 @@ def main() -> int:
     d = res["deflection"] * 1e3
     residual = d[after] - d[after].mean()
     period = np.diff(upward_crossings(t[after], residual)).mean()
+    f1 = flex.bodies[flex.body_index("beam")].flexible.frequencies[0] / (2 * np.pi)
 
     fig, ax = plt.subplots(3, 1, figsize=(10, 10), sharex=True)
     ax[0].plot(t, np.degrees(rig["hub"]), "k--", label="rigid beam")
@@ -160,7 +161,7 @@ def main() -> int:
     print(f"wrote {OUT / 'flexible_slew.png'}")
     print(f"peak tip deflection {np.abs(d[~after]).max():.2f} mm during the slew; residual "
           f"vibration ±{np.abs(residual).max():.2f} mm at {1 / period:.2f} Hz after it "
-          f"(beam clamped: {flex.bodies[flex.body_index('beam')].flexible.frequencies[0] / (2 * np.pi):.2f} Hz); "
+          f"(beam clamped: {f1:.2f} Hz); "
           f"final hub angle {np.degrees(res['hub'][-1]):.2f}° flexible (mean over the coast "
           f"{np.degrees(res['hub'][after].mean()):.2f}°), {np.degrees(rig['hub'][-1]):.2f}° rigid")
     return 0
