@@ -72,7 +72,7 @@ def four_bar_fmu(request) -> Path:
 
 @pytest.fixture(scope="session", params=RUNTIMES)
 def spacecraft_fmu(request) -> Path:
-    return build("spacecraft.toml", runtime=request.param)
+    return build("spacecraft_rigid.toml", runtime=request.param)
 
 
 def runtime_of(fmu_path: Path) -> str:

@@ -135,9 +135,9 @@ def test_model_structure_dependencies():
         {d.name for d in init["qdd[1]"].dependencies}
     assert index[md.modelVariables[0]] == 1
     # quaternion coordinates depend on the whole quaternion's start value (normalization)
-    md = read_model_description(str(build("spacecraft.toml")))
+    md = read_model_description(str(build("spacecraft_rigid.toml")))
     init = {u.variable.name: u for u in md.initialUnknowns}
-    model = load_model(example("spacecraft.toml"))
+    model = load_model(example("spacecraft_rigid.toml"))
     joint, i = model.quaternion_slices()[0]
     assert [d.name for d in init[f"q[{i + 1}]"].dependencies] == \
         [f"q0[{k}]" for k in range(i + 1, i + 5)]

@@ -191,7 +191,7 @@ def test_state_of_another_fmu_is_refused(arm_fmu, spacecraft_fmu):
 
 
 def test_non_unit_quaternion_start_value(spacecraft_fmu):
-    model = load_model(example("spacecraft.toml"))
+    model = load_model(example("spacecraft_rigid.toml"))
     joint, i = model.quaternion_slices()[0]
     inst = Instance(spacecraft_fmu)
     assert status_of(lambda: inst.init({f"q0[{i + 1}]": 0.5})) == inst.rejected   # ‖q‖ = 0.5

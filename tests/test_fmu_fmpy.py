@@ -324,7 +324,7 @@ def test_four_bar_constraint_outputs_and_switching(four_bar_fmu):
 
 
 def test_spacecraft_quaternion_start_values(spacecraft_fmu):
-    model = load_model(example("spacecraft.toml"))
+    model = load_model(example("spacecraft_rigid.toml"))
     joint, i = model.quaternion_slices()[0]
     inst = Instance(spacecraft_fmu)
     q = np.array([0.7071, 0.7071, 0.0, 0.0])          # 4 digits: normalized at initialization

@@ -144,7 +144,7 @@ def at(result, names, t) -> np.ndarray:
 CASES = {
     # model, start values, horizon
     "arm7.urdf": ({"q0[2]": 0.5, "qd0[3]": 1.0, "tau[1]": 2.0, "tau[4]": -1.0}, 0.6),
-    "spacecraft.toml": ({"qd0[2]": 0.3, "qd0[3]": 0.2, "tau[9]": 5.0}, 1.0),
+    "spacecraft_rigid.toml": ({"qd0[2]": 0.3, "qd0[3]": 0.2, "tau[9]": 5.0}, 1.0),
     "four_bar.toml": ({"stabilization[1]": 20.0, "stabilization[2]": 20.0, "tau[1]": 1.0}, 0.3),
 }
 
@@ -212,7 +212,7 @@ def test_quaternion_renormalization_is_a_reported_state_change():
     """The dynamics see each quaternion normalized (the derivatives at a scaled state are those
     at the unit one); fmi2CompletedIntegratorStep renormalizes a drifted quaternion and asks for
     an event, whose update reports valuesOfContinuousStatesChanged."""
-    me = ME(build("spacecraft.toml", runtime="native"), {"qd0[1]": 0.4, "qd0[3]": -0.2})
+    me = ME(build("spacecraft_rigid.toml", runtime="native"), {"qd0[1]": 0.4, "qd0[3]": -0.2})
     x = me.x()
     d0 = me.dx()
     assert me.fmu.completedIntegratorStep() == (False, False)      # unit: nothing to do

@@ -30,8 +30,9 @@ def closure_residual(model: sf.Model, q: np.ndarray, c: sf.Constraint) -> tuple[
 # ---------------------------------------------------------------- the example models
 def test_examples_folder_and_lookup():
     names = sorted(p.name for p in EXAMPLES_DIR.iterdir() if p.suffix in (".toml", ".urdf"))
-    assert names == ["arm7.urdf", "double_pendulum.toml", "four_bar.toml", "pendulum.toml",
-                     "slider_crank.toml", "spacecraft.toml", "two_arms_box.toml"]
+    assert names == ["arm7.urdf", "double_pendulum.toml", "flexible_arm.toml", "four_bar.toml",
+                     "pendulum.toml", "slider_crank.toml", "spacecraft.toml",
+                     "spacecraft_rigid.toml", "two_arms_box.toml"]
     assert example_path("four_bar") == EXAMPLES_DIR / "four_bar.toml"
     with pytest.raises(FileNotFoundError, match="known: arm7.urdf"):
         example_path("nope")
@@ -103,10 +104,13 @@ def test_two_arms_box_grasps_hold_initially():
     np.testing.assert_allclose(right.rotation, rpy_to_matrix([0, 0, np.pi]))
 
 
-def test_spacecraft_is_free_floating_without_gravity():
-    m = load_model(example_path("spacecraft"))
+@pytest.mark.parametrize("name, nq, nv", [("spacecraft_rigid", 11, 10), ("spacecraft", 19, 18)])
+def test_spacecraft_is_free_floating_without_gravity(name, nq, nv):
+    """Both variants: the rigid one, and spacecraft.toml whose panels are flexible (4 modes each,
+    their rigid mass properties those of the rigid panels: 25 kg, centre 1 m out)."""
+    m = load_model(example_path(name))
     np.testing.assert_array_equal(m.gravity, [0, 0, 0])
-    assert isinstance(m.bodies[0].joint, sf.Free) and (m.nq, m.nv) == (11, 10)
+    assert isinstance(m.bodies[0].joint, sf.Free) and (m.nq, m.nv) == (nq, nv)
     assert m.total_mass == pytest.approx(600 + 2 * 25 + 8 + 5)
     np.testing.assert_array_equal(m.initial_qd[:6], [0, 0, 0.01, 0, 0, 0])
     # no gravity, no torque, at rest: nothing accelerates; pushing a joint moves the bus
@@ -115,6 +119,12 @@ def test_spacecraft_is_free_floating_without_gravity():
     tau = zero.copy()
     tau[m.velocity_names.index("shoulder")] = 1.0
     assert np.abs(sf.forward_dynamics(m, m.initial_q, zero, tau)[:6]).max() > 1e-4
+    # the panels leave the bus along +-y, 2 m long, whichever way they are modelled
+    for side, y in (("left", 1.0), ("right", -1.0)):
+        b = m.bodies[m.body_index(f"panel_{side}")]
+        mass, com, _ = m.body_inertia(b.name)
+        np.testing.assert_allclose(b.translation + b.rotation @ com, [0, 1.75 * y, 0], atol=1e-12)
+        assert mass == pytest.approx(25.0)
 
 
 # ---------------------------------------------------------------- features
