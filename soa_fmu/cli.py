@@ -52,7 +52,14 @@ def describe(model: Model) -> str:
                 if j.nq != j.nv:
                     line += f" ({j.nq}), qd: {_coordinates(vnames[b.v_index:b.v_index + j.nv])} ({j.nv})"
             line += f"; {_num(b.mass)} kg" if b.mass else "; massless"
+            if b.node is not None:
+                line += f"; on node {b.node} of {model.bodies[b.parent].name!r}"
             out.append(line)
+            if b.flexible is not None:                     # seed 000 §4: its modal coordinates
+                fl, e = b.flexible, b.q_index + j.nq
+                hz = ", ".join(_num(w / (2 * np.pi)) for w in fl.frequencies)
+                out.append(f"{'  ' * depth}  flexible: {len(fl.nodes)} nodes, {fl.nmodes} modes "
+                           f"({hz} Hz clamped), q: {_coordinates(qnames[e:e + fl.nmodes])}")
             walk(k, depth + 1)
 
     walk(-1, 1)
@@ -71,7 +78,9 @@ def describe(model: Model) -> str:
     if model.frames:
         out += ["", "frames:"]
         out += [f"  {f.name} on {model.bodies[f.body].name} at {_vec(f.translation)}"
-                for f in model.frames.values()]
+                if f.node is None else
+                f"  {f.name} on node {f.node} of {model.bodies[model.bodies[f.body].parent].name} "
+                f"at {_vec(model.bodies[f.body].translation)}" for f in model.frames.values()]
     if model.constraints:
         out += ["", "constraints:"]
         out += [f"  {c.name}: {c.kind} ({c.size} rows) {c.frame_a} -> {c.frame_b}"
