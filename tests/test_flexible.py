@@ -14,45 +14,13 @@ from soa_fmu import joints as J
 from soa_fmu.io import load_model
 from soa_fmu.model import ModelError
 from soa_fmu.spatial import rpy_to_matrix
+from soa_fmu.verify.builders import random_flexible_tree
 
 BETA_L = (1.8751040687, 4.6940911330)
 
 
 def beam_fe(length=1.0, rho_A=2.7, EA=1e6, EI_y=60.0, EI_z=45.0, GJ=40.0, elements=4):
     return fx.beam(length, rho_A, EA, EI_y, EI_z, GJ, elements)
-
-
-def random_tree(rng: np.random.Generator, nbodies: int = 6):
-    """A random tree of rigid and flexible bodies (joints of every kind, children on random nodes
-    of flexible parents or on their reference frames); returns (model, {body: FEModel})."""
-    m = sf.Model("random_flexible", gravity=rng.normal(size=3) * 3)
-    fes = {}
-    kinds = [lambda: J.Revolute(rng.normal(size=3)), lambda: J.Prismatic(rng.normal(size=3)),
-             J.Spherical, J.Fixed, lambda: J.Revolute(rng.normal(size=3))]
-    for k in range(nbodies):
-        parent = "world" if k == 0 else f"b{rng.integers(0, k)}"
-        joint = kinds[rng.integers(0, len(kinds))]() if k else J.Revolute([0, 0, 1])
-        p = -1 if parent == "world" else m.body_index(parent)
-        pfl = m.bodies[p].flexible if p >= 0 else None
-        if pfl is not None and rng.random() < 0.8:
-            node = int(rng.integers(1, len(pfl.nodes)))
-            t = pfl.nodes[node] + (rng.normal(size=3) * 0.05 if rng.random() < 0.5 else 0)
-        else:
-            node, t = None, rng.normal(size=3) * 0.3
-        R = rpy_to_matrix(rng.normal(size=3))
-        if rng.random() < 0.6:
-            fe = beam_fe(length=0.5 + rng.random(), rho_A=1 + rng.random(), EI_y=20 + 50 * rng.random(),
-                         EI_z=20 + 50 * rng.random(), GJ=30 + rng.random(), elements=3)
-            modes = int(rng.choice([0, 2, 3, 4]))
-            red = fx.reduce(fe, modes, 0.0)
-            fes[f"b{k}"] = fe
-            m.add_body(f"b{k}", parent, joint, rotation=R, translation=t, node=node, flexible=red)
-        else:
-            a, b, c = 0.01 + 0.02 * rng.random(3)             # a box's principal moments
-            m.add_body(f"b{k}", parent, joint, rotation=R, translation=t, node=node,
-                       mass=0.5 + rng.random(), com=rng.normal(size=3) * 0.1,
-                       inertia=np.diag([b + c, a + c, a + b]))
-    return m, fes
 
 
 def random_state(m, rng, scale=0.3):
@@ -111,7 +79,7 @@ def test_factored_mass_matrix_of_the_operator_layer(seed):
     B* (nodal rigid maps), h*Ψ (the nodal mode shapes) and the nodal mass matrices m of the FE
     models — equals the recursion's mass matrix to 1e-12 (undeformed links, random joints)."""
     rng = np.random.default_rng(seed)
-    m, fes = random_tree(rng, 7)
+    m, fes = random_flexible_tree(rng, 7)
     q, _ = random_state(m, rng)
     for b in m.bodies:                                        # η = 0: the seed's linear B, C
         q[b.q_index + b.joint.nq:b.q_index + b.nq] = 0.0
@@ -162,7 +130,7 @@ def test_factored_mass_matrix_of_the_operator_layer(seed):
 @pytest.mark.parametrize("seed", range(8))
 def test_fd_inverts_id_and_equals_a_dense_solve(seed):
     rng = np.random.default_rng(100 + seed)
-    m, _ = random_tree(rng, 8)
+    m, _ = random_flexible_tree(rng, 8)
     q, qd = random_state(m, rng)
     tau = rng.normal(size=m.nv)
     qdd = sf.forward_dynamics(m, q, qd, tau)

@@ -22,7 +22,7 @@ from hypothesis.extra.numpy import arrays
 
 from soa_fmu import _core
 from soa_fmu.model import Model
-from soa_fmu.verify.builders import random_state, random_tree, serial_chain
+from soa_fmu.verify.builders import random_flexible_tree, random_state, random_tree, serial_chain
 
 CLEAN = (ValueError, TypeError, IndexError, OverflowError)   # StatusError is a ValueError
 # SOA_FUZZ_EXAMPLES=2000 for a deeper run than the default few seconds
@@ -36,7 +36,9 @@ ALL_JOINTS = ("revolute", "prismatic", "spherical", "planar", "helical", "cylind
 @functools.lru_cache(maxsize=None)
 def model_for(kind: int, seed: int) -> Model:
     """Kind 0: no bodies; 1: a serial chain; 2: a fixed-base tree of all joint types; 3: the same
-    floating (free joint at the root)."""
+    floating (free joint at the root); 4: a tree of rigid and flexible bodies (flexible.c)."""
+    if kind == 4:
+        return random_flexible_tree(np.random.default_rng(seed), 2 + seed % 5)[0]
     if kind == 0:
         return Model("empty")
     if kind == 1:
@@ -44,7 +46,7 @@ def model_for(kind: int, seed: int) -> Model:
     return random_tree(2 + seed % 5, seed=seed, joint_types=ALL_JOINTS, floating_base=kind == 3)
 
 
-models = st.builds(model_for, st.sampled_from([0, 1, 2, 3, 3]), st.integers(0, 11))
+models = st.builds(model_for, st.sampled_from([0, 1, 2, 3, 3, 4, 4]), st.integers(0, 11))
 
 
 # ---------------------------------------------------------------- hostile values
@@ -356,7 +358,7 @@ def test_model_tables_fuzzed_then_finished(data):
     src = draw(models)
     names = (tuple(b.name for b in src.bodies), tuple(b.joint_name for b in src.bodies),
              tuple(src.position_names), tuple(src.velocity_names))
-    cm = _core.Model(src.nbodies, src.nq, src.nv, names)
+    cm = _core.Model(src.nbodies, src.nq, src.nv, names, 0, src.max_modes)
     views, ref = cm.views(), src.core.views()
     for k, v in views.items():
         v[...] = ref[k]

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import flexible as fx
 from .. import joints as J
 from ..model import Model, WORLD
 from ..spatial import rpy_to_matrix
@@ -75,3 +76,41 @@ def random_state(model: Model, seed: int = 0, scale: float = 1.0):
     for _, i in model.quaternion_slices():
         q[i:i + 4] /= np.linalg.norm(q[i:i + 4])
     return q, scale * rng.uniform(-1, 1, model.nv)
+
+
+def _beam(length=1.0, rho_A=2.7, EA=1e6, EI_y=60.0, EI_z=45.0, GJ=40.0, elements=4) -> fx.FEModel:
+    return fx.beam(length, rho_A, EA, EI_y, EI_z, GJ, elements)
+
+
+def random_flexible_tree(rng: np.random.Generator, nbodies: int = 6) -> tuple[Model, dict]:
+    """A random tree of rigid and flexible bodies (joints of every kind, children on random nodes
+    of flexible parents or on their reference frames); returns (model, {body: FEModel})."""
+    m = Model("random_flexible", gravity=rng.normal(size=3) * 3)
+    fes = {}
+    kinds = [lambda: J.Revolute(rng.normal(size=3)), lambda: J.Prismatic(rng.normal(size=3)),
+             J.Spherical, J.Fixed, lambda: J.Revolute(rng.normal(size=3))]
+    for k in range(nbodies):
+        parent = WORLD if k == 0 else f"b{rng.integers(0, k)}"
+        joint = kinds[rng.integers(0, len(kinds))]() if k else J.Revolute([0, 0, 1])
+        p = -1 if parent == WORLD else m.body_index(parent)
+        pfl = m.bodies[p].flexible if p >= 0 else None
+        if pfl is not None and rng.random() < 0.8:
+            node = int(rng.integers(1, len(pfl.nodes)))
+            t = pfl.nodes[node] + (rng.normal(size=3) * 0.05 if rng.random() < 0.5 else 0)
+        else:
+            node, t = None, rng.normal(size=3) * 0.3
+        R = rpy_to_matrix(rng.normal(size=3))
+        if rng.random() < 0.6:
+            fe = _beam(length=0.5 + rng.random(), rho_A=1 + rng.random(),
+                       EI_y=20 + 50 * rng.random(), EI_z=20 + 50 * rng.random(),
+                       GJ=30 + rng.random(), elements=3)
+            modes = int(rng.choice([0, 2, 3, 4]))
+            red = fx.reduce(fe, modes, 0.0)
+            fes[f"b{k}"] = fe
+            m.add_body(f"b{k}", parent, joint, rotation=R, translation=t, node=node, flexible=red)
+        else:
+            a, b, c = 0.01 + 0.02 * rng.random(3)             # a box's principal moments
+            m.add_body(f"b{k}", parent, joint, rotation=R, translation=t, node=node,
+                       mass=0.5 + rng.random(), com=rng.normal(size=3) * 0.1,
+                       inertia=np.diag([b + c, a + c, a + b]))
+    return m, fes
