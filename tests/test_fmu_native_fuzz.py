@@ -71,7 +71,8 @@ def run_seeds(exe: Path, args: list[str], kinds=("cs", "me", "me")) -> None:
         assert "runtime error" not in out.stderr, out.stderr[-4000:]
 
 
-@pytest.mark.parametrize("model, name", [("arm7.urdf", "Arm7"), ("spacecraft_rigid.toml", None)])
+@pytest.mark.parametrize("model, name", [("arm7.urdf", "Arm7"), ("spacecraft_rigid.toml", None),
+                                         ("flexible_arm.toml", None)])
 def test_hostile_master_under_sanitizers(tmp_path, model, name):
     """FMI 2.0: a Co-Simulation instance, then Model Exchange instances of the same FMU."""
     fmu = build(model, name=name, runtime="native")
