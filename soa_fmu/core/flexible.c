@@ -284,16 +284,6 @@ static int cholesky(double *A, int n, int ld)
     return 1;
 }
 
-/* x <- L^-1 x (forward substitution; n values of stride incx). */
-static void forward_solve(const double *L, int n, int ld, double *x, int incx)
-{
-    for (int i = 0; i < n; i++) {
-        double s = x[incx * i];
-        for (int c = 0; c < i; c++) s -= L[ld * i + c] * x[incx * c];
-        x[incx * i] = s * L[ld * i + i];
-    }
-}
-
 /* x <- L^-* x (back substitution). */
 static void back_solve(const double *L, int n, int ld, double *x)
 {
@@ -429,18 +419,22 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
             st.index = k;
             return st;
         }
-        for (int j = 0; j < nu; j++) {                     /* u = T - H z, then w = L^-1 u */
-            double x = tau[v0 + j];
+        for (int j = 0; j < nu; j++) {     /* u = T - H z; W = L^-1 U_V*, w = L^-1 u, row by row */
+            double x = tau[v0 + j], r[6];
             if (j < nj)
                 x -= dot6(m->S + 6 * (v0 + j), z);
             else
                 x -= z[6 + j - nj];
-            w[j] = x;
+            for (int c = 0; c < 6; c++) r[c] = U[nx * c + j];
+            for (int i = 0; i < j; i++) {
+                const double l = L[nx * j + i], *Wi = W + 6 * i;
+                for (int c = 0; c < 6; c++) r[c] -= l * Wi[c];
+                x -= l * w[i];
+            }
+            const double inv = L[nx * j + j];
+            for (int c = 0; c < 6; c++) W[6 * j + c] = r[c] * inv;
+            w[j] = x * inv;
         }
-        forward_solve(L, nu, nx, w, 1);
-        for (int j = 0; j < nu; j++)                       /* W = L^-1 U_V* */
-            for (int c = 0; c < 6; c++) W[6 * j + c] = U[nx * c + j];
-        for (int c = 0; c < 6; c++) forward_solve(L, nu, nx, W + c, 6);
         if (p < 0) continue;
         for (int i = 0; i < 6; i++)                        /* P+_VV = P_VV - W* W */
             for (int j = i; j < 6; j++) {
