@@ -9,6 +9,7 @@ import numpy as np
 import pytest
 
 import soa_fmu as sf
+from soa_fmu import _core
 from soa_fmu import flexible as fx
 from soa_fmu import joints as J
 from soa_fmu.io import load_model
@@ -266,7 +267,6 @@ def test_algorithms_not_extended_to_flexible_bodies_refuse_clearly():
     m = load_model("model_descriptions/examples/flexible_arm.toml")
     q, qd = m.neutral_configuration(), np.zeros(m.nv)
     for f in (lambda: sf.mass_matrix_inverse(m, q), lambda: sf.coriolis_matrix(m, q, qd),
-              lambda: sf.frame_jacobian(m, q, "tip"),
               lambda: sf.forward_dynamics_derivatives(m, q, qd, np.zeros(m.nv))):
         with pytest.raises(Exception, match="does not handle flexible bodies"):
             f()
@@ -277,3 +277,22 @@ def test_describe_lists_modes_and_node_frames():
     text = describe(load_model("model_descriptions/examples/flexible_arm.toml"))
     assert "flexible: 11 nodes, 4 modes (3.28972, 20.617" in text
     assert "q: beam.eta[1] … beam.eta[4]" in text and "tip on node 10 of beam at (1, 0, 0)" in text
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_frame_jacobians_include_the_deformation(seed):
+    """J(q) q̇ of every body and node frame equals the velocity of its origin (central differences
+    of its pose along q̇) and the body's angular velocity from the recursion (R V_ω)."""
+    rng = np.random.default_rng(200 + seed)
+    m = random_flexible_tree(rng, 7)[0] if seed else load_model("model_descriptions/examples/spacecraft.toml")
+    q, qd = random_state(m, rng)
+    V = sf.body_velocities(m, q, qd)
+    h = 1e-7
+    for f in list(m.frames) + [b.name for b in m.bodies]:
+        J_ = sf.frame_jacobian(m, q, f)
+        up = sf.frame_pose(m, _core.integrate_configuration(m.core, q, h * qd), f)[1]
+        dn = sf.frame_pose(m, _core.integrate_configuration(m.core, q, -h * qd), f)[1]
+        assert np.abs(J_[3:] @ qd - (up - dn) / (2 * h)).max() < 1e-6 * (1 + np.abs(qd).max())
+        k = m.frame_placement(f)[0]
+        R = sf.forward_kinematics(m, q).Rw[k]
+        assert np.allclose(J_[:3] @ qd, R @ V[k, :3], rtol=0, atol=1e-12)

@@ -140,10 +140,6 @@ static PyObject *py_point_jacobian(PyObject *Py_UNUSED(mod), PyObject *const *ar
         Py_DECREF(p);
         return PyErr_Format(PyExc_ValueError, "p_world must be finite");
     }
-    if (m->nm) {                                  /* not yet through the nodes' deformation */
-        Py_DECREF(p);
-        return soa_py_status(d->model, soa_flex_unsupported(m));
-    }
     PyArrayObject *J = soa_py_new(2, 6, m->nv);
     if (J) soa_point_jacobian(m, d->d, (int)body, SOA_DBL(p), SOA_DBL(J));
     Py_DECREF(p);

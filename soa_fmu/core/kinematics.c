@@ -142,32 +142,47 @@ void soa_joint_maps_to_world(const soa_model *m, soa_data *d)
     }
 }
 
+/* One column of J: the body-k-frame motion s (at k's origin) as the world-axes twist at the
+ * point, [R w; R v + R w x r], r = p_point - p_k. */
+static inline void jacobian_column(const double *Rw, const double *r, const double *s, int nv,
+                                   int c, double *J)
+{
+    double w[3], v[3];
+    for (int i = 0; i < 3; i++) {
+        w[i] = Rw[3 * i] * s[0] + Rw[3 * i + 1] * s[1] + Rw[3 * i + 2] * s[2];
+        v[i] = Rw[3 * i] * s[3] + Rw[3 * i + 1] * s[4] + Rw[3 * i + 2] * s[5];
+    }
+    v[0] += w[1] * r[2] - w[2] * r[1];
+    v[1] += w[2] * r[0] - w[0] * r[2];
+    v[2] += w[0] * r[1] - w[1] * r[0];
+    for (int i = 0; i < 3; i++) {
+        J[i * nv + c] = w[i];
+        J[(3 + i) * nv + c] = v[i];
+    }
+}
+
 /* J = B* phi* H* for a point fixed on `body` (seed 000 eq. 2.14), world axes at the point: the
  * column of dof c of joint j (an ancestor of body, or body itself) is the world-axes twist
- * [w; v + w x (p_j - p_point)].  J is 6 x nv, row-major; columns of other joints are zero. */
+ * [w; v + w x (p_j - p_point)].  With flexible bodies (seed 000 eq. 4.1), a body k on the path
+ * riding on a node of its parent p adds the columns of p's modal coordinates, Gamma(k) (its
+ * C* h* term), likewise moved to the point.  J is 6 x nv, row-major; other columns are zero. */
 void soa_point_jacobian(const soa_model *m, const soa_data *d, int body, const double *p_world,
                         double *J)
 {
-    const int nv = m->nv;
+    const int nv = m->nv, nm = m->nm;
     for (int i = 0; i < 6 * nv; i++) J[i] = 0.0;
     for (int k = body; k >= 0; k = m->parent[k]) {
         const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
         const double r[3] = {p_world[0] - pw[0], p_world[1] - pw[1], p_world[2] - pw[2]};
-        for (int dd = 0; dd < m->nvj[k]; dd++) {
-            const int c = m->v0[k] + dd;
-            const double *s = m->S + 6 * c;
-            double w[3], v[3];
-            for (int i = 0; i < 3; i++) {
-                w[i] = Rw[3 * i] * s[0] + Rw[3 * i + 1] * s[1] + Rw[3 * i + 2] * s[2];
-                v[i] = Rw[3 * i] * s[3] + Rw[3 * i + 1] * s[4] + Rw[3 * i + 2] * s[5];
-            }
-            v[0] += w[1] * r[2] - w[2] * r[1];
-            v[1] += w[2] * r[0] - w[0] * r[2];
-            v[2] += w[0] * r[1] - w[1] * r[0];
-            for (int i = 0; i < 3; i++) {
-                J[i * nv + c] = w[i];
-                J[(3 + i) * nv + c] = v[i];
-            }
+        for (int dd = 0; dd < m->nvj[k]; dd++)
+            jacobian_column(Rw, r, m->S + 6 * (m->v0[k] + dd), nv, m->v0[k] + dd, J);
+        if (!nm || !m->attach[k]) continue;
+        const int p = m->parent[k], e = m->v0[p] + m->nvj[p];
+        const double *G = d->fl_G + 6 * nm * k;
+        for (int j = 0; j < m->nmod[p]; j++) {
+            const double g[6] = {G[j], G[nm + j], G[2 * nm + j], G[3 * nm + j], G[4 * nm + j],
+                                 G[5 * nm + j]};
+            jacobian_column(Rw, r, g, nv, e + j, J);
         }
     }
 }
