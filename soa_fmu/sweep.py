@@ -88,6 +88,59 @@ def sample(spec: dict, n: int, seed: int | None = None):
     return pd.DataFrame(cols)
 
 
+# ---------------------------------------------------------------- a co-simulated controller
+class Feedback:
+    """A controller co-simulated with the FMU, as fmpy.simulate_fmu's ``step_finished`` callback:
+    after every communication step, at t = h, 2h, …, it reads the FMU's ``measure`` variables
+    (Real), calls ``law(t, y) -> u`` (y a numpy array in the order of ``measure``) and sets the
+    ``actuate`` inputs (Real) to u, held over the next step — a sample-and-hold master loop.  Over
+    the first step [0, h) the inputs hold their start values (give them as samples' columns or
+    ``sweep(start_values=...)``, e.g. u(0) when it is known).
+
+    The same object serves a serial run, ``simulate_fmu(fmu, ..., step_finished=Feedback(...))``,
+    and :func:`sweep(..., controller=...) <sweep>`, which pickles it (cloudpickle) to the workers:
+    ``law`` must be picklable and should keep no state between runs (a worker calls one copy of it
+    for every run of a batch, in order)."""
+
+    def __init__(self, law, measure, actuate):
+        self.law, self.measure, self.actuate = law, list(measure), list(actuate)
+        if not self.measure or not self.actuate:
+            raise ValueError("Feedback needs at least one measured and one actuated variable")
+        self._md = None
+        self._vr: tuple[list[int], list[int]] = ([], [])
+
+    def check(self, md) -> None:
+        """Refuse names the FMU lacks, or ``actuate`` variables that are no Real inputs."""
+        var = {v.name: v for v in md.modelVariables}
+        missing = [n for n in self.measure + self.actuate if n not in var]
+        if missing:
+            raise ValueError(f"controller: {missing} are not variables of the FMU")
+        bad = [n for n in self.actuate if var[n].causality != "input" or var[n].type != "Real"]
+        if bad:
+            raise ValueError(f"controller: {bad} are not Real inputs of the FMU")
+
+    def __getstate__(self):
+        return {"law": self.law, "measure": self.measure, "actuate": self.actuate}
+
+    def __setstate__(self, state):
+        self.__init__(state["law"], state["measure"], state["actuate"])
+
+    def __call__(self, time: float, recorder) -> bool:
+        md, fmu = recorder.modelDescription, recorder.fmu
+        if md is not self._md:
+            self.check(md)
+            vr = {v.name: v.valueReference for v in md.modelVariables}
+            self._vr = ([vr[n] for n in self.measure], [vr[n] for n in self.actuate])
+            self._md = md
+        y = np.asarray(fmu.getReal(self._vr[0]), dtype=float)
+        u = np.asarray(self.law(time, y), dtype=float).ravel()
+        if u.size != len(self._vr[1]):
+            raise ValueError(f"controller: the law returned {u.size} values for "
+                             f"{len(self._vr[1])} inputs")
+        fmu.setReal(self._vr[1], [float(x) for x in u])
+        return True
+
+
 # ---------------------------------------------------------------- on a worker
 _WORKER_FMUS: dict[str, list] = {}   # FMU hash -> [model description, unzip dir, instance, path]
 _LOG: list[tuple[int, str]] = []      # the worker's FMU messages (status, text) of the current run
@@ -129,7 +182,7 @@ def _worker_fmu(fmu_bytes: bytes, digest: str, reuse: bool):
 
 
 def _run_batch(fmu_bytes: bytes, digest: str, rows: list[tuple[int, dict]], stop_time: float,
-               step: float, outputs: list[str], inputs) -> list[tuple]:
+               step: float, outputs: list[str], inputs, controller=None) -> list[tuple]:
     """Simulate the samples of one batch: [(index, status, message, {output: array})]."""
     from fmpy import simulate_fmu
     out, healthy = [], True
@@ -139,6 +192,7 @@ def _run_batch(fmu_bytes: bytes, digest: str, rows: list[tuple[int, dict]], stop
         try:
             res = simulate_fmu(unzip, start_values=values, stop_time=stop_time, step_size=step,
                                output_interval=step, output=outputs, input=inputs,
+                               step_finished=controller,
                                model_description=md, fmu_instance=inst)
             n = int(round(stop_time / step)) + 1
             if len(res) != n:
@@ -216,16 +270,24 @@ def _client(client, workers: int | None):
 
 
 def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=None,
-          inputs=None, client=None, progress: bool = True, workers: int | None = None):
+          inputs=None, controller: Feedback | None = None, start_values: dict | None = None,
+          client=None, progress: bool = True, workers: int | None = None):
     """Run ``fmu`` once per row of ``samples`` (a DataFrame or dict of equal-length arrays whose
     columns are FMU variable names) from 0 to ``stop_time``, on Dask; returns an xarray.Dataset
     with dims (sample, time): one variable per output (``outputs``: names or patterns like
     ``'q[*]'``; default q and qd), the samples' values as coordinates, and per-sample ``status``
     ("ok" / "failed") and ``message``.  ``step``: communication step and output interval (default:
     the FMU's DefaultExperiment stepSize); ``inputs``: a time table (structured array or DataFrame
-    with a 'time' column) applied to every run.  ``client``: None (a local cluster of ``workers``
-    processes, default one per core, closed afterwards), a ``dask.distributed.Client`` or a
-    scheduler address ("tcp://host:8786")."""
+    with a 'time' column) applied to every run; ``controller``: a :class:`Feedback` co-simulated
+    with every run (fmpy's ``step_finished``); ``start_values``: values of FMU variables common to
+    every run (a sample's own columns take precedence).  ``client``: None (a local cluster of
+    ``workers`` processes, default one per core, 1 thread each, its workers forked on Linux; closed
+    afterwards), a ``dask.distributed.Client`` or a scheduler address ("tcp://host:8786").
+
+    Sample i's results equal, bit for bit, ``fmpy.simulate_fmu(fmu, start_values={**start_values,
+    **samples.iloc[i]}, stop_time=stop_time, step_size=step, output_interval=step, output=outputs,
+    input=inputs, step_finished=controller)``.  ``ds.attrs``: runs, failures, and the wall time in
+    s (the local cluster's start and close included)."""
     from fmpy import read_model_description
     import fmpy.simulation  # noqa: F401 — imported before the workers fork: they inherit it
     path = Path(fmu)
@@ -237,6 +299,10 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
     unknown = [c for c in df.columns if c not in known]
     if unknown:
         raise ValueError(f"samples: {unknown} are not variables of {path.name}")
+    common = dict(start_values or {})
+    unknown = [c for c in common if c not in known]
+    if unknown:
+        raise ValueError(f"start_values: {unknown} are not variables of {path.name}")
     if not (isinstance(stop_time, (int, float)) and math.isfinite(stop_time) and stop_time > 0):
         raise ValueError(f"stop_time must be a positive number of seconds, got {stop_time!r}")
     if step is None:
@@ -247,20 +313,27 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
     outs = _outputs(md, outputs)
     if inputs is not None and hasattr(inputs, "to_records"):
         inputs = inputs.to_records(index=False)
+    if controller is not None:
+        if not isinstance(controller, Feedback):
+            raise TypeError("controller must be a soa_fmu.sweep.Feedback")
+        controller.check(md)
+        both = [n for n in controller.actuate if inputs is not None and n in inputs.dtype.names]
+        if both:
+            raise ValueError(f"controller: {both} are set by the input table too")
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
-    rows = [(i, {k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()})
+    rows = [(i, {k: (v.item() if hasattr(v, "item") else v) for k, v in {**common, **r}.items()})
             for i, r in enumerate(df.to_dict("records"))]
 
-    cl, to_close = _client(client, workers)
     t0 = time.perf_counter()
+    cl, to_close = _client(client, workers)
     try:
         nworkers = max(1, len(cl.scheduler_info().get("workers", {})) or 1)
         size = max(1, math.ceil(len(rows) / (4 * nworkers)))
         batches = [rows[i:i + size] for i in range(0, len(rows), size)]
         blob = cl.scatter(data, broadcast=True)
         futures = [cl.submit(_run_batch, blob, digest, b, float(stop_time), float(step), outs,
-                             inputs, pure=False) for b in batches]
+                             inputs, controller, pure=False) for b in batches]
         results = []
         # while the workers run, this process's own imports (~0.1 s; xarray imports dask.array,
         # ~0.3 s more, when it builds its first Dataset): the core would idle otherwise
