@@ -335,6 +335,10 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
         futures = [cl.submit(_run_batch, blob, digest, b, float(stop_time), float(step), outs,
                              inputs, controller, pure=False) for b in batches]
         results = []
+        bar = None
+        if progress:
+            from tqdm import tqdm
+            bar = tqdm(total=len(rows), unit="run", desc=f"sweep {path.name}", file=sys.stderr)
         # while the workers run, this process's own imports (~0.1 s; xarray imports dask.array,
         # ~0.3 s more, when it builds its first Dataset): the core would idle otherwise
         import xarray as xr
@@ -343,10 +347,6 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
         except ImportError:     # dask without its array extra: xarray does without it
             pass
         from dask.distributed import as_completed
-        bar = None
-        if progress:
-            from tqdm import tqdm
-            bar = tqdm(total=len(rows), unit="run", desc=f"sweep {path.name}", file=sys.stderr)
         for fut in as_completed(futures):
             part = fut.result()
             results += part
@@ -378,6 +378,22 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
     return ds
 
 
+def save(ds, out) -> Path:
+    """Write a sweep's Dataset to ``out``: NetCDF-4 for ``*.nc`` (h5netcdf; read back with
+    ``xarray.open_dataset(out, engine="h5netcdf")``), Zarr for ``*.zarr`` (a directory, Zarr
+    format 2 with consolidated metadata, which every Zarr reader supports; chunked, so it suits
+    large sweeps and parallel readers; read back with ``xarray.open_zarr(out)``).  Overwrites."""
+    out = Path(out)
+    if out.suffix == ".nc":
+        ds.to_netcdf(out, engine="h5netcdf")
+    elif out.suffix == ".zarr":
+        ds.to_zarr(out, mode="w", zarr_format=2, consolidated=True)
+    else:
+        raise ValueError(f"--out must name a NetCDF file (.nc) or a Zarr store (.zarr), "
+                         f"got {str(out)!r}")
+    return out
+
+
 # ---------------------------------------------------------------- command line
 class _Parser(argparse.ArgumentParser):
     def error(self, message):            # one line, not usage + message
@@ -386,9 +402,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv=None) -> int:
-    """``soa-sweep``: a sweep or Monte Carlo of an FMU on Dask, results to NetCDF."""
+    """``soa-sweep``: a sweep or Monte Carlo of an FMU on Dask, results to NetCDF or Zarr."""
     ap = _Parser(prog="soa-sweep", description="Run an FMU over a samples table or random "
-                 "variations on a Dask cluster; write the results as NetCDF.")
+                 "variations on a Dask cluster; write the results as NetCDF (.nc) or Zarr (.zarr).")
     ap.add_argument("fmu", help="the FMU (.fmu)")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--samples", help="CSV file: one column per FMU variable, one row per run")
@@ -404,12 +420,17 @@ def main(argv=None) -> int:
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--scheduler", help="address of a running Dask scheduler (tcp://host:8786)")
     where.add_argument("--workers", type=int, help="local worker processes (default: one per core)")
-    ap.add_argument("--out", required=True, help="results file (.nc)")
+    ap.add_argument("--out", required=True, help="results: a NetCDF file (.nc) or a Zarr store "
+                    "(.zarr, a directory; for large sweeps)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     try:
-        if not args.out.endswith(".nc"):
-            raise ValueError(f"--out must name a NetCDF file (.nc), got {args.out!r}")
+        if Path(args.out).suffix not in (".nc", ".zarr"):
+            raise ValueError(f"--out must name a NetCDF file (.nc) or a Zarr store (.zarr), "
+                             f"got {args.out!r}")
+        if not Path(args.out).resolve().parent.is_dir():
+            raise FileNotFoundError(f"--out {args.out}: no such directory "
+                                    f"{str(Path(args.out).parent)!r}")
         if args.samples:
             import pandas as pd
             if not Path(args.samples).is_file():
@@ -429,7 +450,7 @@ def main(argv=None) -> int:
             raise ValueError(f"--workers must be >= 1, got {args.workers}")
         ds = sweep(args.fmu, table, args.stop_time, step=args.step, outputs=args.output,
                    client=args.scheduler, workers=args.workers, progress=not args.no_progress)
-        ds.to_netcdf(args.out, engine="h5netcdf")
+        save(ds, args.out)
     except Exception as e:     # noqa: BLE001 — one readable line, non-zero exit
         msg = " ".join(str(e).split()) or type(e).__name__
         print(f"soa-sweep: error: {msg}", file=sys.stderr)
