@@ -181,6 +181,11 @@ def _worker_fmu(fmu_bytes: bytes, digest: str, reuse: bool):
     return md, unzip, inst, path
 
 
+def _fmu_bytes(data: bytes) -> bytes:
+    """The FMU's bytes, as a task that the scheduler can recompute if its worker is lost."""
+    return data
+
+
 def _run_batch(fmu_bytes: bytes, digest: str, rows: list[tuple[int, dict]], stop_time: float,
                step: float, outputs: list[str], inputs, controller=None) -> list[tuple]:
     """Simulate the samples of one batch: [(index, status, message, {output: array})]."""
@@ -328,12 +333,15 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
     t0 = time.perf_counter()
     cl, to_close = _client(client, workers)
     try:
-        nworkers = max(1, len(cl.scheduler_info().get("workers", {})) or 1)
-        size = max(1, math.ceil(len(rows) / (4 * nworkers)))
+        slots = max(1, sum(cl.nthreads().values()))         # worker threads, all workers
+        size = max(1, math.ceil(len(rows) / (4 * slots)))
         batches = [rows[i:i + size] for i in range(0, len(rows), size)]
-        blob = cl.scatter(data, broadcast=True)
+        # the FMU's bytes as a task of their own (not scattered data): the workers fetch them
+        # once each, and if a worker dies (a crash in the FMU), the scheduler can recompute them
+        blob = cl.submit(_fmu_bytes, data, pure=False)
         futures = [cl.submit(_run_batch, blob, digest, b, float(stop_time), float(step), outs,
                              inputs, controller, pure=False) for b in batches]
+        batch_of = {f.key: b for f, b in zip(futures, batches)}
         results = []
         bar = None
         if progress:
@@ -348,7 +356,12 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
             pass
         from dask.distributed import as_completed
         for fut in as_completed(futures):
-            part = fut.result()
+            try:
+                part = fut.result()
+            except Exception as e:  # noqa: BLE001 — a batch whose worker died (a crash in the
+                msg = " ".join(str(e).split()) or type(e).__name__    # FMU): its samples fail
+                part = [(index, "failed", f"the batch's worker failed: {msg}", None)
+                        for index, _ in batch_of[fut.key]]
             results += part
             if bar is not None:
                 bar.update(len(part))

@@ -171,6 +171,30 @@ def test_a_co_simulated_controller_gives_the_serial_results_bit_for_bit(cluster,
     assert np.ptp(ds["q[1]"].values[:, -1]) < spread0
 
 
+class KillsItsWorker:
+    """A law that ends its worker process (as a crash in an FMU would) once q[1] > 1.5."""
+
+    def __call__(self, t: float, y: np.ndarray) -> np.ndarray:
+        if y[0] > 1.5:
+            import os
+            os._exit(3)
+        return np.zeros(2)
+
+
+def test_a_sample_that_kills_its_worker_fails_alone(cluster, pendulum):
+    """The nanny restarts the worker, dask retries the batch elsewhere (and loses that worker too),
+    then gives up: that batch's samples are recorded as failed, the others complete."""
+    q0 = [0.1, 2.0, 0.2, 0.3, 0.4, 0.5]
+    ds = sf.sweep(pendulum, {"q0[1]": q0}, STOP, step=STEP, progress=False, client=cluster,
+                  controller=Feedback(KillsItsWorker(), ["q[1]"], ["tau[1]", "tau[2]"]))
+    assert list(ds["status"].values) == ["ok", "failed", "ok", "ok", "ok", "ok"]
+    assert "worker" in str(ds["message"].values[1]) and ds.attrs["failures"] == 1
+    assert np.all(np.isfinite(ds["q[1]"].values[[0, 2, 3, 4, 5]]))
+    # the cluster is still of use afterwards (and a zero law is the open loop, tau = 0)
+    again = sf.sweep(pendulum, {"q0[1]": [0.1]}, STOP, step=STEP, client=cluster, progress=False)
+    np.testing.assert_array_equal(again["q[1]"].values[0], ds["q[1]"].values[0])
+
+
 def test_a_controller_is_checked_against_the_fmu(pendulum):
     with pytest.raises(ValueError, match="not variables"):
         sf.sweep(pendulum, {"q0[1]": [0.1]}, STOP, controller=Feedback(
