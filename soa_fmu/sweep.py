@@ -6,12 +6,14 @@ sized to the machine by default, or any cluster by address.  Each task simulates
 samples in one worker process, where the FMU is extracted and instantiated once and reset between
 samples; each run is ``fmpy.simulate_fmu`` with the same arguments a serial loop would use, so the
 results are the serial ones, bit for bit.  A failing sample (a value the FMU refuses, a step that
-fails) is recorded in ``status``/``message`` and the others complete.  :func:`sample` builds a
-reproducible samples table from distributions.
+fails, a crash that ends its worker) is recorded in ``status``/``message`` and the others
+complete.  :class:`Feedback` co-simulates a controller with every run (fmpy's ``step_finished``);
+:func:`sample` builds a reproducible samples table from distributions; :func:`save` writes the
+results as NetCDF or Zarr.
 
 Why Dask and xarray: Dask is the distributed engine of scientific Python (fmpy's own parameter
 variation example uses it), with a scheduler that scales from one laptop to many machines without
-code changes; xarray is the labelled container its users analyse results in (NetCDF on disk).
+code changes; xarray is the labelled container its users analyse results in (NetCDF or Zarr on disk).
 """
 from __future__ import annotations
 
