@@ -357,16 +357,29 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
         except ImportError:     # dask without its array extra: xarray does without it
             pass
         from dask.distributed import as_completed
+        suspects = []
         for fut in as_completed(futures):
             try:
                 part = fut.result()
-            except Exception as e:  # noqa: BLE001 — a batch whose worker died (a crash in the
-                msg = " ".join(str(e).split()) or type(e).__name__    # FMU): its samples fail
-                part = [(index, "failed", f"the batch's worker failed: {msg}", None)
-                        for index, _ in batch_of[fut.key]]
+            except Exception:  # noqa: BLE001 — the batch's worker died (a crash in the FMU) or
+                suspects += batch_of[fut.key]        # it was queued on a worker that another
+                continue                             # batch's crash ended: sort them out below
             results += part
             if bar is not None:
                 bar.update(len(part))
+        # each sample of a lost batch once more, alone and one at a time (no other task in
+        # flight to be lost with it): a sample that crashes its worker again fails alone
+        for row in suspects:
+            fut = cl.submit(_run_batch, blob, digest, [row], float(stop_time), float(step), outs,
+                            inputs, controller, pure=False)
+            try:
+                part = fut.result()
+            except Exception as e:  # noqa: BLE001
+                msg = " ".join(str(e).split()) or type(e).__name__
+                part = [(row[0], "failed", f"its worker process died: {msg}", None)]
+            results += part
+            if bar is not None:
+                bar.update(1)
         if bar is not None:
             bar.close()
     finally:

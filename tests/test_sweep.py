@@ -182,8 +182,9 @@ class KillsItsWorker:
 
 
 def test_a_sample_that_kills_its_worker_fails_alone(cluster, pendulum):
-    """The nanny restarts the worker, dask retries the batch elsewhere (and loses that worker too),
-    then gives up: that batch's samples are recorded as failed, the others complete."""
+    """The nanny restarts the worker, dask retries the batch elsewhere (and loses that worker too,
+    and maybe a batch queued there), then gives up; the lost batches' samples run once more, alone
+    and one at a time: the crashing one is recorded as failed, all others complete."""
     q0 = [0.1, 2.0, 0.2, 0.3, 0.4, 0.5]
     ds = sf.sweep(pendulum, {"q0[1]": q0}, STOP, step=STEP, progress=False, client=cluster,
                   controller=Feedback(KillsItsWorker(), ["q[1]"], ["tau[1]", "tau[2]"]))
