@@ -6,12 +6,14 @@ sized to the machine by default, or any cluster by address.  Each task simulates
 samples in one worker process, where the FMU is extracted and instantiated once and reset between
 samples; each run is ``fmpy.simulate_fmu`` with the same arguments a serial loop would use, so the
 results are the serial ones, bit for bit.  A failing sample (a value the FMU refuses, a step that
-fails) is recorded in ``status``/``message`` and the others complete.  :func:`sample` builds a
-reproducible samples table from distributions.
+fails, a crash that ends its worker) is recorded in ``status``/``message`` and the others
+complete.  :class:`Feedback` co-simulates a controller with every run (fmpy's ``step_finished``);
+:func:`sample` builds a reproducible samples table from distributions; :func:`save` writes the
+results as NetCDF or Zarr.
 
 Why Dask and xarray: Dask is the distributed engine of scientific Python (fmpy's own parameter
 variation example uses it), with a scheduler that scales from one laptop to many machines without
-code changes; xarray is the labelled container its users analyse results in (NetCDF on disk).
+code changes; xarray is the labelled container its users analyse results in (NetCDF or Zarr on disk).
 """
 from __future__ import annotations
 
@@ -88,6 +90,59 @@ def sample(spec: dict, n: int, seed: int | None = None):
     return pd.DataFrame(cols)
 
 
+# ---------------------------------------------------------------- a co-simulated controller
+class Feedback:
+    """A controller co-simulated with the FMU, as fmpy.simulate_fmu's ``step_finished`` callback:
+    after every communication step, at t = h, 2h, …, it reads the FMU's ``measure`` variables
+    (Real), calls ``law(t, y) -> u`` (y a numpy array in the order of ``measure``) and sets the
+    ``actuate`` inputs (Real) to u, held over the next step — a sample-and-hold master loop.  Over
+    the first step [0, h) the inputs hold their start values (give them as samples' columns or
+    ``sweep(start_values=...)``, e.g. u(0) when it is known).
+
+    The same object serves a serial run, ``simulate_fmu(fmu, ..., step_finished=Feedback(...))``,
+    and :func:`sweep(..., controller=...) <sweep>`, which pickles it (cloudpickle) to the workers:
+    ``law`` must be picklable and should keep no state between runs (a worker calls one copy of it
+    for every run of a batch, in order)."""
+
+    def __init__(self, law, measure, actuate):
+        self.law, self.measure, self.actuate = law, list(measure), list(actuate)
+        if not self.measure or not self.actuate:
+            raise ValueError("Feedback needs at least one measured and one actuated variable")
+        self._md = None
+        self._vr: tuple[list[int], list[int]] = ([], [])
+
+    def check(self, md) -> None:
+        """Refuse names the FMU lacks, or ``actuate`` variables that are no Real inputs."""
+        var = {v.name: v for v in md.modelVariables}
+        missing = [n for n in self.measure + self.actuate if n not in var]
+        if missing:
+            raise ValueError(f"controller: {missing} are not variables of the FMU")
+        bad = [n for n in self.actuate if var[n].causality != "input" or var[n].type != "Real"]
+        if bad:
+            raise ValueError(f"controller: {bad} are not Real inputs of the FMU")
+
+    def __getstate__(self):
+        return {"law": self.law, "measure": self.measure, "actuate": self.actuate}
+
+    def __setstate__(self, state):
+        self.__init__(state["law"], state["measure"], state["actuate"])
+
+    def __call__(self, time: float, recorder) -> bool:
+        md, fmu = recorder.modelDescription, recorder.fmu
+        if md is not self._md:
+            self.check(md)
+            vr = {v.name: v.valueReference for v in md.modelVariables}
+            self._vr = ([vr[n] for n in self.measure], [vr[n] for n in self.actuate])
+            self._md = md
+        y = np.asarray(fmu.getReal(self._vr[0]), dtype=float)
+        u = np.asarray(self.law(time, y), dtype=float).ravel()
+        if u.size != len(self._vr[1]):
+            raise ValueError(f"controller: the law returned {u.size} values for "
+                             f"{len(self._vr[1])} inputs")
+        fmu.setReal(self._vr[1], [float(x) for x in u])
+        return True
+
+
 # ---------------------------------------------------------------- on a worker
 _WORKER_FMUS: dict[str, list] = {}   # FMU hash -> [model description, unzip dir, instance, path]
 _LOG: list[tuple[int, str]] = []      # the worker's FMU messages (status, text) of the current run
@@ -128,8 +183,13 @@ def _worker_fmu(fmu_bytes: bytes, digest: str, reuse: bool):
     return md, unzip, inst, path
 
 
+def _fmu_bytes(data: bytes) -> bytes:
+    """The FMU's bytes, as a task that the scheduler can recompute if its worker is lost."""
+    return data
+
+
 def _run_batch(fmu_bytes: bytes, digest: str, rows: list[tuple[int, dict]], stop_time: float,
-               step: float, outputs: list[str], inputs) -> list[tuple]:
+               step: float, outputs: list[str], inputs, controller=None) -> list[tuple]:
     """Simulate the samples of one batch: [(index, status, message, {output: array})]."""
     from fmpy import simulate_fmu
     out, healthy = [], True
@@ -139,6 +199,7 @@ def _run_batch(fmu_bytes: bytes, digest: str, rows: list[tuple[int, dict]], stop
         try:
             res = simulate_fmu(unzip, start_values=values, stop_time=stop_time, step_size=step,
                                output_interval=step, output=outputs, input=inputs,
+                               step_finished=controller,
                                model_description=md, fmu_instance=inst)
             n = int(round(stop_time / step)) + 1
             if len(res) != n:
@@ -186,14 +247,27 @@ def _outputs(md, patterns) -> list[str]:
     return out
 
 
+def _start_method() -> str | None:
+    """How the local cluster starts its worker processes: ``fork`` on Linux (a forked worker is up
+    in ~50 ms with fmpy, numpy and this module already imported; ``spawn``, dask's default, starts
+    a new interpreter that imports them again, ~0.4 s); elsewhere dask's own default."""
+    import multiprocessing
+    return "fork" if sys.platform.startswith("linux") and \
+        "fork" in multiprocessing.get_all_start_methods() else None
+
+
 def _client(client, workers: int | None):
     """(client, things to close afterwards): a new LocalCluster (processes, 1 thread each) for
     None, a Client for a scheduler address, or the Client given."""
+    import dask
     from dask.distributed import Client, LocalCluster
     if client is None:
         n = workers or os.cpu_count() or 1
-        cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                               dashboard_address=":0", silence_logs=logging.ERROR)
+        method = _start_method()
+        config = {"distributed.worker.multiprocessing-method": method} if method else {}
+        with dask.config.set(config):
+            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
+                                   dashboard_address=":0", silence_logs=logging.ERROR)
         c = Client(cluster)
         return c, [c, cluster]
     if isinstance(client, str):
@@ -203,18 +277,26 @@ def _client(client, workers: int | None):
 
 
 def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=None,
-          inputs=None, client=None, progress: bool = True, workers: int | None = None):
+          inputs=None, controller: Feedback | None = None, start_values: dict | None = None,
+          client=None, progress: bool = True, workers: int | None = None):
     """Run ``fmu`` once per row of ``samples`` (a DataFrame or dict of equal-length arrays whose
     columns are FMU variable names) from 0 to ``stop_time``, on Dask; returns an xarray.Dataset
     with dims (sample, time): one variable per output (``outputs``: names or patterns like
     ``'q[*]'``; default q and qd), the samples' values as coordinates, and per-sample ``status``
     ("ok" / "failed") and ``message``.  ``step``: communication step and output interval (default:
     the FMU's DefaultExperiment stepSize); ``inputs``: a time table (structured array or DataFrame
-    with a 'time' column) applied to every run.  ``client``: None (a local cluster of ``workers``
-    processes, default one per core, closed afterwards), a ``dask.distributed.Client`` or a
-    scheduler address ("tcp://host:8786")."""
-    import xarray as xr
+    with a 'time' column) applied to every run; ``controller``: a :class:`Feedback` co-simulated
+    with every run (fmpy's ``step_finished``); ``start_values``: values of FMU variables common to
+    every run (a sample's own columns take precedence).  ``client``: None (a local cluster of
+    ``workers`` processes, default one per core, 1 thread each, its workers forked on Linux; closed
+    afterwards), a ``dask.distributed.Client`` or a scheduler address ("tcp://host:8786").
+
+    Sample i's results equal, bit for bit, ``fmpy.simulate_fmu(fmu, start_values={**start_values,
+    **samples.iloc[i]}, stop_time=stop_time, step_size=step, output_interval=step, output=outputs,
+    input=inputs, step_finished=controller)``.  ``ds.attrs``: runs, failures, and the wall time in
+    s (the local cluster's start and close included)."""
     from fmpy import read_model_description
+    import fmpy.simulation  # noqa: F401 — imported before the workers fork: they inherit it
     path = Path(fmu)
     if not path.is_file():
         raise FileNotFoundError(f"{fmu}: no such FMU")
@@ -224,6 +306,10 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
     unknown = [c for c in df.columns if c not in known]
     if unknown:
         raise ValueError(f"samples: {unknown} are not variables of {path.name}")
+    common = dict(start_values or {})
+    unknown = [c for c in common if c not in known]
+    if unknown:
+        raise ValueError(f"start_values: {unknown} are not variables of {path.name}")
     if not (isinstance(stop_time, (int, float)) and math.isfinite(stop_time) and stop_time > 0):
         raise ValueError(f"stop_time must be a positive number of seconds, got {stop_time!r}")
     if step is None:
@@ -234,31 +320,66 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
     outs = _outputs(md, outputs)
     if inputs is not None and hasattr(inputs, "to_records"):
         inputs = inputs.to_records(index=False)
+    if controller is not None:
+        if not isinstance(controller, Feedback):
+            raise TypeError("controller must be a soa_fmu.sweep.Feedback")
+        controller.check(md)
+        both = [n for n in controller.actuate if inputs is not None and n in inputs.dtype.names]
+        if both:
+            raise ValueError(f"controller: {both} are set by the input table too")
     data = path.read_bytes()
     digest = hashlib.sha256(data).hexdigest()
-    rows = [(i, {k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()})
+    rows = [(i, {k: (v.item() if hasattr(v, "item") else v) for k, v in {**common, **r}.items()})
             for i, r in enumerate(df.to_dict("records"))]
 
-    cl, to_close = _client(client, workers)
     t0 = time.perf_counter()
+    cl, to_close = _client(client, workers)
     try:
-        nworkers = max(1, len(cl.scheduler_info().get("workers", {})) or 1)
-        size = max(1, math.ceil(len(rows) / (4 * nworkers)))
+        slots = max(1, sum(cl.nthreads().values()))         # worker threads, all workers
+        size = max(1, math.ceil(len(rows) / (4 * slots)))
         batches = [rows[i:i + size] for i in range(0, len(rows), size)]
-        blob = cl.scatter(data, broadcast=True)
+        # the FMU's bytes as a task of their own (not scattered data): the workers fetch them
+        # once each, and if a worker dies (a crash in the FMU), the scheduler can recompute them
+        blob = cl.submit(_fmu_bytes, data, pure=False)
         futures = [cl.submit(_run_batch, blob, digest, b, float(stop_time), float(step), outs,
-                             inputs, pure=False) for b in batches]
+                             inputs, controller, pure=False) for b in batches]
+        batch_of = {f.key: b for f, b in zip(futures, batches)}
         results = []
-        from dask.distributed import as_completed
         bar = None
         if progress:
             from tqdm import tqdm
             bar = tqdm(total=len(rows), unit="run", desc=f"sweep {path.name}", file=sys.stderr)
+        # while the workers run, this process's own imports (~0.1 s; xarray imports dask.array,
+        # ~0.3 s more, when it builds its first Dataset): the core would idle otherwise
+        import xarray as xr
+        try:
+            import dask.array  # noqa: F401
+        except ImportError:     # dask without its array extra: xarray does without it
+            pass
+        from dask.distributed import as_completed
+        suspects = []
         for fut in as_completed(futures):
-            part = fut.result()
+            try:
+                part = fut.result()
+            except Exception:  # noqa: BLE001 — the batch's worker died (a crash in the FMU) or
+                suspects += batch_of[fut.key]        # it was queued on a worker that another
+                continue                             # batch's crash ended: sort them out below
             results += part
             if bar is not None:
                 bar.update(len(part))
+        # each sample of a lost batch once more, alone and one at a time (no other task in
+        # flight to be lost with it): a sample that crashes its worker again fails alone
+        for row in suspects:
+            fut = cl.submit(_run_batch, blob, digest, [row], float(stop_time), float(step), outs,
+                            inputs, controller, pure=False)
+            try:
+                part = fut.result()
+            except Exception as e:  # noqa: BLE001
+                msg = " ".join(str(e).split()) or type(e).__name__
+                part = [(row[0], "failed", f"its worker process died: {msg}", None)]
+            results += part
+            if bar is not None:
+                bar.update(1)
         if bar is not None:
             bar.close()
     finally:
@@ -285,6 +406,22 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
     return ds
 
 
+def save(ds, out) -> Path:
+    """Write a sweep's Dataset to ``out``: NetCDF-4 for ``*.nc`` (h5netcdf; read back with
+    ``xarray.open_dataset(out, engine="h5netcdf")``), Zarr for ``*.zarr`` (a directory, Zarr
+    format 2 with consolidated metadata, which every Zarr reader supports; chunked, so it suits
+    large sweeps and parallel readers; read back with ``xarray.open_zarr(out)``).  Overwrites."""
+    out = Path(out)
+    if out.suffix == ".nc":
+        ds.to_netcdf(out, engine="h5netcdf")
+    elif out.suffix == ".zarr":
+        ds.to_zarr(out, mode="w", zarr_format=2, consolidated=True)
+    else:
+        raise ValueError(f"--out must name a NetCDF file (.nc) or a Zarr store (.zarr), "
+                         f"got {str(out)!r}")
+    return out
+
+
 # ---------------------------------------------------------------- command line
 class _Parser(argparse.ArgumentParser):
     def error(self, message):            # one line, not usage + message
@@ -293,9 +430,9 @@ class _Parser(argparse.ArgumentParser):
 
 
 def main(argv=None) -> int:
-    """``soa-sweep``: a sweep or Monte Carlo of an FMU on Dask, results to NetCDF."""
+    """``soa-sweep``: a sweep or Monte Carlo of an FMU on Dask, results to NetCDF or Zarr."""
     ap = _Parser(prog="soa-sweep", description="Run an FMU over a samples table or random "
-                 "variations on a Dask cluster; write the results as NetCDF.")
+                 "variations on a Dask cluster; write the results as NetCDF (.nc) or Zarr (.zarr).")
     ap.add_argument("fmu", help="the FMU (.fmu)")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--samples", help="CSV file: one column per FMU variable, one row per run")
@@ -311,12 +448,17 @@ def main(argv=None) -> int:
     where = ap.add_mutually_exclusive_group()
     where.add_argument("--scheduler", help="address of a running Dask scheduler (tcp://host:8786)")
     where.add_argument("--workers", type=int, help="local worker processes (default: one per core)")
-    ap.add_argument("--out", required=True, help="results file (.nc)")
+    ap.add_argument("--out", required=True, help="results: a NetCDF file (.nc) or a Zarr store "
+                    "(.zarr, a directory; for large sweeps)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
     args = ap.parse_args(argv)
     try:
-        if not args.out.endswith(".nc"):
-            raise ValueError(f"--out must name a NetCDF file (.nc), got {args.out!r}")
+        if Path(args.out).suffix not in (".nc", ".zarr"):
+            raise ValueError(f"--out must name a NetCDF file (.nc) or a Zarr store (.zarr), "
+                             f"got {args.out!r}")
+        if not Path(args.out).resolve().parent.is_dir():
+            raise FileNotFoundError(f"--out {args.out}: no such directory "
+                                    f"{str(Path(args.out).parent)!r}")
         if args.samples:
             import pandas as pd
             if not Path(args.samples).is_file():
@@ -336,7 +478,7 @@ def main(argv=None) -> int:
             raise ValueError(f"--workers must be >= 1, got {args.workers}")
         ds = sweep(args.fmu, table, args.stop_time, step=args.step, outputs=args.output,
                    client=args.scheduler, workers=args.workers, progress=not args.no_progress)
-        ds.to_netcdf(args.out, engine="h5netcdf")
+        save(ds, args.out)
     except Exception as e:     # noqa: BLE001 — one readable line, non-zero exit
         msg = " ".join(str(e).split()) or type(e).__name__
         print(f"soa-sweep: error: {msg}", file=sys.stderr)
