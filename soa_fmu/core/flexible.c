@@ -98,6 +98,10 @@ static void node_motion(const double *Psi, int ld, int n, const double *x, doubl
 }
 
 /* ------------------------------------------------------------------ kinematics (eq. 4.1) */
+/* The record d->fl_node of an attachment, kept by soa_flex_attachment for the velocity sweep:
+ * J_r(theta), R(theta), c_A and so3_node's coefficients. */
+enum { NODE_J = 0, NODE_R = 9, NODE_C = 18, NODE_CO = 21, NODE = 25 };
+
 /* Body k's placement (R, l) in its parent when its joint frame sits on a node of the flexible
  * parent p: the joint frame A is carried by the node's deformation, x -> r + u + R(theta)(x - r),
  * so R_A = R(theta) Xr, l_A = r + u + R(theta)(Xp - r); then R = R_A Rj, l = l_A + R_A tj.  Also
@@ -110,9 +114,10 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
     const double *Psi = m->at_Psi + 6 * nm * k, *r = m->at_r + 3 * k;
     const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k;
     double *th = d->fl_th + 3 * k, *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k;
-    double *GA = d->fl_GA + 6 * nm * k, *J = d->fl_so3 + 13 * k, u[3], Rt[9], e[3], Re[3], cA[3];
+    double *GA = d->fl_GA + 6 * nm * k, *node = d->fl_node + NODE * k, u[3], e[3], Re[3];
+    double *J = node + NODE_J, *Rt = node + NODE_R, *cA = node + NODE_C;
     node_motion(Psi, nm, mp, q + m->q0[p] + m->nqj[p], th, u);
-    so3_node(th, Rt, J, J + 9);
+    so3_node(th, Rt, J, node + NODE_CO);
     for (int i = 0; i < 3; i++) e[i] = Xp[i] - r[i];
     mat3_vec(Rt, e, Re);
     mat3t_vec(Xr, e, cA);
@@ -162,10 +167,9 @@ static void add_block_times(const double *X, int ld, int n, const double *x, dou
  * w_b = J_r theta-dot, Jd = J_r-dot theta-dot (so3_jacobian_rate); the gyroscopic force
  * b(k) = V x* (fl_M's rows of V) (V; eta-dot) (Euler-Poincare: fl_M is constant in the body
  * frame); gravity g in body axes.  Needs soa_outward_placements. */
-void soa_flex_velocities(const soa_model *m, soa_data *d, const double *q, const double *qd)
+void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd)
 {
     SOA_SIZES(m);
-    (void)q;
     for (int k = 0; k < nb; k++) {
         const int p = m->parent[k], v0 = m->v0[k], mk = m->nmod[k];
         double *V = d->V + 6 * k, *a = d->a + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0};
@@ -180,25 +184,19 @@ void soa_flex_velocities(const soa_model *m, soa_data *d, const double *q, const
             const int mp = m->nmod[p];
             const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
             const double *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k, *Xr = m->Xr + 9 * k;
-            const double *th = d->fl_th + 3 * k, *Xp = m->Xp + 3 * k, *r = m->at_r + 3 * k;
-            const double *J = d->fl_so3 + 13 * k;
+            const double *th = d->fl_th + 3 * k, *node = d->fl_node + NODE * k;
+            const double *J = node + NODE_J, *Rt = node + NODE_R, *c = node + NODE_C;
             double VA[6], relA[6] = {0, 0, 0, 0, 0, 0}, thd[3], ud[3], Jd[3], wb[3];
             apply_phi_star(RA, lA, d->V + 6 * p, VA);
             add_block_times(d->fl_GA + 6 * nm * k, nm, mp, etad, relA);
             for (int i = 0; i < 6; i++) VA[i] += relA[i];
             node_motion(Psi, nm, mp, etad, thd, ud);
-            so3_jacobian_rate(th, thd, J + 9, Jd);
+            so3_jacobian_rate(th, thd, node + NODE_CO, Jd);
             mat3_vec(J, thd, wb);
-            double Rt[9], y[3], Rty[3], wy[3], e[3], c[3], dw[3], t[3];
-            for (int i = 0; i < 3; i++)                          /* R(theta) = R_A Xr* */
-                for (int j = 0; j < 3; j++)
-                    Rt[3 * i + j] = RA[3 * i] * Xr[3 * j] + RA[3 * i + 1] * Xr[3 * j + 1]
-                                    + RA[3 * i + 2] * Xr[3 * j + 2];
+            double y[3], Rty[3], wy[3], dw[3], t[3];
             mat3t_vec(Rt, ud, y);
             cross3(wb, y, wy);
             mat3t_vec(Xr, wy, Rty);
-            for (int i = 0; i < 3; i++) e[i] = Xp[i] - r[i];
-            mat3t_vec(Xr, e, c);                                 /* c_A */
             mat3t_vec(Xr, Jd, dw);
             cross3(c, dw, t);
             for (int i = 0; i < 3; i++) {
@@ -232,6 +230,19 @@ void soa_flex_velocities(const soa_model *m, soa_data *d, const double *q, const
     }
 }
 
+/* h = m c + S_t eta: body k's first moment of mass about its origin, deformed (S_t = fl_M's
+ * (v, eta) block), body axes. */
+static void first_moment(const soa_model *m, int k, const double *eta, double *h)
+{
+    SOA_SIZES(m);
+    const double *M = m->fl_M + nx * nx * k;
+    for (int i = 0; i < 3; i++) {
+        double s = m->mass[k] * m->com[3 * k + i];
+        for (int j = 0; j < m->nmod[k]; j++) s += M[nx * (3 + i) + 6 + j] * eta[j];
+        h[i] = s;
+    }
+}
+
 /* Applied generalized force Q(k) on (V, eta): f_ext, gravity [h x g; m g; S_t* g] with the first
  * moment h = m c + S_t eta (S_t = fl_M's (v, eta) block), and the elastic and damping forces
  * -K eta - D eta-dot.  gravity = 0 drops gravity, elasticity and damping (mass-matrix columns). */
@@ -247,11 +258,7 @@ static void applied_force(const soa_model *m, const soa_data *d, int k, const do
     if (!gravity) return;
     const double *eta = q + m->q0[k] + m->nqj[k], *etad = qd + m->v0[k] + m->nvj[k];
     double hm[3], t[3];
-    for (int i = 0; i < 3; i++) {
-        double s = m->mass[k] * m->com[3 * k + i];
-        for (int j = 0; j < mk; j++) s += M[nx * (3 + i) + 6 + j] * eta[j];
-        hm[i] = s;
-    }
+    first_moment(m, k, eta, hm);
     cross3(hm, g, t);
     for (int i = 0; i < 3; i++) {
         Q[i] += t[i];
@@ -370,7 +377,7 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
     SOA_SIZES(m);
     soa_status st = {SOA_OK, 0};
     soa_outward_placements(m, d, q);
-    soa_flex_velocities(m, d, q, qd);
+    soa_flex_velocities(m, d, qd);
     for (int k = 0; k < nb; k++) {
         const int mk = m->nmod[k];
         double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
@@ -509,7 +516,7 @@ soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const
                          const double *qdd, int use_fext, double *tau)
 {
     soa_outward_placements(m, d, q);
-    soa_flex_velocities(m, d, q, qd);
+    soa_flex_velocities(m, d, qd);
     flex_inverse(m, d, q, qd, qdd, use_fext, 1, tau);
     return soa_check_result(tau, m->nv, 1);
 }
@@ -521,7 +528,7 @@ soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, doubl
     const int nv = m->nv;
     soa_outward_placements(m, d, q);
     for (int i = 0; i < nv; i++) d->zerov[i] = d->dv[i] = 0.0;
-    soa_flex_velocities(m, d, q, d->zerov);
+    soa_flex_velocities(m, d, d->zerov);
     for (int j = 0; j < nv; j++) {
         d->dv[j] = 1.0;
         flex_inverse(m, d, q, d->zerov, d->dv, 0, 0, d->tau_j);
@@ -541,7 +548,7 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
     SOA_SIZES(m);
     soa_outward_placements(m, d, q);
     soa_world_placements(m, d);
-    soa_flex_velocities(m, d, q, qd);
+    soa_flex_velocities(m, d, qd);
     double T = 0.0, U = 0.0;
     for (int k = 0; k < nb; k++) {
         const int mk = m->nmod[k];
@@ -555,11 +562,7 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
             T += 0.5 * xi * s;
         }
         double h[3], c[3];
-        for (int i = 0; i < 3; i++) {
-            double s = m->mass[k] * m->com[3 * k + i];
-            for (int j = 0; j < mk; j++) s += M[nx * (3 + i) + 6 + j] * eta[j];
-            h[i] = s;
-        }
+        first_moment(m, k, eta, h);
         mat3_vec(d->Rw + 9 * k, h, c);
         for (int i = 0; i < 3; i++) c[i] += m->mass[k] * d->pw[3 * k + i];
         U += m->a0[3] * c[0] + m->a0[4] * c[1] + m->a0[5] * c[2];      /* -g . (first moment) */

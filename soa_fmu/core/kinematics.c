@@ -195,7 +195,7 @@ soa_status soa_kinematics(const soa_model *m, soa_data *d, const double *q, cons
     soa_outward_placements(m, d, q);
     soa_world_placements(m, d);
     if (m->nm)
-        soa_flex_velocities(m, d, q, qd);
+        soa_flex_velocities(m, d, qd);
     else
         soa_outward_velocities(m, d, qd);
     return st;

@@ -255,7 +255,7 @@ typedef struct {
     X(fl_G,    3, nbf, 6, nm) /* Gamma(k) = phi*(k, A) Gamma_A: ... -> V(k), k's frame (the C* \
                                  of seed 000 eq. 4.1) */                                         \
     X(fl_th,   2, nbf, 3, 0)  /* attach[k]: the node's rotation vector theta = Psi_r eta(p) */  \
-    X(fl_so3,  2, nbf, 13, 0) /* ... J_r(theta) and (a, b, a'/s, b'/s) of so3_node */            \
+    X(fl_node, 2, nbf, 25, 0) /* ... J_r(theta), R(theta), c_A, so3_node's coefficients */       \
     X(fl_gb,   2, nbf, 3, 0)  /* gravity in body k's axes */                                     \
     X(fl_P,    3, nbf, nx, nx) /* articulated inertia P(k) of (V, eta-dot) */                    \
     X(fl_U,    3, nbf, nx, nx) /* P H*, nx x (joint + modal dofs) */                             \
@@ -408,7 +408,7 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
  * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics and the integrators call these when
  * m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
 void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
-void soa_flex_velocities(const soa_model *m, soa_data *d, const double *q, const double *qd);
+void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd);
 soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
