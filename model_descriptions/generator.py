@@ -23,6 +23,7 @@ derivatives.
 from __future__ import annotations
 
 import datetime
+import functools
 from pathlib import Path
 
 from lxml import etree
@@ -179,15 +180,21 @@ def schema_path() -> Path:
     return Path(fmpy.__file__).parent / "schema" / "fmi2" / FMI2_XSD
 
 
-_SCHEMA: etree.XMLSchema | None = None
+@functools.lru_cache(maxsize=None)
+def _schema(path: Path) -> etree.XMLSchema:
+    return etree.XMLSchema(etree.parse(str(path)))
+
+
+def schema_problems(xsd: Path, xml: bytes | etree._Element) -> list[str]:
+    """Problems the XSD ``xsd`` finds in a document (an empty list when it is valid); each schema
+    is parsed once."""
+    schema = _schema(xsd)
+    doc = etree.fromstring(xml) if isinstance(xml, bytes) else xml
+    if schema.validate(doc):
+        return []
+    return [f"line {e.line}: {e.message}" for e in schema.error_log]
 
 
 def validate(xml: bytes | etree._Element) -> list[str]:
     """Problems found by the FMI 2.0 XSD (an empty list when the document is valid)."""
-    global _SCHEMA
-    if _SCHEMA is None:
-        _SCHEMA = etree.XMLSchema(etree.parse(str(schema_path())))
-    doc = etree.fromstring(xml) if isinstance(xml, bytes) else xml
-    if _SCHEMA.validate(doc):
-        return []
-    return [f"line {e.line}: {e.message}" for e in _SCHEMA.error_log]
+    return schema_problems(schema_path(), xml)

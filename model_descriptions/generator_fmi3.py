@@ -22,7 +22,7 @@ from lxml import etree
 
 from soa_fmu.fmu.variables import UNITS, VariableTable
 
-from .generator import SI_BASE, _fmt
+from .generator import SI_BASE, _fmt, schema_problems
 
 FMI3_XSD = "fmi3ModelDescription.xsd"
 TYPES = {"Real": "Float64", "Boolean": "Boolean", "String": "String"}
@@ -180,15 +180,6 @@ def schema_path(name: str = FMI3_XSD) -> Path:
     return Path(fmpy.__file__).parent / "schema" / "fmi3" / name
 
 
-_SCHEMA: etree.XMLSchema | None = None
-
-
 def validate(xml: bytes | etree._Element) -> list[str]:
     """Problems found by the FMI 3.0 XSD (an empty list when the document is valid)."""
-    global _SCHEMA
-    if _SCHEMA is None:
-        _SCHEMA = etree.XMLSchema(etree.parse(str(schema_path())))
-    doc = etree.fromstring(xml) if isinstance(xml, bytes) else xml
-    if _SCHEMA.validate(doc):
-        return []
-    return [f"line {e.line}: {e.message}" for e in _SCHEMA.error_log]
+    return schema_problems(schema_path(), xml)
