@@ -66,6 +66,26 @@ def _fmt(value) -> str:
     return str(value)
 
 
+def description_root(fmi_version: str, token: dict[str, str], model_name: str, description: str,
+                     generation_tool: str, version: str | None,
+                     timestamp: datetime.datetime | None) -> etree._Element:
+    """The ``fmiModelDescription`` element's attributes, common to FMI 2.0 and 3.0 (``token``: the
+    version's ``guid`` or ``instantiationToken``); stamped now (UTC, whole seconds) by default."""
+    stamp = (timestamp or datetime.datetime.now(datetime.timezone.utc)).replace(microsecond=0)
+    root = etree.Element("fmiModelDescription", {
+        "fmiVersion": fmi_version,
+        "modelName": model_name,
+        **token,
+        "description": description,
+        "generationTool": generation_tool,
+        "generationDateAndTime": stamp.isoformat().replace("+00:00", "Z"),
+        "variableNamingConvention": "structured",
+    })
+    if version:
+        root.set("version", version)
+    return root
+
+
 def model_description(table: VariableTable, *, model_name: str, identifier: str, guid: str,
                       description: str = "", log_categories: dict[str, str] | None = None,
                       step_size: float | None = None, tolerance: float | None = None,
@@ -80,18 +100,8 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
     ``directional_derivatives`` / ``me_directional_derivatives``: the flag of each interface."""
     if "me" in interfaces and not table.states:
         raise ValueError("a Model Exchange FMU needs the variable table with states")
-    stamp = (timestamp or datetime.datetime.now(datetime.timezone.utc)).replace(microsecond=0)
-    root = etree.Element("fmiModelDescription", {
-        "fmiVersion": "2.0",
-        "modelName": model_name,
-        "guid": guid,
-        "description": description,
-        "generationTool": generation_tool,
-        "generationDateAndTime": stamp.isoformat().replace("+00:00", "Z"),
-        "variableNamingConvention": "structured",
-    })
-    if version:
-        root.set("version", version)
+    root = description_root("2.0", {"guid": guid}, model_name, description, generation_tool,
+                            version, timestamp)
     kinds = []
     if "me" in interfaces:
         kinds.append(("ModelExchange", dict(MODEL_EXCHANGE_FLAGS, providesDirectionalDerivative=_fmt(

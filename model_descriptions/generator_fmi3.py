@@ -22,7 +22,7 @@ from lxml import etree
 
 from soa_fmu.fmu.variables import UNITS, VariableTable
 
-from .generator import SI_BASE, _fmt, schema_problems
+from .generator import SI_BASE, _fmt, description_root, schema_problems
 
 FMI3_XSD = "fmi3ModelDescription.xsd"
 TYPES = {"Real": "Float64", "Boolean": "Boolean", "String": "String"}
@@ -64,18 +64,8 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
     (``directional_derivatives``: the flags of each; adjoint derivatives are provided with them)."""
     if "me" in interfaces and not table.states:
         raise ValueError("a Model Exchange FMU needs the variable table with states")
-    stamp = (timestamp or datetime.datetime.now(datetime.timezone.utc)).replace(microsecond=0)
-    root = etree.Element("fmiModelDescription", {
-        "fmiVersion": "3.0",
-        "modelName": model_name,
-        "instantiationToken": guid,
-        "description": description,
-        "generationTool": generation_tool,
-        "generationDateAndTime": stamp.isoformat().replace("+00:00", "Z"),
-        "variableNamingConvention": "structured",
-    })
-    if version:
-        root.set("version", version)
+    root = description_root("3.0", {"instantiationToken": guid}, model_name, description,
+                            generation_tool, version, timestamp)
     for tag, key, flags, dd in (("ModelExchange", "me", MODEL_EXCHANGE_FLAGS,
                                  me_directional_derivatives),
                                 ("CoSimulation", "cs", COSIMULATION_FLAGS,
