@@ -166,7 +166,7 @@ static soa_status update_outputs(Instance *c)
 {
     const int use = fmu_pack_frame_forces(c, c->real, c->d->fext);
     const double *q = c->real + D.vr_q, *qd = c->real + D.vr_qd, *tau = c->real + D.vr_tau;
-    tau = soa_joint_forces(c->m, c->d, qd, tau);     /* dissipation, as in every step */
+    tau = soa_joint_forces(c->m, c->d, q, qd, tau);  /* dissipation and stops, as in every step */
     soa_status st;
     if (D.nc > 0 && fmu_gather_closure_inputs(c)) {
         st = soa_constrained_fd(c->m, c->d, q, qd, tau, use, c->active, c->u, NULL, c->anchors,

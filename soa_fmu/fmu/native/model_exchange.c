@@ -389,7 +389,8 @@ static double energy_derivative(const Instance *c, const double *dth, const doub
         double u[6], g[6];
         for (int r = 0; r < 6; r++) u[r] = d->lin_u[r * D.nv + i];
         inertia_apply(d->Ri + 10 * n, m->a0, g);
-        dE += (dot6(s, g) - dot6(u, h)) * dth[i] + dot6(s, h) * dv[i];
+        const double p = dot6(s, h) + m->armature[i] * c->real[D.vr_qd + i];   /* + rotor a qd */
+        dE += (dot6(s, g) - dot6(u, h)) * dth[i] + p * dv[i];
     }
     return dE;
 }
@@ -564,15 +565,22 @@ int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const
             /* at the joint forces with the dissipation T = tau - d qd - f_c s(qd) (dissipation.c),
              * whose own rate dT/dqd = -diag(d + f_c s'(qd)) adds M^-1 dT/dqd to d(beta-dot)/dqd */
             const double *qd = c->real + D.vr_qd;
-            memcpy(c->qs, soa_joint_forces(c->m, c->d, qd, c->real + D.vr_tau), sizeof(double) * nv);
+            memcpy(c->qs, soa_joint_forces(c->m, c->d, c->qn, qd, c->real + D.vr_tau),
+                   sizeof(double) * nv);
             st = soa_aba_derivatives(c->m, c->d, c->qn, qd, c->qs, use, c->jac, c->jac + nv * nv,
                                      nv, c->jac + 2 * nv * nv);
-            if (st.kind == SOA_OK && c->m->dissipative) {
+            if (st.kind == SOA_OK && (c->m->dissipative || c->m->stopped)) {
+                /* and the active stops' dT/dq = -k, dT/dqd = -b (dissipation.c) */
                 const double vs = c->m->vfric[0], *Minv = c->jac + 2 * nv * nv;
                 for (int b = 0; b < nv; b++) {
                     const double th = tanh(qd[b] / vs);
-                    const double w = c->m->damping[b] + c->m->friction[b] * (1.0 - th * th) / vs;
-                    for (int a = 0; a < nv; a++) c->jac[nv * nv + a * nv + b] -= Minv[a * nv + b] * w;
+                    double ks = 0.0, bs = 0.0;
+                    if (c->m->stopped) soa_stop_force(c->m, b, c->qn, qd, &ks, &bs);
+                    const double w = c->m->damping[b] + c->m->friction[b] * (1.0 - th * th) / vs + bs;
+                    for (int a = 0; a < nv; a++) {
+                        c->jac[nv * nv + a * nv + b] -= Minv[a * nv + b] * w;
+                        c->jac[a * nv + b] -= Minv[a * nv + b] * ks;
+                    }
                 }
             }
             c->jac_valid = st.kind == SOA_OK;
