@@ -124,7 +124,8 @@ class Simulator:
             setattr(self.options, k, v)
         self.options.method = method
         self._check_options()
-        self.integrator_used = self._resolve(method)
+        if method != "auto":            # auto keeps what it decided at the start: no switching
+            self.integrator_used = method
 
     def _resolve(self, method: str) -> str:
         """The integrator a method name runs: ``auto`` picks rk4 or implicit at the current state

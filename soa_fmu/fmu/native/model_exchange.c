@@ -671,3 +671,26 @@ int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const uns
     }
     return FMU_OK;
 }
+
+/* The event indicators (FMI 2.0 Model Exchange): one per joint stop limit, dof order, lower
+ * first: q - lower and upper - q (the stop acts where one is < 0), so the integrator lands on the
+ * contact instant; 1 while the stops are switched off (no event). */
+int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn)
+{
+    const soa_model *m = c->m;
+    size_t n = 0;
+    for (int i = 0; i < D.nv; i++) n += (size_t)((m->stop_on[i] & 1) + ((m->stop_on[i] >> 1) & 1));
+    if (ni != n) {
+        fmu_log(c, FMU_ERROR, "%s: this FMU has %zu event indicators, %zu were asked for", fn, n, ni);
+        return FMU_ERROR;
+    }
+    if (ni && !z) return FMU_ERROR;
+    const double *q = c->real + D.vr_q;
+    size_t k = 0;
+    for (int i = 0; i < D.nv; i++) {
+        const int qi = m->stop_qi[i];
+        if (m->stop_on[i] & 1) z[k++] = m->stopped && qi >= 0 ? q[qi] - m->stop_lo[i] : 1.0;
+        if (m->stop_on[i] & 2) z[k++] = m->stopped && qi >= 0 ? m->stop_hi[i] - q[qi] : 1.0;
+    }
+    return FMU_OK;
+}
