@@ -195,6 +195,8 @@ class Simulator:
         else:
             qd, qdd = self._step_with_constraints(method, q, qd, h)
         self.q, self.qd, self.qdd = q, qd, qdd
+        if method == "implicit":       # its qdd is the step's mean acceleration: β̇ at t + h
+            self.qdd = self.acceleration(q, qd)
         self.t += h
 
     def _step_with_constraints(self, method, q, qd, h):

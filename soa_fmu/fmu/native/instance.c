@@ -390,7 +390,9 @@ static soa_status integrate(Instance *c, double h)
     memcpy(c->real + D.vr_qd, c->qds, sizeof(double) * D.nv);
     memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
     fmu_put_constraint_outputs(c);
-    c->stale = 0;
+    /* the implicit step's qdd is its mean acceleration: the output beta-dot at t + h is computed
+     * when asked for (update_outputs), keeping the step at one sweep */
+    c->stale = c->method_used == SOA_IMPLICIT;
     c->energy_valid = c->poses_valid = 0;
     return st;
 }
