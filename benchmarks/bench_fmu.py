@@ -219,28 +219,37 @@ def c_host(fmus: list[tuple], tmp: Path, state_only: bool = False,
     return rows, notes
 
 
-def implicit_step(native: Path, tmp: Path) -> str:
+def implicit_step(native: Path, tmp: Path, rounds: int = 3) -> str:
     """The implicit integrator's step against the sweeps it is made of (docs/joints.md): the same
-    C-host loop reading the state only (q, q̇), with rk4 (4 forward-dynamics sweeps a step), euler
-    (2: the step's and the reported q̈'s) and implicit (1).  One sweep s = (rk4 − euler) / 2, the
-    step overhead o = euler − 2 s; bar: implicit ≤ 1.3 s + o."""
-    raw: dict = {}
-    rows, notes = c_host([(f"native, 7-dof arm, {m}", native, m) for m in
-                          ("rk4", "euler", "implicit")], tmp, state_only=True, raw=raw)
-    sweep = (raw["native, 7-dof arm, rk4"] - raw["native, 7-dof arm, euler"]) / 2
-    over = raw["native, 7-dof arm, euler"] - 2 * sweep
-    imp = raw["native, 7-dof arm, implicit"]
+    C-host loop reading the state only (q, q̇), with rk4 (5 forward-dynamics sweeps a step: 4
+    stages and the reported q̈), euler (2: the step's and the reported q̈'s) and implicit (1; its
+    q̈ is computed only when read).  One sweep s = (rk4 − euler) / 3, the step overhead
+    o = euler − 2 s; bar: implicit ≤ 1.3 s + o.  The three run interleaved, ``rounds`` times; each
+    row is the round with the lowest median (the least disturbed on a shared machine)."""
+    best: dict = {}
+    kept: dict = {}
+    notes: list[str] = []
+    for _ in range(rounds):
+        raw: dict = {}
+        rows, notes = c_host([(f"native, 7-dof arm, {m}", native, m) for m in
+                              ("rk4", "euler", "implicit")], tmp, state_only=True, raw=raw)
+        for r in rows:
+            if r[0] not in best or raw[r[0]] < best[r[0]]:
+                best[r[0]], kept[r[0]] = raw[r[0]], r
+    rk4, eul, imp = (best[f"native, 7-dof arm, {m}"] for m in ("rk4", "euler", "implicit"))
+    sweep = (rk4 - eul) / 3
+    over = eul - 2 * sweep
     bar = 1.3 * sweep + over
-    for r in rows:
-        r[-1] = f"≤ {bar * 1e6:.3g}" if r[0].endswith("implicit") else ""
+    rows = [kept[f"native, 7-dof arm, {m}"] for m in ("rk4", "euler", "implicit")]
+    rows[-1][-1] = f"≤ {bar * 1e6:.3g}"
     return table("The implicit step in a C host: setReal(τ) + doStep(h = 1 ms) + getReal(q, q̇)",
                  ["", "median µs", "% of h", "p99 µs", "p99/median", "p99.9 µs", "worst µs",
                   "floor p99.9 / worst µs", "heap allocs", "bar (median)"], rows,
-                 [f"one forward-dynamics sweep s = (rk4 − euler) / 2 = {sweep * 1e6:.3g} µs, step "
-                  f"overhead o = euler − 2 s = {over * 1e6:.3g} µs; implicit = "
-                  f"{(imp - over) / sweep:.2f} s + o (bar: ≤ 1.3 s + o; "
-                  f"{'met' if imp <= bar else 'MISSED'}); implicit / rk4 = "
-                  f"{imp / raw['native, 7-dof arm, rk4']:.2f}."] + notes)
+                 [f"best of {rounds} interleaved rounds. One forward-dynamics sweep s = (rk4 − "
+                  f"euler) / 3 = {sweep * 1e6:.3g} µs, step overhead o = euler − 2 s = "
+                  f"{over * 1e6:.3g} µs; implicit = {(imp - over) / sweep:.2f} s + o (bar: ≤ 1.3 s "
+                  f"+ o: {'met' if imp <= bar else 'MISSED'}); implicit / rk4 = {imp / rk4:.2f}."]
+                 + notes)
 
 
 INSTANTIATE = textwrap.dedent('''
