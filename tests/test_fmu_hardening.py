@@ -184,3 +184,36 @@ def test_model_exchange_and_co_simulation_states_do_not_mix():
     me.terminate()
     me.freeInstance()
     a.close()
+
+
+def test_fmi3_refuses_another_models_state_and_accepts_fmi2s(moved_fmu):
+    """FMI 3.0 shares the byte format and the checks: a state of the moved arm (FMI 2.0) is
+    refused at fmi3DeserializeFMUState; the FMI 2.0 state of the same model is accepted and
+    repeats the steps bit for bit."""
+    from fmpy import extract, read_model_description
+    from fmpy.fmi3 import FMU3Slave
+    f3 = build("arm7.urdf", name="Arm7", fmi=3)
+    md3 = read_model_description(str(f3))
+    vr3 = {v.name: v.valueReference for v in md3.modelVariables}
+    messages = []
+    s3 = FMU3Slave(guid=md3.guid, unzipDirectory=extract(str(f3)),
+                   modelIdentifier=md3.coSimulation.modelIdentifier, instanceName="s3")
+    s3.instantiate(logMessage=lambda env, status, cat, msg: messages.append(msg.decode()))
+    s3.enterInitializationMode(startTime=0.0)
+    s3.exitInitializationMode()
+    b = Instance(moved_fmu, "b").init({"qd0[2]": 1.0})
+    foreign = bytes(b.fmu.serializeFMUstate(b.fmu.getFMUstate()))
+    with pytest.raises(FMICallException) as e:
+        s3.deserializeFMUState(foreign)
+    assert e.value.status == 3 and "different model" in messages[-1]
+    s3.doStep(0.0, H)                                            # usable
+    a = Instance(build("arm7.urdf", name="Arm7"), "a").init({"qd0[2]": 1.0})
+    a.fmu.doStep(0.0, H)
+    s3.setFMUState(s3.deserializeFMUState(bytes(a.fmu.serializeFMUstate(a.fmu.getFMUstate()))))
+    a.fmu.doStep(H, H)
+    s3.doStep(H, H)
+    np.testing.assert_array_equal(s3.getFloat64([vr3["q"]], 7), a.get("q"))
+    s3.terminate()
+    s3.freeInstance()
+    a.close()
+    b.close()
