@@ -19,38 +19,27 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef void *fmi2Component;
-typedef void *fmi2FMUstate;
-typedef unsigned int fmi2ValueReference;
-typedef int fmi2Status;
-typedef struct {
-    void (*logger)(void *, const char *, fmi2Status, const char *, const char *, ...);
-    void *(*allocateMemory)(size_t, size_t);
-    void (*freeMemory)(void *);
-    void (*stepFinished)(void *, fmi2Status);
-    void *componentEnvironment;
-} fmi2CallbackFunctions;
+#include "fmi2FunctionTypes.h"      /* the FMI 2.0 types (fmpy's copy: -I fmi_headers()) */
 
-static void logger(void *env, const char *instance, fmi2Status status, const char *category,
-                   const char *message, ...)
+static void logger(fmi2ComponentEnvironment env, fmi2String instance, fmi2Status status,
+                   fmi2String category, fmi2String message, ...)
 {
     (void)env;
-    if (status > 1) fprintf(stderr, "[%s|%d|%s] %s\n", instance, status, category, message);
+    if (status > fmi2Warning) fprintf(stderr, "[%s|%d|%s] %s\n", instance, status, category, message);
 }
 
 typedef struct {
-    fmi2Component (*instantiate)(const char *, int, const char *, const char *,
-                                 const fmi2CallbackFunctions *, int, int);
-    fmi2Status (*setup)(fmi2Component, int, double, double, int, double);
-    fmi2Status (*enter)(fmi2Component);
-    fmi2Status (*exit_)(fmi2Component);
-    fmi2Status (*set_real)(fmi2Component, const fmi2ValueReference *, size_t, const double *);
-    fmi2Status (*get_real)(fmi2Component, const fmi2ValueReference *, size_t, double *);
-    fmi2Status (*do_step)(fmi2Component, double, double, int);
-    fmi2Status (*get_state)(fmi2Component, fmi2FMUstate *);
-    fmi2Status (*free_state)(fmi2Component, fmi2FMUstate *);
-    fmi2Status (*terminate)(fmi2Component);
-    void (*free_instance)(fmi2Component);
+    fmi2InstantiateTYPE *instantiate;
+    fmi2SetupExperimentTYPE *setup;
+    fmi2EnterInitializationModeTYPE *enter;
+    fmi2ExitInitializationModeTYPE *exit_;
+    fmi2SetRealTYPE *set_real;
+    fmi2GetRealTYPE *get_real;
+    fmi2DoStepTYPE *do_step;
+    fmi2GetFMUstateTYPE *get_state;
+    fmi2FreeFMUstateTYPE *free_state;
+    fmi2TerminateTYPE *terminate;
+    fmi2FreeInstanceTYPE *free_instance;
     char uri[4096];
     const char *guid;
     int n_tau, n_q;
@@ -86,9 +75,11 @@ static const fmi2CallbackFunctions CALLBACKS = {logger, calloc, free, NULL, NULL
 /* One run: instantiate, initialize, steps of 1 ms at torque tau, q into out; 0 on success. */
 static int run(const Fmu *f, const char *name, double tau, int steps, double *out)
 {
-    fmi2Component c = f->instantiate(name, 1, f->guid, f->uri, &CALLBACKS, 0, 0);
+    fmi2Component c = f->instantiate(name, fmi2CoSimulation, f->guid, f->uri, &CALLBACKS,
+                                     fmi2False, fmi2False);
     if (!c) return 1;
-    int bad = f->setup(c, 0, 0.0, 0.0, 0, 0.0) > 1 || f->enter(c) > 1 || f->exit_(c) > 1;
+    int bad = f->setup(c, fmi2False, 0.0, 0.0, fmi2False, 0.0) > fmi2Warning
+              || f->enter(c) > fmi2Warning || f->exit_(c) > fmi2Warning;
     fmi2ValueReference vr[64];
     double v[64];
     for (int i = 0; i < f->n_tau; i++) {

@@ -19,9 +19,10 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") i
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory) -> Path:
+    from soa_fmu.fmu.native import fmi_headers
     exe = tmp_path_factory.mktemp("probe") / "fmu_probe_host"
-    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", "-o", str(exe),
-                    str(REPO / "tests" / "fmu_probe_host.c"), "-ldl", "-lpthread"],
+    subprocess.run(["gcc", "-std=c99", "-O1", "-Wall", "-Wextra", f"-I{fmi_headers(2)}", "-o",
+                    str(exe), str(REPO / "tests" / "fmu_probe_host.c"), "-ldl", "-lpthread"],
                    check=True, capture_output=True)
     return exe
 
