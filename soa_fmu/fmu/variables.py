@@ -310,13 +310,19 @@ class VariableTable:
             err, active = self.groups[f"err:{c}"][0], self.groups[f"active:{c}"][0]
             deps[err] = [active]
         if self.states:       # Model Exchange: outputs are functions of the states x = (q, qd) too
-            q, x = self.vrs("q"), self.state_vrs()
+            q, qd, x = self.vrs("q"), self.vrs("qd"), self.state_vrs()
+            q_of_v = {vs[0]: i for i, (qs, vs) in enumerate(self._rate_deps)
+                      if not qs and len(vs) == 1}            # 1-dof joints: θ̇_i = β_v
             for v in self.variables:
                 if v.causality != "output":
                     continue
                 g, vr = v.group, v.value_reference
                 if g in ("q", "qd"):
                     extra = [vr]                              # the state itself
+                elif g == "integrator_used":                  # decided at initialization
+                    continue
+                elif g == "stop_tau" and v.index in q_of_v:   # the stop of one dof: its q, qd
+                    extra = [q[q_of_v[v.index]], qd[v.index]]
                 elif g.startswith("pose:"):
                     extra = [q[i] for i in self._frame_q[g[5:]]]
                 elif g.startswith("err:"):
