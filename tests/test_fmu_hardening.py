@@ -95,17 +95,25 @@ def test_fmpy_stops_with_the_fmus_own_message():
 # ---------------------------------------------------------------- states bound to their model
 @pytest.fixture(scope="module")
 def moved_fmu(tmp_path_factory):
-    """arm7 with joint1's origin moved by 1 mm: the same variable table, another model."""
+    """The double pendulum with its elbow moved by 1 mm: the same variable table (no joint limits,
+    so no stop defaults derived from the geometry), another model."""
     from soa_fmu.fmu.variables import build_table
     from soa_fmu.io import load_model
-    text = example("arm7.urdf").read_text()
-    old = '<origin xyz="0 0 0.15" rpy="0 0 0"/>'
+    text = example("double_pendulum.toml").read_text()
+    old = "xyz = [0.0, 0.0, -1.0] }"
     assert text.count(old) == 1
-    path = tmp_path_factory.mktemp("moved") / "arm7.urdf"
-    path.write_text(text.replace(old, '<origin xyz="0 0 0.151" rpy="0 0 0"/>'))
+    path = tmp_path_factory.mktemp("moved") / "double_pendulum.toml"
+    path.write_text(text.replace(old, "xyz = [0.0, 0.0, -1.001] }"))
     assert build_table(load_model(path), states=True).digest() == \
-        build_table(load_model(example("arm7.urdf")), states=True).digest()
-    return build(path, name="Arm7")
+        build_table(load_model(example("double_pendulum.toml")), states=True).digest()
+    return build(path)
+
+
+def pendulum_state(steps: int = 3) -> tuple[bytes, Instance]:
+    a = Instance(build("double_pendulum.toml"), "a").init()
+    for k in range(steps):
+        a.fmu.doStep(k * H, H)
+    return bytes(a.fmu.serializeFMUstate(a.fmu.getFMUstate())), a
 
 
 def arm_state(t_steps: int = 3) -> tuple[bytes, Instance]:
@@ -128,7 +136,7 @@ def refused_at_deserialize(inst: Instance, blob: bytes, why: str) -> None:
 
 
 def test_state_of_another_model_is_refused_and_the_instance_steps_on(moved_fmu):
-    blob, a = arm_state()
+    blob, a = pendulum_state()
     b = Instance(moved_fmu, "b").init()
     b.fmu.doStep(0.0, H)
     refused_at_deserialize(b, blob, "different model")
@@ -187,12 +195,12 @@ def test_model_exchange_and_co_simulation_states_do_not_mix():
 
 
 def test_fmi3_refuses_another_models_state_and_accepts_fmi2s(moved_fmu):
-    """FMI 3.0 shares the byte format and the checks: a state of the moved arm (FMI 2.0) is
+    """FMI 3.0 shares the byte format and the checks: a state of the moved pendulum (FMI 2.0) is
     refused at fmi3DeserializeFMUState; the FMI 2.0 state of the same model is accepted and
     repeats the steps bit for bit."""
     from fmpy import extract, read_model_description
     from fmpy.fmi3 import FMU3Slave
-    f3 = build("arm7.urdf", name="Arm7", fmi=3)
+    f3 = build("double_pendulum.toml", fmi=3)
     md3 = read_model_description(str(f3))
     vr3 = {v.name: v.valueReference for v in md3.modelVariables}
     messages = []
@@ -207,12 +215,12 @@ def test_fmi3_refuses_another_models_state_and_accepts_fmi2s(moved_fmu):
         s3.deserializeFMUState(foreign)
     assert e.value.status == 3 and "different model" in messages[-1]
     s3.doStep(0.0, H)                                            # usable
-    a = Instance(build("arm7.urdf", name="Arm7"), "a").init({"qd0[2]": 1.0})
+    a = Instance(build("double_pendulum.toml"), "a").init({"qd0[2]": 1.0})
     a.fmu.doStep(0.0, H)
     s3.setFMUState(s3.deserializeFMUState(bytes(a.fmu.serializeFMUstate(a.fmu.getFMUstate()))))
     a.fmu.doStep(H, H)
     s3.doStep(H, H)
-    np.testing.assert_array_equal(s3.getFloat64([vr3["q"]], 7), a.get("q"))
+    np.testing.assert_array_equal(s3.getFloat64([vr3["q"]], 2), a.get("q"))
     s3.terminate()
     s3.freeInstance()
     a.close()
