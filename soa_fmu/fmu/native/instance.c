@@ -1072,12 +1072,14 @@ int fmu_set_real(Instance *c, const unsigned *vr, size_t nvr, const double *valu
     return FMU_OK;
 }
 
-/* One Boolean (a constraint switch; vr checked by the caller).  A Model Exchange instance takes
- * a discrete input only outside continuous-time mode: a switch is an event (fmu_me_event_update
- * grasps / releases). */
+/* One Boolean (a constraint switch or the stops' switch; vr checked by the caller).  A Model
+ * Exchange instance takes a CHANGE of a discrete input only outside continuous-time mode: a switch
+ * is an event (fmu_me_event_update grasps / releases).  The value it already has is accepted there:
+ * hosts such as fmpy apply every input again inside the root finder's event-indicator calls. */
 int fmu_set_boolean(Instance *c, unsigned vr, int value, const char *fn)
 {
-    if (c->kind == FMU_ME && c->mode == CONTINUOUS) {
+    if (c->kind == FMU_ME && c->mode == CONTINUOUS && D.vars[vr].causality == SOA_FMU_INPUT) {
+        if (c->boolean[vr - (unsigned)D.nreal] == (value ? 1 : 0)) return FMU_OK;   /* unchanged */
         fmu_log(c, FMU_ERROR, "%s: %s is a discrete input; set it in event mode (value not "
                 "applied)", fn, D.vars[vr].name);
         return FMU_ERROR;
