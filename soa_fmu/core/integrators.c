@@ -8,7 +8,8 @@
 #include "soa.h"
 
 /* beta-dot of the tree (seed 001 Algorithm 3 in the inertial frame) with the held inputs of a
- * soa_tree_inputs and the joints' dissipation (soa_joint_forces); time-invariant.  At the state
+ * soa_tree_inputs, the joints' dissipation (soa_joint_forces) and the contact forces (contact.c);
+ * time-invariant.  At the state
  * whose factors the data holds (q_factored, qd_factored: the reported beta-dot of the last step is
  * the first stage of the next) only the filter and smoother run; the result is the same to the
  * bit. */
@@ -19,15 +20,16 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
     (void)t;
     const soa_model *m = in->m;
     const double *tau = soa_joint_forces(m, in->d, qd, in->tau);
+    const int use = (in->use_fext ? SOA_USE_FEXT : 0) | (m->nsph ? SOA_USE_CONTACT : 0);
     if (m->nm) return soa_flex_fd(m, in->d, q, qd, tau, in->use_fext, qdd);
     if (in->q_factored && memcmp(q, in->q_factored, sizeof(double) * m->nq) == 0
         && memcmp(qd, in->qd_factored, sizeof(double) * m->nv) == 0) {
         in->q_factored = in->qd_factored = NULL;          /* once: the stages move on */
-        soa_tree_acceleration_refilter(m, in->d, tau, in->use_fext, qdd);
+        soa_tree_acceleration_refilter(m, in->d, tau, use, qdd);
         return st;
     }
     in->q_factored = in->qd_factored = NULL;
-    const int k = soa_tree_acceleration_inertial(m, in->d, q, qd, tau, in->use_fext, qdd);
+    const int k = soa_tree_acceleration_inertial(m, in->d, q, qd, tau, use, qdd);
     if (k >= 0) {
         st.kind = SOA_SINGULAR;
         st.index = k;

@@ -60,13 +60,18 @@ typedef enum {
     SOA_BAD_DISSIPATION, /* damping or friction of velocity dof index is not finite and >= 0;
                             index nv: the friction regularization velocity is not finite and > 0 */
     SOA_UNSUPPORTED,    /* this algorithm does not handle flexible bodies (body index) */
+    /* ---- contact.c ---- */
+    SOA_BAD_CONTACT,    /* a contact constant is out of its domain; index: SOA_CONTACT_ROWS * e + c,
+                           e = 0 the model's law, 1 + s sphere s, 1 + nsph + j plane j,
+                           1 + nsph + npln + p sphere pair p; c the constant (SOA_CT_*) */
     SOA_NSTATUS
 } soa_kind;
 
 typedef struct { int kind; int index; } soa_status;
 
 /* Names for messages (status.c): name(ctx, SOA_NAME_*, index) -> a NUL-terminated string. */
-enum { SOA_NAME_BODY, SOA_NAME_JOINT, SOA_NAME_POSITION, SOA_NAME_VELOCITY, SOA_NAME_CONSTRAINT };
+enum { SOA_NAME_BODY, SOA_NAME_JOINT, SOA_NAME_POSITION, SOA_NAME_VELOCITY, SOA_NAME_CONSTRAINT,
+       SOA_NAME_CONTACT /* spheres, then planes, then sphere pairs */ };
 typedef struct {
     const char *(*name)(const void *ctx, int which, int index);
     const void *ctx;
@@ -75,6 +80,11 @@ typedef struct {
 #define SOA_MAX_MODES 256    /* modal coordinates of one flexible body, at most */
 #define SOA_QUAT_TOL 1e-6   /* tolerance on |q|^2 - 1 of a joint quaternion */
 #define SOA_FRICTION_VELOCITY 0.01   /* default v_s of a new model (vfric; dissipation.c) */
+/* contact.c: the law's constants, in this order in ct_law, sp_law, pl_law (Hunt-Crossley
+ * f_n = k delta^n (1 + d delta-dot), regularized Coulomb mu, v_s), then the geometry's checks */
+enum { SOA_CT_STIFFNESS, SOA_CT_EXPONENT, SOA_CT_DISSIPATION, SOA_CT_FRICTION, SOA_CT_STICTION,
+       SOA_CT_GEOMETRY, SOA_CONTACT_ROWS };
+#define SOA_CT_NLAW 5
 
 /* ------------------------------------------------------------------ sizes */
 /* What a model's buffers are sized by.  Other families add their counts here. */
@@ -84,13 +94,19 @@ typedef struct {
     int nv;     /* velocity coordinates */
     int nc;     /* closure constraints (closures.c) */
     int nm;     /* flexible.c: the most modal coordinates of one body (0: every body rigid) */
+    int nsph;   /* contact.c: contact spheres on bodies */
+    int npln;   /* contact.c: contact planes fixed in world */
+    int nssp;   /* contact.c: sphere-sphere pairs that may touch */
 } soa_sizes;
 
 /* Declares the sizes of model m as local constants, so the table expressions below evaluate. */
 #define SOA_SIZES(m)                                                                          \
     const int nb = (m)->nb, nq = (m)->nq, nv = (m)->nv, nc = (m)->nc, nm = (m)->nm;             \
     const int nbf = nm ? nb : 0, nx = 6 + nm;  /* flexible tables: bodies, 6 + modes */          \
-    (void)nb; (void)nq; (void)nv; (void)nc; (void)nm; (void)nbf; (void)nx
+    const int nsph = (m)->nsph, npln = (m)->npln, nssp = (m)->nssp;                              \
+    const int npair = nsph * npln + nssp;      /* contact pairs: sphere-plane, then sphere-sphere */ \
+    (void)nb; (void)nq; (void)nv; (void)nc; (void)nm; (void)nbf; (void)nx;                      \
+    (void)nsph; (void)npln; (void)nssp; (void)npair
 
 /* X(name, ndim, d0, d1, d2): one buffer, dims d0 x d1 x d2 (only the first ndim used). */
 
@@ -120,7 +136,12 @@ typedef struct {
     /* ---- flexible.c: flexible bodies (seed 000 sec. 4); sized 0 when every body is rigid ---- */ \
     X(nmod,    1, nbf, 0, 0)  /* modal coordinates eta(k) of body k, in q and qd right after its \
                                  joint's coordinates (0: rigid) */                                 \
-    X(attach,  1, nbf, 0, 0)  /* 1: k's joint frame sits on a node of its flexible parent */
+    X(attach,  1, nbf, 0, 0)  /* 1: k's joint frame sits on a node of its flexible parent */ \
+    /* ---- contact.c: spheres on bodies, planes in world, sphere pairs ---- */                  \
+    X(sp_body, 1, nsph, 0, 0) /* body carrying sphere s */                                      \
+    X(sp_set,  1, nsph, 0, 0) /* bit c: the sphere overrides law constant c (SOA_CT_*) */       \
+    X(pl_set,  1, npln, 0, 0) /* bit c: the plane overrides law constant c */                   \
+    X(ss_pair, 2, nssp, 2, 0) /* the two spheres (a, b) of each sphere-sphere pair */
 
 #define SOA_MODEL_REALS(X)                                                                    \
     X(axis,    2, nb, 3, 0)   /* revolute/prismatic axis, planar normal (unit) */               \
@@ -153,7 +174,15 @@ typedef struct {
     X(fl_D,    3, nbf, nm, nm) /* modal damping */                                                \
     X(at_r,    2, nbf, 3, 0)   /* attach[k]: the node's location in the parent frame */           \
     X(at_Psi,  3, nbf, 6, nm)  /* ... and its deformation per parent mode, rows (rotation; \
-                                  translation), parent frame */
+                                  translation), parent frame */ \
+    /* ---- contact.c: the law's constants (SOA_CT_* order) and the geometry ---- */             \
+    X(ct_law,    1, SOA_CT_NLAW, 0, 0)  /* model-wide k, n, d, mu, v_s */                       \
+    X(sp_center, 2, nsph, 3, 0)         /* sphere centre in its body frame */                   \
+    X(sp_radius, 1, nsph, 0, 0)         /* radius (0: a point) */                               \
+    X(sp_law,    2, nsph, SOA_CT_NLAW, 0) /* the sphere's constants (used where sp_set) */       \
+    X(pl_normal, 2, npln, 3, 0)         /* plane unit normal n, world, out of the solid */      \
+    X(pl_offset, 1, npln, 0, 0)         /* o: the plane is n.x = o */                           \
+    X(pl_law,    2, npln, SOA_CT_NLAW, 0) /* the plane's constants (used where pl_set) */
 
 /* ------------------------------------------------------------------ the data (workspace) */
 /* Frames: V, a, b, alpha, f, P, G are in body frames after the body-frame sweeps
@@ -263,7 +292,14 @@ typedef struct {
     X(fl_Y,    3, nbf, nx, 6)  /* D^-1 U0*, U0 = the rows of P H* for V */                        \
     X(fl_z,    2, nbf, nx, 0)  /* bias / residual force z(k) of (V, eta-dot) */                  \
     X(fl_u,    2, nbf, nx, 0)  /* innovations u = T - H z */                                     \
-    X(fl_s,    2, 4, nx, 0)    /* scratch */
+    X(fl_s,    2, 4, nx, 0)    /* scratch */ \
+    /* ---- contact.c: the last evaluation of the contact forces ---- */                        \
+    X(ct_fext,  2, nb, 6, 0)     /* f_ext plus the contact forces, body frames */                \
+    X(ct_force, 2, npair, 3, 0)  /* force on the pair's sphere (pair's first), world axes, N */  \
+    X(ct_point, 2, npair, 3, 0)  /* contact point, world */                                      \
+    X(ct_depth, 1, npair, 0, 0)  /* signed penetration delta, m (< 0: the gap) */                \
+    X(sp_force, 2, nsph, 3, 0)   /* total contact force on each sphere, world axes */            \
+    X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */
 
 /* Integer per-call arrays (same X(name, ndim, d0, d1, d2) form). */
 #define SOA_DATA_INTS(X)                                                                      \
@@ -282,7 +318,7 @@ typedef struct {
 #define SOA_DECLARE_REAL(name, ndim, d0, d1, d2) double *name;
 
 typedef struct soa_model {
-    int nb, nq, nv, nc, nm;
+    int nb, nq, nv, nc, nm, nsph, npln, nssp;
     SOA_MODEL_INTS(SOA_DECLARE_INT)
     SOA_MODEL_REALS(SOA_DECLARE_REAL)
     int finished;           /* set by soa_model_finish: the model passed its checks */
@@ -424,6 +460,20 @@ soa_status soa_flex_unsupported(const soa_model *m);   /* SOA_OK for rigid model
  * filled. */
 const double *soa_joint_forces(const soa_model *m, soa_data *d, const double *qd,
                                const double *tau);
+
+/* ------------------------------------------------------------------ contact.c */
+/* Compliant contact (docs/contact.md): Hunt-Crossley normal force and regularized Coulomb
+ * friction between spheres on bodies and planes in world, and between sphere pairs. */
+#define SOA_USE_FEXT 1      /* use_fext bits of the tree acceleration: the held d->fext ... */
+#define SOA_USE_CONTACT 2   /* ... and the contact forces (d->ct_fext = f_ext + contact) */
+soa_status soa_contact_finish(const soa_model *m);
+/* The contact forces at the inertial-frame kinematics held in d (Rw, pw, V of
+ * soa_tree_acceleration_inertial): ct_force, ct_point, ct_depth, sp_force, sp_depth and
+ * ct_fext = fext (NULL: 0) + the contact forces, body frames. */
+void soa_contact_forces(const soa_model *m, soa_data *d, const double *fext);
+/* The same from a state (the placements and velocities computed first). */
+soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                             int use_fext);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the
