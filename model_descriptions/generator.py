@@ -102,6 +102,8 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
         raise ValueError("a Model Exchange FMU needs the variable table with states")
     root = description_root("2.0", {"guid": guid}, model_name, description, generation_tool,
                             version, timestamp)
+    if "me" in interfaces and "pair_depth" in table.groups:     # contact pairs (docs/contact.md)
+        root.set("numberOfEventIndicators", str(table.groups["pair_depth"][1]))
     kinds = []
     if "me" in interfaces:
         kinds.append(("ModelExchange", dict(MODEL_EXCHANGE_FLAGS, providesDirectionalDerivative=_fmt(

@@ -144,6 +144,9 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
         for vr in order:
             etree.SubElement(structure, tag, {"valueReference": str(vr),
                                               "dependencies": " ".join(map(str, deps[vr]))})
+    if "me" in interfaces:                  # contact pairs' penetrations (docs/contact.md)
+        for vr in table.vrs("pair_depth"):
+            etree.SubElement(structure, "EventIndicator", {"valueReference": str(vr)})
     return root
 
 

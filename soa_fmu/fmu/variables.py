@@ -35,6 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import joints as J
+from ..contact import LAW
 from ..model import Model
 
 FORMAT_VERSION = 1
@@ -58,6 +59,8 @@ UNITS: dict[str, dict[str, int]] = {
     "kg.m2": {"kg": 1, "m": 2},
     "N.m.s/rad": {"kg": 1, "m": 2, "s": -1, "rad": -1},
     "N.s/m": {"kg": 1, "s": -1},
+    "s/m": {"s": 1, "m": -1},
+    "N/m^n": {"kg": 1, "s": -2},      # (the exponent n makes it kg.m^(1-n)/s2; declared N/m^n)
 }
 
 # What each dof kind means: (coordinate, rate, acceleration, generalized force, viscous damping)
@@ -73,6 +76,13 @@ INERTIAL = (("mass", "kg", "mass"),
             *((f"com[{k + 1}]", "m", f"centre of mass, body frame {c}") for k, c in enumerate("xyz")),
             *((f"inertia[{k + 1}]", "kg.m2", f"rotational inertia {c} about the centre of mass, "
                "body axes") for k, c in enumerate(("xx", "yy", "zz", "xy", "xz", "yz"))))
+
+CONTACT_DOC = {"stiffness": "stiffness k of f_n = k delta^n (1 + d delta-dot)",
+               "exponent": "exponent n of f_n = k delta^n (1 + d delta-dot)",
+               "dissipation": "Hunt-Crossley dissipation d of f_n = k delta^n (1 + d delta-dot)",
+               "friction": "Coulomb friction coefficient mu",
+               "stiction_velocity": "regularization velocity v_s of the friction, "
+                                    "f_t = -mu f_n v_t / sqrt(v_t^2 + v_s^2)"}
 
 # Constraint rows: spatial order [angular; linear] (ω first, as everywhere in the engine).
 CONSTRAINT_ROWS = {
@@ -291,7 +301,7 @@ class VariableTable:
         for v in self.variables:
             if v.causality != "output":
                 continue
-            feedthrough = v.group == "qdd" or v.group.startswith("f:")
+            feedthrough = v.group == "qdd" or v.group.startswith("f:")   # (contact: the state)
             deps[v.value_reference] = list(inputs) if feedthrough else []
         # (a residual is a function of q, and of the constraint's on/off switch)
         for c in self.constraints:
@@ -336,9 +346,12 @@ class VariableTable:
                 d = [vr["q0"][i] for i in self._frame_q[g[5:]]]
             elif g.startswith("err:"):
                 d = vr.get("q0", []) + vr[f"active:{g[4:]}"]
+            elif g in ("contact_force", "contact_depth"):
+                d = vr.get("q0", []) + vr.get("qd0", []) + vr["contact_law"] + vr.get("plane_offset", [])
             else:                 # qdd, constraint forces
                 d = (vr["g"] + vr.get("q0", []) + vr.get("qd0", []) + stab + inputs
-                     + vr.get("inertial", []) + vr.get("damping", []) + vr.get("friction", []))
+                     + vr.get("inertial", []) + vr.get("damping", []) + vr.get("friction", [])
+                     + vr.get("contact_law", []) + vr.get("plane_offset", []))
             deps[v.value_reference] = sorted(set(d))
         for i, vr_ in enumerate(vr.get("qdot", [])):     # der(q): q0 and qd0 of what it involves
             qs, vs = self._rate_deps[i]
@@ -424,6 +437,19 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
             float(friction[i]), f"Coulomb friction (joint force -f tanh(qd / "
             f"{model.friction_velocity:g})) on dof {i + 1}: {vdesc(i)}", "friction", i)
 
+    # ---------------- contact (tunable): the law's model-wide constants, each plane's offset
+    if model.contact_spheres:
+        law = model.contact_law
+        for i, (key, (_, u, positive)) in enumerate(LAW.items()):
+            add(f"contact.{key}", "Real", "parameter", "tunable", "exact", u, float(law[key]),
+                f"contact law: {CONTACT_DOC[key]} (spheres and planes that do not override it; "
+                f"{'> 0' if positive else '≥ 0'})", "contact_law", i)
+        for j, pl in enumerate(model.contact_planes):
+            add(f"{structured_name(pl.name, 'contact plane')}.offset", "Real", "parameter",
+                "tunable", "exact", "m", float(pl.offset),
+                f"offset o of contact plane '{pl.name}' along its normal {list(pl.normal)} "
+                "(the plane is n.x = o)", "plane_offset", j)
+
     # ---------------- inputs
     for i in range(nv):
         kind = vel[i][3]
@@ -465,6 +491,18 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
             f"position residual of {c.kind} constraint '{c.name}': norm of its position error "
             "(m and rad mixed; 0 when switched off)", f"err:{c.name}", 0)
 
+    # ---------------- contact outputs (of the state): force on each sphere, its penetration
+    if model.contact_spheres:
+        snames = [structured_name(sp.name, "contact sphere") for sp in model.contact_spheres]
+        for s_, sp in enumerate(model.contact_spheres):
+            for k, c in enumerate("xyz"):
+                add(f"{snames[s_]}.force[{k + 1}]", "Real", "output", "continuous", "calculated",
+                    "N", None, f"contact force on sphere '{sp.name}', world {c}", "contact_force",
+                    3 * s_ + k)
+        for s_, sp in enumerate(model.contact_spheres):
+            add(f"{snames[s_]}.depth", "Real", "output", "continuous", "calculated", "m", None,
+                f"deepest penetration of sphere '{sp.name}' (0 when free)", "contact_depth", s_)
+
     # ---------------- state derivatives (Model Exchange): der(q) = f(q) qd
     q_first = 0 if not states else next(v.value_reference for v in rows if v.group == "q")
     for i in range(nq if states else 0):
@@ -472,6 +510,19 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
             "1/s" if pos[i][3] is None else pos[i][3][1], None,
             f"rate of change of q[{i + 1}] ({qdesc(i)}): theta-dot = f(theta) beta", "qdot", i,
             q_first + i)
+
+    # ---------------- contact pairs' penetrations (Model Exchange: the event indicators)
+    if states and model.contact_spheres:
+        from ..contact import contact_names
+        names = contact_names(model)
+        sp, pl = model.contact_spheres, model.contact_planes
+        pairs = [(a.name, b.name) for a in sp for b in pl] + [
+            tuple(n.split("/")) for n in names[len(sp) + len(pl):]]
+        for p_, (a, b) in enumerate(pairs):
+            add(f"contact.{structured_name(a, 'contact sphere')}.{structured_name(b, 'contact')}"
+                ".depth", "Real", "local", "continuous", "calculated", "m", None,
+                f"signed penetration of sphere '{a}' into '{b}' (< 0: the gap): the event "
+                "indicator of their touch-down and lift-off", "pair_depth", p_)
 
     # ---------------- outputs computed on demand
     add("energy", "Real", "output", "continuous", "calculated", "J", None,

@@ -130,6 +130,7 @@ static int evaluate(Instance *c, int level, const char *fn)
     memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
     soa_configuration_rate(c->m, c->qn, qd, c->real + D.vr_qdot);
     fmu_put_constraint_outputs(c);
+    fmu_put_contact_outputs(c, c->qn, 0);      /* (evaluated with beta-dot by soa_tree_accel) */
     c->stale = 0;
     return 1;
 }
@@ -510,6 +511,11 @@ int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const
     if (!fmu_check_refs(c, unknown, nunknown, nout, 0, D.nreal, fn, 0)
         || !fmu_check_refs(c, known, nknown, nseed, 0, D.nreal, fn, 0))
         return FMU_ERROR;
+    if (D.nsph > 0) {        /* the contact forces' derivatives are not formed: declared false */
+        fmu_log(c, FMU_ERROR, "%s: this FMU has contact; it provides no directional derivatives "
+                "(providesDirectionalDerivative=\"false\")", fn);
+        return FMU_ERROR;
+    }
     const int states = D.vr_qdot >= 0;
     int with_x = 0, with_u = 0;
     memset(c->dq, 0, sizeof(double) * D.nq);
@@ -646,6 +652,10 @@ int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const uns
     if (!fmu_check_refs(c, unknown, nunknown, nseed, 0, D.nreal, fn, 0)
         || !fmu_check_refs(c, known, nknown, nout, 0, D.nreal, fn, 0))
         return FMU_ERROR;
+    if (D.nsph > 0) {
+        fmu_log(c, FMU_ERROR, "%s: this FMU has contact; it provides no adjoint derivatives", fn);
+        return FMU_ERROR;
+    }
     if (nout > (size_t)D.nreal + 1 || nseed > (size_t)D.nreal + 1) {
         fmu_log(c, FMU_ERROR, "%s: at most %d knowns and unknowns per call", fn, D.nreal + 1);
         return FMU_ERROR;
