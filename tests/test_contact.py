@@ -267,3 +267,43 @@ exponent = 1.0
     p.write_text(p.read_text().replace("radius = 0.1", "radius = 0.1\nstiffness = -3"))
     with pytest.raises(sf.ModelError, match=r"ball.toml:\d+: contact.spheres\[0\].stiffness: must be ≥ 0"):
         sf.load_model(p)
+
+
+URDF = """<robot name="pogo">
+  <link name="base">
+    <inertial><mass value="1.0"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+    <collision><origin xyz="0 0 -0.2"/><geometry><sphere radius="0.05"/></geometry></collision>
+    <collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision>
+  </link>
+</robot>"""
+
+
+def test_urdf_collision_spheres_and_floor(tmp_path):
+    """load_model(contact_floor=h): <collision> spheres become contact spheres (boxes ignored)
+    and a floor plane sits at h; the robot then rests at the Hertz depth on it."""
+    p = tmp_path / "pogo.urdf"
+    p.write_text(URDF)
+    m = sf.load_model(p, floating_base=True, contact_floor=-0.5)
+    assert [(s.name, s.radius) for s in m.contact_spheres] == [("base", 0.05)]
+    np.testing.assert_array_equal(m.contact_spheres[0].center, [0, 0, -0.2])
+    assert m.contact_planes[0].offset == -0.5
+    q = m.neutral_configuration()
+    delta = (G / m.contact_stiffness) ** (1 / 1.5)
+    q[6] = -0.5 + 0.25 - delta
+    c = sf.contact_forces(m, q, np.zeros(6))
+    np.testing.assert_allclose(c.total_force, [0, 0, G], rtol=1e-12, atol=1e-12)
+    assert not sf.load_model(p).contact_spheres          # off by default
+    native = tmp_path / "pogo.toml"
+    native.write_text('[[include]]\nurdf = "pogo.urdf"\ncontact_spheres = true\n'
+                      '[[contact.planes]]\nname = "ground"\n')
+    m = sf.load_model(native)
+    assert [s.name for s in m.contact_spheres] == ["base"] and m.contact_planes[0].name == "ground"
+
+
+def test_describe_lists_contacts():
+    from soa_fmu.cli import describe
+    from model_descriptions import example_path
+    text = describe(sf.load_model(example_path("bouncing_ball.toml")))
+    assert "sphere ball_s on ball at (0, 0, 0), radius 0.1" in text
+    assert "plane floor: normal (0, 0, 1), offset 0" in text
+    assert "stiffness 100000, exponent 1.5, dissipation 0.5, friction 0.5" in text

@@ -32,7 +32,7 @@ from .urdf import UrdfRobot, add_urdf, parse_urdf, warn_unphysical
 KEYS = {
     "top": {"name", "gravity", "urdf", "floating_base", "strict", "include", "bodies", "frames",
             "constraints", "initial", "contact"},
-    "include": {"urdf", "prefix", "parent", "xyz", "rpy", "floating_base"},
+    "include": {"urdf", "prefix", "parent", "xyz", "rpy", "floating_base", "contact_spheres"},
     "body": {"name", "parent", "mass", "com", "inertia", "joint", "flexible", "node"},
     "frame": {"name", "body", "xyz", "rpy", "node"},
     "flexible": {"kind", "modes", "damping_ratio"},
@@ -143,9 +143,10 @@ class _Reader:
         spec, where = item.spec, item.where
         R, t = self.placement(spec, where)
         floating = self.get(spec, "floating_base", where, bool, False)
+        spheres = self.get(spec, "contact_spheres", where, bool, False)
         try:
             add_urdf(model, item.robot, prefix=spec.get("prefix", ""), parent=item.parent,
-                     rotation=R, translation=t, floating_base=floating)
+                     rotation=R, translation=t, floating_base=floating, contact_spheres=spheres)
         except ValueError as e:
             raise self.error(where, str(e)) from None
         for name in item.names:
