@@ -307,3 +307,89 @@ def test_describe_lists_contacts():
     assert "sphere ball_s on ball at (0, 0, 0), radius 0.1" in text
     assert "plane floor: normal (0, 0, 1), offset 0" in text
     assert "stiffness 100000, exponent 1.5, dissipation 0.5, friction 0.5" in text
+
+
+# ---------------------------------------------------------------- implicit contact (euler)
+def pair_jacobians(F, m_, v, delta, law, h):
+    """C = h B + h² K and K of a touching pair, from the law by hand (docs/contact.md)."""
+    k, n, d, mu, vs = (law[key] for key in sf.contact.LAW)
+    fn = -F @ m_
+    vt = v - (m_ @ v) * m_
+    s = math.sqrt(vt @ vt + vs * vs)
+    e = m_ + mu * vt / s
+    B = k * delta ** n * d * np.outer(e, m_) + mu * fn / s * (np.eye(3) - np.outer(m_, m_)
+                                                             - np.outer(vt, vt) / s ** 2)
+    K = n * k * delta ** (n - 1) * (1 + d * (m_ @ v)) * np.outer(e, m_)
+    return h * B + h * h * K, K
+
+
+def test_implicit_contact_is_the_dense_linearized_backward_euler():
+    """soa_contact_implicit (Woodbury through Λ⁻¹ of the Ω recursion) against the dense
+    (M + Jᵀ C J)⁻¹ (M x − h Jᵀ K J β) with C, K and J formed by hand: sphere–plane and
+    sphere–sphere pairs on a tree with a free base, a hinge and a second free body."""
+    rng = np.random.default_rng(1)
+    m = sf.Model("two")
+    m.add_body("a", joint=sf.Free(), mass=1.3, inertia=np.diag([0.02, 0.03, 0.04]))
+    m.add_body("b", "a", joint=sf.Revolute(axis=(0, 1, 0)), translation=(0.2, 0, 0), mass=0.5,
+               com=(0.1, 0, 0), inertia=np.diag([0.01, 0.02, 0.01]))
+    m.add_body("c", joint=sf.Free(), mass=0.7, inertia=np.diag([0.01, 0.01, 0.01]))
+    m.add_contact_sphere("sa", "a", center=(0.0, 0.0, -0.05), radius=0.05, exponent=1.0)
+    m.add_contact_sphere("sb", "b", center=(0.2, 0.0, 0.0), radius=0.05, friction=0.3)
+    m.add_contact_sphere("sc", "c", radius=0.1, dissipation=3.0)
+    m.add_contact_plane("floor", normal=(0.1, 0, 1))
+    q = m.neutral_configuration()
+    q[:4] = np.array([0.99, 0.05, 0.1, 0.02]) / np.linalg.norm([0.99, 0.05, 0.1, 0.02])
+    q[4:7], q[7], q[8:12], q[12:15] = [0, 0, 0.098], 0.3, [1, 0, 0, 0], [0.35, 0.05, 0.02]
+    qd = rng.normal(0, 0.3, m.nv)
+    c = sf.contact_forces(m, q, qd)
+    d, w = m.data, m.workspace()
+    _core.aba(d, q, qd, np.zeros(m.nv), False)           # the articulated factors at q
+    x, h = rng.normal(0, 1, m.nv), 1e-2
+    y = x.copy()
+    _core.contact_implicit(d, h, y)
+    M = sf.mass_matrix(m, q)
+    names = [s.name for s in m.contact_spheres]
+    Js, Cs, Ks = [], [], []
+    for p, (a, o) in enumerate(c.pairs):
+        if c.depth[p] <= 0 or not c.force[p].any():
+            continue
+        sa = m.contact_spheres[names.index(a)]
+        J = _core.point_jacobian(d, sa.body, c.point[p])[3:]
+        if o in names:
+            J = J - _core.point_jacobian(d, m.contact_spheres[names.index(o)].body, c.point[p])[3:]
+        law = m.contact_law | sa.law | (m.contact_spheres[names.index(o)].law if o in names else {})
+        C, K = pair_jacobians(c.force[p], w.ct_normal[p], J @ qd, c.depth[p], law, h)
+        Js.append(J), Cs.append(C), Ks.append(K)
+    assert len(Js) == 4                                   # three on the floor, sb on sc
+    from scipy.linalg import block_diag
+    J, C, K = np.vstack(Js), block_diag(*Cs), block_diag(*Ks)
+    ref = np.linalg.solve(M + J.T @ C @ J, M @ x - h * J.T @ K @ J @ qd)
+    np.testing.assert_allclose(y, ref, rtol=0, atol=1e-11 * np.abs(ref).max())
+    assert np.abs(ref - x).max() > 0.1 * np.abs(x).max()  # the correction is not small
+
+
+def light_box():
+    m, q = box_on_spheres()
+    m.set_body_inertia("box", mass=0.02, inertia=np.eye(3) * 0.02 * 0.02 / 6)
+    m.contact_dissipation = 1.0
+    q[6] = 0.05 - (0.02 * G / 4 / m.contact_stiffness) ** (1 / 1.5)
+    qd = np.zeros(6)
+    qd[3] = 0.01
+    return m, q, qd
+
+
+def test_euler_is_implicit_in_the_contact():
+    """A 20 g box nudged on the floor at h = 1 ms: its friction (μ f_n / v_s ≈ 40 N·s/m on each
+    corner) and rocking are far beyond the explicit step bound; RK4 rattles on in a limit cycle,
+    semi-implicit Euler with the contact implicit comes to rest and carries the weight."""
+    m, q, qd = light_box()
+    sim = sf.Simulator(m, q, qd, method="euler", max_step=1e-3)
+    for _ in range(300):
+        sim.step(1e-3)
+    assert np.abs(sim.qd).max() < 1e-9
+    c = sf.contact_forces(m, sim.q, sim.qd)
+    assert c.total_force[2] == pytest.approx(0.02 * G, rel=1e-9)
+    rk = sf.Simulator(m, q, qd, method="rk4", max_step=1e-3)
+    for _ in range(300):
+        rk.step(1e-3)
+    assert np.abs(rk.qd).max() > 1e-4

@@ -254,6 +254,22 @@ done:
     return result;
 }
 
+/* contact_implicit(data, h, qdd): qdd <- (M + h J* B J)^-1 M qdd in place, after contact_forces
+ * or a tree acceleration with contact at the state (core/contact.c) */
+static PyObject *py_contact_implicit(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(3, "contact_implicit(data, h, qdd)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    const double h = PyFloat_AsDouble(args[1]);
+    if (h == -1.0 && PyErr_Occurred()) return NULL;
+    if (!(h >= 0.0 && h < 1e300)) return PyErr_Format(PyExc_ValueError, "h must be finite and >= 0");
+    PyArrayObject *qdd = soa_py_inout(args[2], d->model->m->nv, "qdd");
+    if (!qdd) return NULL;
+    soa_contact_implicit(d->model->m, d->d, h, SOA_DBL(qdd));
+    Py_RETURN_NONE;
+}
+
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 PyMethodDef soa_py_dynamics_methods[] = {
@@ -269,5 +285,6 @@ PyMethodDef soa_py_dynamics_methods[] = {
     FAST(normalize_quaternions, "normalize_quaternions(model, q): in place."),
     FAST(energy, "energy(data, q, qd) -> (kinetic, potential) energy."),
     FAST(contact_forces, "contact_forces(data, q, qd, use_fext): the contact forces into the data."),
+    FAST(contact_implicit, "contact_implicit(data, h, qdd): qdd <- (M + h J* B J)^-1 M qdd in place."),
     FAST(check_state, "check_state(model, q, qd=None): raise StatusError on a bad state."),
     {NULL, NULL, 0, NULL}};

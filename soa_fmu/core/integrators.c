@@ -94,7 +94,8 @@ soa_status soa_rk4_with(const soa_model *m, soa_data *d, soa_accel acc, double *
 }
 
 /* nsub semi-implicit Euler steps from time t in place: beta <- beta + h beta-dot,
- * theta <- theta (+) h beta. */
+ * theta <- theta (+) h beta; with contact, beta-dot has the contact damping implicit
+ * (soa_contact_implicit: linearly implicit in the contact forces, docs/contact.md). */
 soa_status soa_euler_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,
                           double t, double h, int nsub, double *qdd)
 {
@@ -103,6 +104,7 @@ soa_status soa_euler_with(const soa_model *m, soa_data *d, soa_accel acc, double
     for (int step = 0; step < nsub; step++) {
         st = acc.fn(acc.ctx, q, qd, t + step * h, qdd);
         if (st.kind != SOA_OK) return st;
+        if (m->nsph) soa_contact_implicit(m, d, h, qdd);   /* (a tree's acceleration: contact.c) */
         for (int i = 0; i < m->nv; i++) {
             qd[i] += h * qdd[i];
             d->dv[i] = h * qd[i];

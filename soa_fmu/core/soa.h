@@ -85,6 +85,7 @@ typedef struct {
 enum { SOA_CT_STIFFNESS, SOA_CT_EXPONENT, SOA_CT_DISSIPATION, SOA_CT_FRICTION, SOA_CT_STICTION,
        SOA_CT_GEOMETRY, SOA_CONTACT_ROWS };
 #define SOA_CT_NLAW 5
+#define SOA_CONTACT_MAX_IMPLICIT 32   /* touching pairs whose damping is implicit (more: explicit) */
 
 /* ------------------------------------------------------------------ sizes */
 /* What a model's buffers are sized by.  Other families add their counts here. */
@@ -105,8 +106,9 @@ typedef struct {
     const int nbf = nm ? nb : 0, nx = 6 + nm;  /* flexible tables: bodies, 6 + modes */          \
     const int nsph = (m)->nsph, npln = (m)->npln, nssp = (m)->nssp;                              \
     const int npair = nsph * npln + nssp;      /* contact pairs: sphere-plane, then sphere-sphere */ \
+    const int nimp = npair < SOA_CONTACT_MAX_IMPLICIT ? npair : SOA_CONTACT_MAX_IMPLICIT;     \
     (void)nb; (void)nq; (void)nv; (void)nc; (void)nm; (void)nbf; (void)nx;                      \
-    (void)nsph; (void)npln; (void)nssp; (void)npair
+    (void)nsph; (void)npln; (void)nssp; (void)npair; (void)nimp
 
 /* X(name, ndim, d0, d1, d2): one buffer, dims d0 x d1 x d2 (only the first ndim used). */
 
@@ -299,7 +301,21 @@ typedef struct {
     X(ct_point, 2, npair, 3, 0)  /* contact point, world */                                      \
     X(ct_depth, 1, npair, 0, 0)  /* signed penetration delta, m (< 0: the gap) */                \
     X(sp_force, 2, nsph, 3, 0)   /* total contact force on each sphere, world axes */            \
-    X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */
+    X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
+    X(ct_normal, 2, npair, 3, 0) /* unit normal m from the sphere towards the other */           \
+    X(ct_vrel,  2, npair, 3, 0)  /* velocity of the sphere's point relative to the other's */   \
+    X(ct_law_p, 2, npair, SOA_CT_NLAW, 0) /* the pair's constants */                             \
+    /* ---- contact.c: the implicit contact damping (the touching pairs, at most nimp) ---- */  \
+    X(ci_B,     2, nimp, 9, 0)   /* C = h B + h^2 K of each (B = -dF/dv, K = -dF/dx; 3 x 3) */   \
+    X(ci_K,     2, nimp, 9, 0)   /* K */                                                         \
+    X(ci_u,     1, 3 * nimp, 0, 0) /* u = -h K J beta */                                        \
+    X(ci_R,     2, 2 * nimp, 9, 0) /* its two points (sphere's, other's): axes (identity) ... */ \
+    X(ci_l,     2, 2 * nimp, 3, 0) /* ... and place in their bodies */                          \
+    X(ci_L,     2, 12 * nimp, 12 * nimp, 0) /* Lambda^-1 of the points (Omega recursion) */      \
+    X(ci_A,     2, 3 * nimp, 3 * nimp, 0)   /* I + h B Lambda_rel^-1, then its LU factors */     \
+    X(ci_y,     1, 3 * nimp, 0, 0) /* h B J beta-dot, then z */                                 \
+    X(ci_f,     2, nb, 6, 0)     /* -J* z as body forces, body frames */                         \
+    X(ci_dqdd,  1, nv, 0, 0)     /* M^-1 J* (-z) */
 
 /* Integer per-call arrays (same X(name, ndim, d0, d1, d2) form). */
 #define SOA_DATA_INTS(X)                                                                      \
@@ -311,7 +327,11 @@ typedef struct {
     X(cl_row0,  1, nc + 1, 0, 0) /* first row of each constraint among the active rows */       \
     X(cl_body,  1, 2 * nc, 0, 0) /* body of each closure point (-1: world or inactive) */       \
     X(cl_involved, 1, nc, 0, 0)  /* 1: constraint involved in the singular / redundant rows */  \
-    X(cl_info,  1, 3, 0, 0)   /* last solve: rank, active rows, 1 if redundant (min-norm forces) */
+    X(cl_info,  1, 3, 0, 0)   /* last solve: rank, active rows, 1 if redundant (min-norm forces) */ \
+    /* ---- contact.c: the implicit contact damping ---- */                                    \
+    X(ci_pair,  1, nimp, 0, 0) /* the touching pairs treated implicitly */                      \
+    X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of their points (-1: world) */                 \
+    X(ci_piv,   1, 3 * nimp, 0, 0) /* pivots of the LU factors */
 
 /* ------------------------------------------------------------------ the structs */
 #define SOA_DECLARE_INT(name, ndim, d0, d1, d2) int *name;
@@ -474,6 +494,10 @@ void soa_contact_forces(const soa_model *m, soa_data *d, const double *fext);
 /* The same from a state (the placements and velocities computed first). */
 soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              int use_fext);
+/* The contact forces linearly implicit over a step h (docs/contact.md):
+ * qdd <- (M + J* (h B + h^2 K) J)^-1 (M qdd - h J* K J beta), after a tree acceleration with
+ * SOA_USE_CONTACT on this data (its factors and contact forces). */
+void soa_contact_implicit(const soa_model *m, soa_data *d, double h, double *qdd);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the
