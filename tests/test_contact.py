@@ -31,7 +31,7 @@ def test_static_force_is_hertz():
     np.testing.assert_allclose(c.force[0], [0, 0, 2.0 * G], rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(c.point[0], [0, 0, 0], atol=1e-15)
     assert c.depth[0] == pytest.approx((2.0 * G / k) ** (1 / n), rel=1e-12)
-    np.testing.assert_allclose(sf.Simulator(m, q).qdd, 0, atol=1e-10)
+    np.testing.assert_allclose(sf.Simulator(m, q, method="rk4").qdd, 0, atol=1e-10)
     q[6] = 0.2                                          # a gap: negative depth, no force
     c = sf.contact_forces(m, q, np.zeros(6))
     assert c.depth[0] == pytest.approx(-0.1) and not c.force.any() and c.sphere_depth[0] == 0
@@ -96,7 +96,7 @@ def test_incline_slides_with_coulomb_acceleration(theta):
     """Above atan μ the box slides with g (sin θ − μ cos θ) (incline = gravity tilted)."""
     m, q = box_on_spheres()
     m.gravity = (G * math.sin(theta), 0, -G * math.cos(theta))
-    sim = sf.Simulator(m, q, max_step=1e-4)
+    sim = sf.Simulator(m, q, method="rk4", max_step=1e-4)
     for _ in range(300):
         sim.step(1e-3)
     v0 = sim.qd.copy()
@@ -115,7 +115,7 @@ def test_incline_sticks_below_atan_mu():
     m, q = box_on_spheres()
     theta = math.atan(0.8) - 0.15
     m.gravity = (G * math.sin(theta), 0, -G * math.cos(theta))
-    sim = sf.Simulator(m, q, max_step=1e-4)
+    sim = sf.Simulator(m, q, method="rk4", max_step=1e-4)
     for _ in range(1000):
         sim.step(1e-3)
     r = math.tan(theta) / 0.8
@@ -147,7 +147,7 @@ def test_two_spheres_conserve_momentum():
     m.gravity = (0, 0, 0)
     q0 = np.array([0.0, 0.0, 0.0, 0.3, 0.05, 0.0])
     qd0 = np.array([1.0, 0.2, 0.0, -0.5, 0.0, 0.1])
-    sim = sf.Simulator(m, q0, qd0, max_step=1e-4)
+    sim = sf.Simulator(m, q0, qd0, method="rk4", max_step=1e-4)
     p0 = masses[0] * qd0[:3] + masses[1] * qd0[3:]
     touched = False
     for _ in range(400):
@@ -309,7 +309,7 @@ def test_describe_lists_contacts():
     assert "stiffness 100000, exponent 1.5, dissipation 0.5, friction 0.5" in text
 
 
-# ---------------------------------------------------------------- implicit contact (euler)
+# ---------------------------------------------------------------- implicit contact (implicit, auto)
 def pair_jacobians(F, m_, v, delta, law, h):
     """C = h B + h² K and K of a touching pair, from the law by hand (docs/contact.md)."""
     k, n, d, mu, vs = (law[key] for key in sf.contact.LAW)
@@ -378,12 +378,14 @@ def light_box():
     return m, q, qd
 
 
-def test_euler_is_implicit_in_the_contact():
+def test_implicit_integrator_in_the_contact():
     """A 20 g box nudged on the floor at h = 1 ms: its friction (μ f_n / v_s ≈ 40 N·s/m on each
     corner) and rocking are far beyond the explicit step bound; RK4 rattles on in a limit cycle,
-    semi-implicit Euler with the contact implicit comes to rest and carries the weight."""
+    the default integrator (auto: implicit for a model with contact) comes to rest and carries
+    the weight."""
     m, q, qd = light_box()
-    sim = sf.Simulator(m, q, qd, method="euler", max_step=1e-3)
+    sim = sf.Simulator(m, q, qd, max_step=1e-3)
+    assert sim.integrator_used == "implicit"
     for _ in range(300):
         sim.step(1e-3)
     assert np.abs(sim.qd).max() < 1e-9

@@ -123,7 +123,7 @@ def test_directional_derivatives_refused_with_contact():
 
 def test_solo12_stands_in_fmpy(tmp_path):
     """solo12 (examples/quadruped_contact.py) as a native FMU in fmpy, h = 1 ms, integrator
-    euler (contact implicit), PD posture control, feet touching at t = 0: 10 s without a
+    the default (auto: implicit with contact), PD posture control, feet touching at t = 0: 10 s without a
     discarded step; over the last second the feet carry the weight (≤ 1 %), and once landed
     no foot sinks 2 mm."""
     import sys
@@ -134,7 +134,7 @@ def test_solo12_stands_in_fmpy(tmp_path):
         pytest.skip("example-robot-data is not installed")
     path = qc.write_model(tmp_path, urdf)
     model = sf.load_model(path)
-    fmu = build(path, name="Solo12", integrator="euler", strict=False)
+    fmu = build(path, name="Solo12", strict=False)
     res = qc.run(fmu, qc.start_height(model, 0.0), 10.0)
     last = res["t"] >= 9.0
     weight = model.total_mass * 9.81

@@ -37,6 +37,7 @@ import numpy as np
 from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Status
 
+from .. import _core
 from ..contact import LAW, contact_forces
 from ..energy import total_energy
 from ..integrators import IntegrationError, Simulator
@@ -124,6 +125,7 @@ class SoaSlave(Fmi2Slave):
             self.model = load_model(resources / cfg["model_file"],
                                     floating_base=cfg["floating_base"],
                                     strict=cfg.get("strict", True))
+        self.model.stops_enabled = cfg.get("stops", True)      # --no-stops
         self.table = table = build_table(self.model, cfg["integrator"], cfg["max_step"])
         if table.digest() != cfg["table_digest"]:
             raise RuntimeError("the variable table built from the bundled model differs from the one "
@@ -161,6 +163,12 @@ class SoaSlave(Fmi2Slave):
         self.sl_stab = g("stabilization") if "stabilization" in table.groups else None
         self.sl_inertial, self.sl_damping, self.sl_friction = (sl("inertial"), sl("damping"),
                                                                sl("friction"))
+        self.sl_armature, self.sl_stop_k, self.sl_stop_b = (sl("armature"), sl("stop_stiffness"),
+                                                            sl("stop_damping"))
+        self.sl_stop_tau = sl("stop_tau")
+        self.vr_integrator_used = table.groups["integrator_used"][0]
+        self.b_stops = (table.groups["stops_enabled"][0] - nr if "stops_enabled" in table.groups
+                        else None)
         self.inertial_start = self.real[self.sl_inertial].copy()
         # contact (soa_fmu/contact.py): tunable law and plane offsets, per-sphere outputs
         self.sl_law, self.sl_offset = sl("contact_law"), sl("plane_offset")
@@ -275,10 +283,23 @@ class SoaSlave(Fmi2Slave):
             p = x[10 * k:10 * k + 10]
             model.set_body_inertia(k, p[0], p[1:4], p[4:10], physical=not np.array_equal(
                 p, self.inertial_start[10 * k:10 * k + 10]))
-        for name, sl in (("joint_damping", self.sl_damping), ("joint_friction", self.sl_friction)):
+        for name, sl in (("joint_damping", self.sl_damping), ("joint_friction", self.sl_friction),
+                         ("joint_armature", self.sl_armature)):
             if not np.array_equal(getattr(model, name), self.real[sl]):
                 setattr(model, name, self.real[sl])
+        self._apply_stops()
         self._apply_contact()
+
+    def _apply_stops(self) -> None:
+        """The joint stops' tunable gains and switch into the model (docs/joints.md)."""
+        if self.b_stops is None:
+            return
+        model = self.model
+        for name, sl in (("stop_stiffness", self.sl_stop_k), ("stop_damping", self.sl_stop_b)):
+            if not np.array_equal(getattr(model, name), self.real[sl]):
+                setattr(model, name, self.real[sl])
+        if model.stops_enabled != self.boolean[self.b_stops]:
+            model.stops_enabled = self.boolean[self.b_stops]
 
     def _apply_contact(self) -> None:
         """The tunable contact parameters into the model (the engine model is rebuilt if they
@@ -311,6 +332,11 @@ class SoaSlave(Fmi2Slave):
                         atol=float(r[self.vr_atol]))
         sim.t = self.start_time
         sim.tau = self.v_tau           # the held joint forces ARE the input buffer (no copy)
+        if sim.options.method == "auto":
+            self._log(f"integrator auto: {sim.integrator_used} (the explicit bound of rk4 "
+                      f"{'holds' if sim.integrator_used == 'rk4' else 'fails'} for the joints' "
+                      f"dissipation and stops at max_step = {sim.options.max_step:g} s; "
+                      "docs/joints.md)")
         if self.sl_stab is not None:
             sim.stabilization = tuple(float(x) for x in r[self.sl_stab])
         self.sim = sim
@@ -338,6 +364,9 @@ class SoaSlave(Fmi2Slave):
         """Copy the Simulator's state and outputs into the value buffers (after a step/update)."""
         sim, r = self.sim, self.real
         np.concatenate((sim.q, sim.qd, sim.qdd), out=self.v_state)
+        if self.b_stops is not None:
+            r[self.sl_stop_tau] = _core.stop_forces(self.model.data, sim.q, sim.qd)
+        r[self.vr_integrator_used] = METHODS.index(sim.integrator_used)
         for name, _, sl_f, vr_err, _ in self.cons:
             on = sim.active[name]
             r[sl_f] = sim.constraint_forces[name] if on else 0.0
@@ -521,6 +550,9 @@ class SoaSlave(Fmi2Slave):
             if v.group in ("max_step", "rtol", "atol") and not x > 0:
                 self._reject(vr, f"{v.name} must be > 0, got {x!r}")
                 return
+            if v.group in ("stop_stiffness", "stop_damping") and not x >= 0:
+                self._reject(vr, f"{self._named(vr)} must be >= 0, got {x!r}")
+                return
             if v.group == "contact_law" and (x < 0 or (x == 0 and list(LAW.values())[v.index][2])):
                 self._reject(vr, f"{v.name} must be {'> 0' if list(LAW.values())[v.index][2] else '≥ 0'}"
                                  f", got {x!r}")
@@ -549,6 +581,8 @@ class SoaSlave(Fmi2Slave):
             self._apply_contact()
         elif v.group == "stabilization":
             sim.stabilization = tuple(float(x) for x in r[self.sl_stab])
+        elif v.group in ("stop_stiffness", "stop_damping"):
+            self._apply_stops()
         else:
             sim.set_method(self.string[self.vr_integrator], max_step=float(r[self.vr_max_step]),
                            rtol=float(r[self.vr_rtol]), atol=float(r[self.vr_atol]))
@@ -566,6 +600,8 @@ class SoaSlave(Fmi2Slave):
             for vr, x in zip(vrs, values):
                 self.boolean[vr - b] = bool(x)
                 self.pending.pop(vr, None)
+            if self.b_stops is not None and self.mode == STEPPING:
+                self._apply_stops()                    # a tunable parameter
             self.push = 2
             self.stale = True
             self._mark()

@@ -41,7 +41,8 @@ KEYS = {
     "contact": set(LAW) | {"planes", "spheres"},
     "contact.planes": set(LAW) | {"name", "point", "normal"},
     "contact.spheres": set(LAW) | {"name", "body", "center", "radius", "collide"},
-    "limits": {"lower", "upper", "velocity", "effort", "damping", "friction"},
+    "limits": {"lower", "upper", "velocity", "effort", "damping", "friction", "armature",
+               "stop_stiffness", "stop_damping"},
 }
 JOINT_KEYS = {"type", "name", "xyz", "rpy", "limits"}
 JOINT_TYPES: dict[str, tuple[type[J.Joint], set[str]]] = {     # type -> (class, its own keys)

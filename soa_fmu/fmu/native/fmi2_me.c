@@ -81,7 +81,7 @@ fmi2Status fmi2GetEventIndicators(fmi2Component comp, fmi2Real eventIndicators[]
 {
     Instance *c = instance_of(comp);
     if (!c) return fmi2Error;
-    return (fmi2Status)fmu_event_indicators(c, eventIndicators, ni, "fmi2GetEventIndicators");
+    return (fmi2Status)fmu_me_event_indicators(c, eventIndicators, ni, "fmi2GetEventIndicators");
 }
 
 fmi2Status fmi2GetContinuousStates(fmi2Component comp, fmi2Real x[], size_t nx)

@@ -51,14 +51,11 @@ int fmu_event_indicator_count(void)
     return D.nsph * D.npln + D.nssp;
 }
 
-/* z[p] = the signed penetration of pair p at the current state (> 0: touching). */
-int fmu_event_indicators(Instance *c, double *z, size_t nz, const char *fn)
+/* z[p] = the signed penetration of contact pair p at the current state (> 0: touching); the
+ * event indicators after the joint stops' (model_exchange.c). */
+int fmu_contact_indicators(Instance *c, double *z, const char *fn)
 {
-    if (nz != (size_t)fmu_event_indicator_count() || (nz && !z)) {
-        fmu_log(c, FMU_ERROR, "%s: this FMU has %d event indicators, %zu were asked for", fn,
-                fmu_event_indicator_count(), nz);
-        return FMU_ERROR;
-    }
+    const int nz = fmu_event_indicator_count();
     if (nz == 0) return FMU_OK;
     if (!fmu_me_require(c, fn, (1 << INITIALIZATION) | (1 << EVENT) | (1 << CONTINUOUS))
         || !fmu_refresh(c, 0, 0, 0, fn))
@@ -70,6 +67,17 @@ int fmu_event_indicators(Instance *c, double *z, size_t nz, const char *fn)
         fmu_log(c, FMU_ERROR, "%s: %s", fn, msg);
         return FMU_ERROR;
     }
-    memcpy(z, c->d->ct_depth, sizeof(double) * nz);
+    memcpy(z, c->d->ct_depth, sizeof(double) * (size_t)nz);
     return FMU_OK;
+}
+
+/* FMI 3.0: the contact pairs' indicators only (its joint stops declare none). */
+int fmu_event_indicators(Instance *c, double *z, size_t nz, const char *fn)
+{
+    if (nz != (size_t)fmu_event_indicator_count() || (nz && !z)) {
+        fmu_log(c, FMU_ERROR, "%s: this FMU has %d event indicators, %zu were asked for", fn,
+                fmu_event_indicator_count(), nz);
+        return FMU_ERROR;
+    }
+    return fmu_contact_indicators(c, z, fn);
 }
