@@ -97,6 +97,7 @@ def test_model_exchange_event_indicators(fmi):
     out = ["q", "ball_s.force", "ball_s.depth"] if fmi == 3 else ["q[7]", "ball_s.force[3]"]
     me = fmpy.simulate_fmu(str(fmu), fmi_type="ModelExchange", relative_tolerance=1e-8,
                            output=out, **opts)
+    opts["start_values"] = dict(opts["start_values"], integrator="rk4")    # (auto: implicit)
     cs = fmpy.simulate_fmu(str(fmu), fmi_type="CoSimulation", output=out, step_size=1e-4, **opts)
     z = (lambda r: r["q"][:, 6]) if fmi == 3 else (lambda r: r["q[7]"])
     f = (lambda r: r["ball_s.force"][:, 2]) if fmi == 3 else (lambda r: r["ball_s.force[3]"])
