@@ -357,8 +357,11 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     tool = f"soa_fmu {soa_fmu.__version__} build_fmu.py ({tool})"
     native = runtime == "native"
     # state derivatives are exact for trees only (docs/fmu.md): ME's flag is false with constraints
-    flags = {"directional_derivatives": native and not model.flexible,    # flexible.c: not yet
-             "me_directional_derivatives": native and not model.constraints and not model.flexible}
+    # contact (core/contact.c): its forces' derivatives are not formed, so no flag for either
+    contact = bool(model.contact_spheres)
+    flags = {"directional_derivatives": native and not model.flexible and not contact,
+             "me_directional_derivatives": native and not model.constraints and not model.flexible
+             and not contact}
     if fmi == 3:
         xml_root = generator_fmi3.model_description(
             table, model_name=model.name, identifier=identifier, guid=guid,

@@ -1,5 +1,6 @@
 """``soa-describe MODEL_FILE``: print a model's tree, joints, coordinates, masses, the physical parameters
-(the FMU's ``<b>.mass``, ``<b>.com``, ``<b>.inertia``, ``damping``, ``friction``), frames, constraints.
+(the FMU's ``<b>.mass``, ``<b>.com``, ``<b>.inertia``, ``damping``, ``friction``), frames, constraints,
+contact spheres and planes.
 
 Also ``python -m soa_fmu.cli MODEL_FILE``.  A bad file exits with status 1 and one line on stderr.
 """
@@ -87,6 +88,8 @@ def describe(model: Model) -> str:
         out += [f"  {c.name}: {c.kind} ({c.size} rows) {c.frame_a} -> {c.frame_b}"
                 + (f", axis {_vec(c.axis)}" if c.kind in ("hinge", "soft_finger") else "")
                 + ("" if c.active else ", inactive") for c in model.constraints]
+    if model.contact_spheres or model.contact_planes:
+        out += _describe_contact(model)
     if model.initial_q is not None or model.initial_qd is not None:
         out += ["", "initial state:"]
         for label, x, names in (("q", model.initial_q, qnames), ("qd", model.initial_qd, vnames)):
@@ -96,6 +99,25 @@ def describe(model: Model) -> str:
     return "\n".join(out)
 
 
+def _describe_contact(model: Model) -> list[str]:
+    """The contact spheres and planes with the law's constants (FMU parameters contact.<k>)."""
+    from .contact import sphere_pairs
+    law = model.contact_law
+    out = ["", "contact (Hunt–Crossley f_n = k δ^n (1 + d δ̇), Coulomb μ regularized by v_s; FMU "
+               "parameters contact.<constant>, <plane>.offset; outputs <sphere>.force, .depth):",
+           "  " + ", ".join(f"{k} {_num(v)}" for k, v in law.items())]
+    own = lambda c: f"; {', '.join(f'{k} {_num(v)}' for k, v in c.law.items())}" if c.law else ""
+    out += [f"  sphere {s.name} on {model.bodies[s.body].name} at {_vec(s.center)}, radius "
+            f"{_num(s.radius)}{own(s)}" for s in model.contact_spheres]
+    out += [f"  plane {p.name}: normal {_vec(p.normal)}, offset {_num(p.offset)}{own(p)}"
+            for p in model.contact_planes]
+    pairs = sphere_pairs(model)
+    if pairs:
+        sp = model.contact_spheres
+        out.append("  sphere pairs: " + ", ".join(f"{sp[a].name}/{sp[b].name}" for a, b in pairs))
+    return out
+
+
 def describe_main(argv: list[str] | None = None) -> int:
     """Entry point of ``soa-describe``; returns the exit status."""
     parser = argparse.ArgumentParser(prog="soa-describe", description="Describe a model file "
@@ -103,6 +125,9 @@ def describe_main(argv: list[str] | None = None) -> int:
     parser.add_argument("model_file")
     parser.add_argument("--floating-base", action="store_true",
                         help="attach the root link to world by a free joint (URDF)")
+    parser.add_argument("--contact-floor", type=float, metavar="HEIGHT",
+                        help="URDF: <collision> spheres become contact spheres, with a floor plane "
+                             "at this height")
     parser.add_argument("--lenient", action="store_true",
                         help="accept link inertias that are not physically possible (not positive "
                              "semi-definite, or breaking the triangle inequality), with a warning each")
@@ -111,7 +136,7 @@ def describe_main(argv: list[str] | None = None) -> int:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
             model = load_model(args.model_file, floating_base=args.floating_base,
-                               strict=not args.lenient)
+                               strict=not args.lenient, contact_floor=args.contact_floor)
     except ModelError as e:
         print(f"soa-describe: error: {cli_error(str(e), args.model_file, args.floating_base, args.lenient)}",
               file=sys.stderr)

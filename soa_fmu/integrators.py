@@ -164,6 +164,8 @@ class Simulator:
         dissipation τ − d q̇ − f_c tanh(q̇/v_s) (``soa_joint_forces``, as in every step), and active
         constraints (updating their forces and residuals)."""
         tau = _core.joint_forces(self.model.data, q, qd, self.tau)
+        if self.model.contact_spheres:               # contact.c: f_ext + the contact forces
+            return self._contact_acceleration(q, qd, tau)
         if not self.constrained():
             self._clear_constraint_outputs()
             return forward_dynamics(self.model, q, qd, tau, self.f_ext or None)
@@ -172,6 +174,15 @@ class Simulator:
             stabilization=self.stabilization, anchors=self._anchors_at(t))
         self.constraint_forces, self.constraint_residuals = res.forces, res.residuals
         return res.qdd
+
+    def _contact_acceleration(self, q, qd, tau) -> np.ndarray:
+        """β̇ with the contact forces at (θ, β) added to f_ext (as every step adds them)."""
+        model = self.model
+        use = external_forces(model, None, self.f_ext) if self.f_ext else False
+        _core.contact_forces(model.data, q, qd, use)
+        w = model.workspace()
+        w.fext[:] = w.ct_fext
+        return _core.aba(model.data, q, qd, tau, True)
 
     # -------------------------------------------------------------- constraints in time
     def _clear_constraint_outputs(self) -> None:

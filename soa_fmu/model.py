@@ -22,6 +22,7 @@ from types import SimpleNamespace
 import numpy as np
 
 from . import _core
+from . import contact as C
 from . import joints as J
 from .flexible import FlexibleError, Reduced
 
@@ -168,6 +169,10 @@ class Model:
         self._stop_k = np.zeros(0)
         self._stop_b = np.zeros(0)
         self._stops_enabled = True
+        # ---- contact (core/contact.c, soa_fmu/contact.py)
+        self.contact_spheres: list[C.ContactSphere] = []
+        self.contact_planes: list[C.ContactPlane] = []
+        self._contact_law = {k: v[0] for k, v in C.LAW.items()}
         self._core: _core.Model | None = None        # built on first use, see :attr:`core`
         self._data: _core.Data | None = None         # the default workspace
         self._arrays: SimpleNamespace | None = None
@@ -348,6 +353,85 @@ class Model:
         self.constraints.append(c)
         self._invalidate()                         # the engine's model holds the constraints
         return c
+
+    # ------------------------------------------------------------------ contact (soa_fmu/contact.py)
+    def add_contact_sphere(self, name: str, body: str, center=(0.0, 0.0, 0.0), radius: float = 0.0,
+                           *, collide: bool = True, **law) -> C.ContactSphere:
+        """A contact sphere of ``radius`` (m; 0: a point) centred at ``center`` in the frame of
+        ``body``.  ``law``: overrides of the model's constants (stiffness, exponent, dissipation,
+        friction, stiction_velocity); ``collide=False`` keeps it out of sphere–sphere contact."""
+        self._new_contact_name(name)
+        what = f"contact sphere {name!r}"
+        k = self.body_index(body)
+        r = float(radius) if isinstance(radius, (int, float, np.integer, np.floating)) else np.nan
+        if not (np.isfinite(r) and r >= 0) or isinstance(radius, bool):
+            raise ModelError(f"{what}: radius must be finite and ≥ 0, got {radius!r}")
+        try:
+            sp = C.ContactSphere(name, k, _vec3(center, f"{what} centre"), r,
+                                 C.check_law(law, what), bool(collide))
+        except C.ContactError as e:
+            raise ModelError(str(e)) from None
+        self.contact_spheres.append(sp)
+        self._invalidate()
+        return sp
+
+    def add_contact_plane(self, name: str, point=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0),
+                          **law) -> C.ContactPlane:
+        """A contact plane through ``point`` (world) with ``normal`` pointing out of the solid
+        (normalized); the solid is the half-space behind it.  ``law``: overrides of the model's
+        constants."""
+        self._new_contact_name(name)
+        what = f"contact plane {name!r}"
+        n = _vec3(normal, f"{what} normal")
+        if np.linalg.norm(n) < 1e-12:
+            raise ModelError(f"{what}: normal must not be zero")
+        n = n / np.linalg.norm(n)
+        try:
+            pl = C.ContactPlane(name, n, float(n @ _vec3(point, f"{what} point")),
+                                C.check_law(law, what))
+        except C.ContactError as e:
+            raise ModelError(str(e)) from None
+        self.contact_planes.append(pl)
+        self._invalidate()
+        return pl
+
+    def _new_contact_name(self, name) -> None:
+        if not isinstance(name, str) or not name or "/" in name:
+            raise ModelError(f"contact name must be a non-empty string without '/', got {name!r}")
+        if name in {c.name for c in self.contact_spheres + self.contact_planes}:
+            raise ModelError(f"duplicate contact name {name!r}")
+
+    @property
+    def contact_law(self) -> dict:
+        """The model's contact constants (copy): stiffness k (N/m^n), exponent n, dissipation d
+        (s/m), friction μ, stiction_velocity v_s (m/s); assign a dict of some of them to change
+        those."""
+        return dict(self._contact_law)
+
+    @contact_law.setter
+    def contact_law(self, law: dict) -> None:
+        try:
+            self._contact_law.update(C.check_law(dict(law), f"model {self.name!r} contact"))
+        except C.ContactError as e:
+            raise ModelError(str(e)) from None
+        self._invalidate()
+
+    contact_stiffness = property(lambda self: self._contact_law["stiffness"],
+                                 lambda self, x: setattr(self, "contact_law", {"stiffness": x}),
+                                 doc="Model-wide contact stiffness k (N/m^n, default 1e5).")
+    contact_exponent = property(lambda self: self._contact_law["exponent"],
+                                lambda self, x: setattr(self, "contact_law", {"exponent": x}),
+                                doc="Model-wide exponent n of the contact force (default 1.5).")
+    contact_dissipation = property(lambda self: self._contact_law["dissipation"],
+                                   lambda self, x: setattr(self, "contact_law", {"dissipation": x}),
+                                   doc="Model-wide Hunt–Crossley dissipation d (s/m, default 1).")
+    contact_friction = property(lambda self: self._contact_law["friction"],
+                                lambda self, x: setattr(self, "contact_law", {"friction": x}),
+                                doc="Model-wide Coulomb friction coefficient μ (default 0.8).")
+    contact_stiction_velocity = property(
+        lambda self: self._contact_law["stiction_velocity"],
+        lambda self, x: setattr(self, "contact_law", {"stiction_velocity": x}),
+        doc="Model-wide friction regularization velocity v_s (m/s, default 1e-3).")
 
     # ------------------------------------------------------------------ queries
     def _body_names(self) -> list[str]:
@@ -604,10 +688,15 @@ class Model:
         if nm and nc:
             raise ModelError(f"model {self.name!r}: closure constraints on a model with flexible "
                              "bodies are not supported")
+        nsph, npln = len(self.contact_spheres), len(self.contact_planes)
+        if nsph and (nm or nc):
+            raise ModelError(f"model {self.name!r}: contact on a model with "
+                             f"{'flexible bodies' if nm else 'closure constraints'} is not supported")
+        nssp = len(C.sphere_pairs(self))
         names = (tuple(b.name for b in self.bodies), tuple(b.joint_name for b in self.bodies),
                  tuple(self.position_names), tuple(self.velocity_names),
-                 tuple(c.name for c in self.constraints))
-        cm = _core.Model(nb, self.nq, nv, names, nc, nm)
+                 tuple(c.name for c in self.constraints), C.contact_names(self))
+        cm = _core.Model(nb, self.nq, nv, names, nc, nm, nsph, npln, nssp)
         v = cm.views()
         for k, b in enumerate(self.bodies):
             v["parent"][k], v["jtype"][k] = b.parent, b.joint.code
@@ -645,6 +734,7 @@ class Model:
             v["cn_body_a"][j], v["cn_Ra"][j], v["cn_pa"][j] = self.frame_placement(c.frame_a)
             v["cn_body_b"][j], v["cn_Rb"][j], v["cn_pb"][j] = self.frame_placement(c.frame_b)
             v["cn_axis"][j] = c.axis
+        C.fill_core(self, v)                    # contact.c: spheres, planes, pairs, the law
         cm.finish()
         if v["stop_on"].any():                           # the gains need M at q0: this core
             self._core = cm
@@ -680,7 +770,9 @@ class Model:
 
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, bodies={self.nbodies}, nq={self.nq}, nv={self.nv}, "
-                f"frames={len(self.frames)}, constraints={len(self.constraints)})")
+                f"frames={len(self.frames)}, constraints={len(self.constraints)}"
+                + (f", contact spheres={len(self.contact_spheres)}, planes={len(self.contact_planes)}"
+                   if self.contact_spheres or self.contact_planes else "") + ")")
 
 
 def _inertia_matrix(x, what: str) -> np.ndarray:

@@ -30,9 +30,9 @@ def closure_residual(model: sf.Model, q: np.ndarray, c: sf.Constraint) -> tuple[
 # ---------------------------------------------------------------- the example models
 def test_examples_folder_and_lookup():
     names = sorted(p.name for p in EXAMPLES_DIR.iterdir() if p.suffix in (".toml", ".urdf"))
-    assert names == ["arm7.urdf", "double_pendulum.toml", "flexible_arm.toml", "four_bar.toml",
-                     "pendulum.toml", "slider_crank.toml", "spacecraft.toml",
-                     "spacecraft_rigid.toml", "two_arms_box.toml"]
+    assert names == ["arm7.urdf", "bouncing_ball.toml", "double_pendulum.toml",
+                     "flexible_arm.toml", "four_bar.toml", "pendulum.toml", "slider_crank.toml",
+                     "spacecraft.toml", "spacecraft_rigid.toml", "two_arms_box.toml"]
     assert example_path("four_bar") == EXAMPLES_DIR / "four_bar.toml"
     with pytest.raises(FileNotFoundError, match="known: arm7.urdf"):
         example_path("nope")

@@ -30,27 +30,30 @@ static int add_view(PyObject *dict, PyObject *owner, const char *name, int typen
 /* ------------------------------------------------------------------ Model */
 static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"nb", "nq", "nv", "names", "nc", "nm", NULL};
-    soa_sizes s = {0, 0, 0, 0, 0};
+    static char *kwlist[] = {"nb", "nq", "nv", "names", "nc", "nm", "nsph", "npln", "nssp", NULL};
+    soa_sizes s = {0, 0, 0, 0, 0, 0, 0, 0};
     PyObject *names;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!|ii", kwlist, &s.nb, &s.nq, &s.nv, &PyTuple_Type,
-                                     &names, &s.nc, &s.nm))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!|iiiii", kwlist, &s.nb, &s.nq, &s.nv,
+                                     &PyTuple_Type, &names, &s.nc, &s.nm, &s.nsph, &s.npln, &s.nssp))
         return NULL;
     if (s.nb < 0 || s.nq < 0 || s.nv < 0 || s.nm < 0 || s.nm > SOA_MAX_MODES
         || s.nq > (7 + s.nm) * s.nb || s.nv > (6 + s.nm) * s.nb || s.nc < 0 || s.nc >= (1 << 12)
-        || (s.nm && s.nc))
-        return PyErr_Format(PyExc_ValueError, "invalid model sizes nb=%d nq=%d nv=%d nc=%d nm=%d",
-                            s.nb, s.nq, s.nv, s.nc, s.nm);
-    /* (bodies, joints, positions, velocities[, constraints]) */
+        || (s.nm && s.nc) || s.nsph < 0 || s.nsph >= (1 << 12) || s.npln < 0 || s.npln >= (1 << 8)
+        || s.nssp < 0 || s.nssp >= (1 << 16) || (s.nsph && (s.nm || s.nc)))
+        return PyErr_Format(PyExc_ValueError, "invalid model sizes nb=%d nq=%d nv=%d nc=%d nm=%d "
+                            "nsph=%d npln=%d nssp=%d", s.nb, s.nq, s.nv, s.nc, s.nm, s.nsph,
+                            s.npln, s.nssp);
+    /* (bodies, joints, positions, velocities[, constraints[, contacts]]) */
     const Py_ssize_t nnames = PyTuple_GET_SIZE(names);
-    if (nnames != 4 && nnames != 5) {
-        PyErr_SetString(PyExc_ValueError,
-                        "names: expected (bodies, joints, positions, velocities[, constraints])");
+    if (nnames < 4 || nnames > 6) {
+        PyErr_SetString(PyExc_ValueError, "names: expected (bodies, joints, positions, velocities"
+                        "[, constraints[, contacts]])");
         return NULL;
     }
-    const Py_ssize_t want[5] = {s.nb, s.nb, s.nq, s.nv, s.nc};
-    if (nnames == 4 && s.nc) {
-        PyErr_SetString(PyExc_ValueError, "names: a model with constraints needs their names");
+    const Py_ssize_t want[6] = {s.nb, s.nb, s.nq, s.nv, s.nc, s.nsph + s.npln + s.nssp};
+    if ((nnames < 5 && s.nc) || (nnames < 6 && want[5])) {
+        PyErr_SetString(PyExc_ValueError, "names: a model with constraints or contacts needs their "
+                        "names");
         return NULL;
     }
     for (int i = 0; i < nnames; i++) {
@@ -72,19 +75,20 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         Py_DECREF(self);
         return PyErr_NoMemory();
     }
-    if (nnames == 4) {                                  /* no constraints: an empty tuple of names */
-        PyObject *empty = PyTuple_New(0);
-        self->names = empty ? PyTuple_Pack(5, PyTuple_GET_ITEM(names, 0), PyTuple_GET_ITEM(names, 1),
-                                           PyTuple_GET_ITEM(names, 2), PyTuple_GET_ITEM(names, 3), empty)
-                            : NULL;
-        Py_XDECREF(empty);
-        if (!self->names) {
-            Py_DECREF(self);
-            return NULL;
+    /* the six tuples, empty ones for absent constraints and contacts */
+    self->names = PyTuple_New(6);
+    for (int i = 0; self->names && i < 6; i++) {
+        PyObject *t = i < nnames ? PyTuple_GET_ITEM(names, i) : PyTuple_New(0);
+        if (!t) {
+            Py_CLEAR(self->names);
+            break;
         }
-    } else {
-        Py_INCREF(names);
-        self->names = names;
+        if (i < nnames) Py_INCREF(t);
+        PyTuple_SET_ITEM(self->names, i, t);
+    }
+    if (!self->names) {
+        Py_DECREF(self);
+        return NULL;
     }
     return (PyObject *)self;
 }
@@ -471,7 +475,8 @@ PyMODINIT_FUNC PyInit__core(void)
         {"BAD_INERTIA", SOA_BAD_INERTIA}, {"BAD_DISSIPATION", SOA_BAD_DISSIPATION},
         {"UNSUPPORTED", SOA_UNSUPPORTED}, {"BAD_JOINT", SOA_BAD_JOINT},
         {"IMPLICIT_UNSUPPORTED", SOA_IMPLICIT_UNSUPPORTED},
-        {"TOO_MANY_SUBSTEPS", SOA_TOO_MANY_SUBSTEPS}, {"MAX_SUBSTEPS", SOA_MAX_SUBSTEPS}};
+        {"TOO_MANY_SUBSTEPS", SOA_TOO_MANY_SUBSTEPS}, {"MAX_SUBSTEPS", SOA_MAX_SUBSTEPS},
+        {"BAD_CONTACT", SOA_BAD_CONTACT}};
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
     if (PyModule_AddObject(mod, "MIN_MAX_STEP", PyFloat_FromDouble(SOA_MIN_MAX_STEP)) < 0)

@@ -232,6 +232,44 @@ done:
     return result;
 }
 
+/* contact_forces(data, q, qd, use_fext): the contact forces at (q, qd) into the data (ct_force,
+ * ct_point, ct_depth, sp_force, sp_depth, ct_fext; core/contact.c) */
+static PyObject *py_contact_forces(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(4, "contact_forces(data, q, qd, use_fext)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    const soa_model *m = d->model->m;
+    const int use = PyObject_IsTrue(args[3]);
+    if (use < 0) return NULL;
+    PyArrayObject *q = NULL, *qd = NULL;
+    PyObject *result = NULL;
+    if (!(q = soa_py_vector(args[1], m->nq, "q")) || !(qd = soa_py_vector(args[2], m->nv, "qd")))
+        goto done;
+    const soa_status st = soa_contact_state(m, d->d, SOA_DBL(q), SOA_DBL(qd), use);
+    if (st.kind != SOA_OK) soa_py_status(d->model, st);
+    else result = Py_NewRef(Py_None);
+done:
+    Py_XDECREF(q); Py_XDECREF(qd);
+    return result;
+}
+
+/* contact_implicit(data, h, qdd): qdd <- (M + h J* B J)^-1 M qdd in place, after contact_forces
+ * or a tree acceleration with contact at the state (core/contact.c) */
+static PyObject *py_contact_implicit(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    NARGS(3, "contact_implicit(data, h, qdd)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    const double h = PyFloat_AsDouble(args[1]);
+    if (h == -1.0 && PyErr_Occurred()) return NULL;
+    if (!(h >= 0.0 && h < 1e300)) return PyErr_Format(PyExc_ValueError, "h must be finite and >= 0");
+    PyArrayObject *qdd = soa_py_inout(args[2], d->model->m->nv, "qdd");
+    if (!qdd) return NULL;
+    soa_contact_implicit(d->model->m, d->d, h, SOA_DBL(qdd));
+    Py_RETURN_NONE;
+}
+
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 PyMethodDef soa_py_dynamics_methods[] = {
@@ -246,5 +284,7 @@ PyMethodDef soa_py_dynamics_methods[] = {
     FAST(integrate_configuration, "integrate_configuration(model, q, dv) -> q (+) dv."),
     FAST(normalize_quaternions, "normalize_quaternions(model, q): in place."),
     FAST(energy, "energy(data, q, qd) -> (kinetic, potential) energy."),
+    FAST(contact_forces, "contact_forces(data, q, qd, use_fext): the contact forces into the data."),
+    FAST(contact_implicit, "contact_implicit(data, h, qdd): qdd <- (M + h J* B J)^-1 M qdd in place."),
     FAST(check_state, "check_state(model, q, qd=None): raise StatusError on a bad state."),
     {NULL, NULL, 0, NULL}};

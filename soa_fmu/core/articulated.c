@@ -253,13 +253,15 @@ void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, in
 static int articulated_pass(const soa_model *m, soa_data *d, const double *S, const double *T,
                             int use_fext, int inertial, int factor, const double *diag)
 {
+    /* use_fext: SOA_USE_FEXT, or SOA_USE_CONTACT for f_ext + the contact forces (contact.c) */
+    const double *fext = (use_fext & SOA_USE_CONTACT) ? d->ct_fext : use_fext ? d->fext : NULL;
     for (int k = 0; k < m->nb; k++)
         for (int i = 0; i < 6; i++) d->f[6 * k + i] = 0.0;
     for (int k = m->nb - 1; k >= 0; k--) {
         double z[6];
         for (int i = 0; i < 6; i++) z[i] = d->f[6 * k + i];      /* the children's z+ */
         if (factor && !riccati_step_body(m, d, S, k, inertial, diag)) return k;
-        filter_start(d, k, 1, use_fext ? d->fext : NULL, inertial);
+        filter_start(d, k, 1, fext, inertial);
         for (int i = 0; i < 6; i++) d->f[6 * k + i] += z[i];
         filter_step_body(m, d, S, T, k, inertial);
     }
@@ -313,7 +315,8 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
 
 /* The same three sweeps in the inertial frame (seed 004 sec. 5: world axes at the world origin),
  * where every phi is the identity: placements -> H*_I, M_I -> V_I, a_I, b_I -> Riccati -> filter ->
- * smoother.  The cheaper pipeline of soa_aba and the integrators; alpha is left in world axes. */
+ * smoother.  The cheaper pipeline of soa_aba and the integrators; alpha is left in world axes.
+ * use_fext: 0, SOA_USE_FEXT, with SOA_USE_CONTACT the contact forces at (q, qd) as well. */
 int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double *q,
                                    const double *qd, const double *tau, int use_fext, double *qdd)
 {
@@ -328,6 +331,8 @@ int soa_tree_acceleration_diag(const soa_model *m, soa_data *d, const double *q,
     soa_joint_maps_to_world(m, d);
     soa_inertias_to_world(m, d);
     soa_inertial_velocities(m, d, qd);
+    if (use_fext & SOA_USE_CONTACT)                  /* contact.c, at these placements, V_I */
+        soa_contact_forces(m, d, (use_fext & SOA_USE_FEXT) ? d->fext : NULL);
     for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
     const int k = articulated_pass(m, d, d->Sw, tau, use_fext, 1, 1, diag ? diag : m->armature);
     if (k >= 0) return k;

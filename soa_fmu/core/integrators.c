@@ -11,7 +11,8 @@
 #include "soa.h"
 
 /* beta-dot of the tree (seed 001 Algorithm 3 in the inertial frame) with the held inputs of a
- * soa_tree_inputs and the joints' dissipation (soa_joint_forces); time-invariant.  At the state
+ * soa_tree_inputs, the joints' dissipation (soa_joint_forces) and the contact forces (contact.c);
+ * time-invariant.  At the state
  * whose factors the data holds (q_factored, qd_factored: the reported beta-dot of the last step is
  * the first stage of the next) only the filter and smoother run; the result is the same to the
  * bit. */
@@ -22,15 +23,16 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
     (void)t;
     const soa_model *m = in->m;
     const double *tau = soa_joint_forces(m, in->d, q, qd, in->tau);
+    const int use = (in->use_fext ? SOA_USE_FEXT : 0) | (m->nsph ? SOA_USE_CONTACT : 0);
     if (m->nm) return soa_flex_fd(m, in->d, q, qd, tau, in->use_fext, qdd);
     if (in->q_factored && memcmp(q, in->q_factored, sizeof(double) * m->nq) == 0
         && memcmp(qd, in->qd_factored, sizeof(double) * m->nv) == 0) {
         in->q_factored = in->qd_factored = NULL;          /* once: the stages move on */
-        soa_tree_acceleration_refilter(m, in->d, tau, in->use_fext, qdd);
+        soa_tree_acceleration_refilter(m, in->d, tau, use, qdd);
         return st;
     }
     in->q_factored = in->qd_factored = NULL;
-    const int k = soa_tree_acceleration_inertial(m, in->d, q, qd, tau, in->use_fext, qdd);
+    const int k = soa_tree_acceleration_inertial(m, in->d, q, qd, tau, use, qdd);
     if (k >= 0) {
         st.kind = SOA_SINGULAR;
         st.index = k;
@@ -164,7 +166,9 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
  * (B, K diagonal: soa_implicit_terms) and dtheta = h (beta0 + dbeta), the step
  *     (M + diag(a)) dbeta = h (T(theta1, beta1) - C - g)
  * becomes (M + diag(a + h B + h^2 K)) x = T0 - h K beta0 - C(theta0, beta0) - g,  dbeta = h x:
- * forward dynamics with D(k) += h B + h^2 K in the Riccati sweep (seed 001 eq. 35), ONE sweep. */
+ * forward dynamics with D(k) += h B + h^2 K in the Riccati sweep (seed 001 eq. 35), ONE sweep.
+ * With contact, the contact forces are linearized the same way (soa_contact_implicit: the rank-3 n_c
+ * update J* (h B_c + h^2 K_c) J of M + diag(...) by Woodbury through Lambda^-1, docs/contact.md). */
 soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
                         int use_fext, double h, int nsub, double *qdd)
 {
@@ -179,12 +183,14 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
     for (int step = 0; step < nsub; step++) {
         const double *T = soa_joint_forces(m, d, q, qd, tau);
         soa_implicit_terms(m, d, q, qd, T, h);
-        const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use_fext, d->jdiag, qdd);
+        const int use = (use_fext ? SOA_USE_FEXT : 0) | (m->nsph ? SOA_USE_CONTACT : 0);
+        const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, qdd);
         if (k >= 0) {
             st.kind = SOA_SINGULAR;
             st.index = k;
             return step > 0 ? soa_diverged(m, d, q, qd, st) : st;   /* D was fine at the start */
         }
+        if (m->nsph) soa_contact_implicit(m, d, h, qdd);    /* contact.c */
         for (int i = 0; i < m->nv; i++) {
             qd[i] += h * qdd[i];
             d->dv[i] = h * qd[i];
@@ -208,6 +214,7 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
  * dof can see, the rest of the tree free). */
 int soa_auto_method(const soa_model *m, soa_data *d, const double *q, double h)
 {
+    if (m->nsph) return SOA_IMPLICIT;                /* contact: stiff (docs/contact.md) */
     if (m->nm || m->nc || (!m->dissipative && !m->stopped)) return SOA_RK4;
     if (soa_check_configuration(m, q).kind != SOA_OK) return SOA_RK4;
     soa_outward_placements(m, d, q);

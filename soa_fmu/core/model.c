@@ -28,7 +28,10 @@ static int sizes_ok(const soa_sizes *s)
     const int big = 1 << 20;
     return s && s->nb >= 0 && s->nq >= 0 && s->nv >= 0 && s->nb < big && s->nm >= 0
            && s->nm <= SOA_MAX_MODES && s->nq <= (7 + s->nm) * s->nb && s->nv <= (6 + s->nm) * s->nb
-           && s->nc >= 0 && s->nc < (1 << 12) && (s->nm == 0 || s->nc == 0);
+           && s->nc >= 0 && s->nc < (1 << 12) && (s->nm == 0 || s->nc == 0)
+           && s->nsph >= 0 && s->nsph < (1 << 12) && s->npln >= 0 && s->npln < (1 << 8)
+           && s->nssp >= 0 && s->nssp < (1 << 16)            /* contact.c: the simulator's tree */
+           && (s->nsph == 0 || (s->nm == 0 && s->nc == 0));
 }
 
 soa_model *soa_model_new(const soa_sizes *s)
@@ -37,6 +40,7 @@ soa_model *soa_model_new(const soa_sizes *s)
     soa_model *m = calloc(1, sizeof(soa_model));
     if (!m) return NULL;
     m->nb = s->nb; m->nq = s->nq; m->nv = s->nv; m->nc = s->nc; m->nm = s->nm;
+    m->nsph = s->nsph; m->npln = s->npln; m->nssp = s->nssp;
     SOA_SIZES(m);
     size_t total = 0;
 #define COUNT_INT(name, ndim, d0, d1, d2) total += aligned(sizeof(int) * soa_buffer_dims(ndim, d0, d1, d2));
@@ -54,6 +58,8 @@ soa_model *soa_model_new(const soa_sizes *s)
     SOA_MODEL_INTS(PLACE_INT)
     SOA_MODEL_REALS(PLACE_REAL)
     m->vfric[0] = SOA_FRICTION_VELOCITY;
+    static const double law[SOA_CT_NLAW] = {1e5, 1.5, 1.0, 0.8, 1e-3};   /* contact.c defaults */
+    for (int c = 0; c < SOA_CT_NLAW; c++) m->ct_law[c] = law[c];
     return m;
 }
 
@@ -250,6 +256,8 @@ soa_status soa_model_finish(soa_model *m)
         m->lamslot[k] = (m->parent[k] >= 0 && last) ? m->lamslot[m->parent[k]] : k;
     }
     st = soa_closures_finish(m);                       /* the constraints, their rows A */
+    if (st.kind != SOA_OK) return st;
+    st = soa_contact_finish(m);                        /* contact spheres, planes, pairs */
     if (st.kind != SOA_OK) return st;
     /* ---- derivatives.c: ancestor runs (a chain's is one run, [0, v0 + nvj)) ---- */
     for (int k = 0; k < nb; k++) {

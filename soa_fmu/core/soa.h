@@ -69,13 +69,18 @@ typedef enum {
     /* ---- bounded steps (integrators.c, constraint_time.c) ---- */
     SOA_TOO_MANY_SUBSTEPS, /* a fixed-step call would need more than SOA_MAX_SUBSTEPS sub-steps
                               (h / max_step too large); index: SOA_MAX_SUBSTEPS */
+    /* ---- contact.c ---- */
+    SOA_BAD_CONTACT,    /* a contact constant is out of its domain; index: SOA_CONTACT_ROWS * e + c,
+                           e = 0 the model's law, 1 + s sphere s, 1 + nsph + j plane j,
+                           1 + nsph + npln + p sphere pair p; c the constant (SOA_CT_*) */
     SOA_NSTATUS
 } soa_kind;
 
 typedef struct { int kind; int index; } soa_status;
 
 /* Names for messages (status.c): name(ctx, SOA_NAME_*, index) -> a NUL-terminated string. */
-enum { SOA_NAME_BODY, SOA_NAME_JOINT, SOA_NAME_POSITION, SOA_NAME_VELOCITY, SOA_NAME_CONSTRAINT };
+enum { SOA_NAME_BODY, SOA_NAME_JOINT, SOA_NAME_POSITION, SOA_NAME_VELOCITY, SOA_NAME_CONSTRAINT,
+       SOA_NAME_CONTACT /* spheres, then planes, then sphere pairs */ };
 typedef struct {
     const char *(*name)(const void *ctx, int which, int index);
     const void *ctx;
@@ -84,6 +89,12 @@ typedef struct {
 #define SOA_MAX_MODES 256    /* modal coordinates of one flexible body, at most */
 #define SOA_QUAT_TOL 1e-6   /* tolerance on |q|^2 - 1 of a joint quaternion */
 #define SOA_FRICTION_VELOCITY 0.01   /* default v_s of a new model (vfric; dissipation.c) */
+/* contact.c: the law's constants, in this order in ct_law, sp_law, pl_law (Hunt-Crossley
+ * f_n = k delta^n (1 + d delta-dot), regularized Coulomb mu, v_s), then the geometry's checks */
+enum { SOA_CT_STIFFNESS, SOA_CT_EXPONENT, SOA_CT_DISSIPATION, SOA_CT_FRICTION, SOA_CT_STICTION,
+       SOA_CT_GEOMETRY, SOA_CONTACT_ROWS };
+#define SOA_CT_NLAW 5
+#define SOA_CONTACT_MAX_IMPLICIT 32   /* touching pairs whose damping is implicit (more: explicit) */
 
 /* ------------------------------------------------------------------ sizes */
 /* What a model's buffers are sized by.  Other families add their counts here. */
@@ -93,13 +104,20 @@ typedef struct {
     int nv;     /* velocity coordinates */
     int nc;     /* closure constraints (closures.c) */
     int nm;     /* flexible.c: the most modal coordinates of one body (0: every body rigid) */
+    int nsph;   /* contact.c: contact spheres on bodies */
+    int npln;   /* contact.c: contact planes fixed in world */
+    int nssp;   /* contact.c: sphere-sphere pairs that may touch */
 } soa_sizes;
 
 /* Declares the sizes of model m as local constants, so the table expressions below evaluate. */
 #define SOA_SIZES(m)                                                                          \
     const int nb = (m)->nb, nq = (m)->nq, nv = (m)->nv, nc = (m)->nc, nm = (m)->nm;             \
     const int nbf = nm ? nb : 0, nx = 6 + nm;  /* flexible tables: bodies, 6 + modes */          \
-    (void)nb; (void)nq; (void)nv; (void)nc; (void)nm; (void)nbf; (void)nx
+    const int nsph = (m)->nsph, npln = (m)->npln, nssp = (m)->nssp;                              \
+    const int npair = nsph * npln + nssp;      /* contact pairs: sphere-plane, then sphere-sphere */ \
+    const int nimp = npair < SOA_CONTACT_MAX_IMPLICIT ? npair : SOA_CONTACT_MAX_IMPLICIT;     \
+    (void)nb; (void)nq; (void)nv; (void)nc; (void)nm; (void)nbf; (void)nx;                      \
+    (void)nsph; (void)npln; (void)nssp; (void)npair; (void)nimp
 
 /* X(name, ndim, d0, d1, d2): one buffer, dims d0 x d1 x d2 (only the first ndim used). */
 
@@ -134,7 +152,12 @@ typedef struct {
     /* ---- flexible.c: flexible bodies (seed 000 sec. 4); sized 0 when every body is rigid ---- */ \
     X(nmod,    1, nbf, 0, 0)  /* modal coordinates eta(k) of body k, in q and qd right after its \
                                  joint's coordinates (0: rigid) */                                 \
-    X(attach,  1, nbf, 0, 0)  /* 1: k's joint frame sits on a node of its flexible parent */
+    X(attach,  1, nbf, 0, 0)  /* 1: k's joint frame sits on a node of its flexible parent */ \
+    /* ---- contact.c: spheres on bodies, planes in world, sphere pairs ---- */                  \
+    X(sp_body, 1, nsph, 0, 0) /* body carrying sphere s */                                      \
+    X(sp_set,  1, nsph, 0, 0) /* bit c: the sphere overrides law constant c (SOA_CT_*) */       \
+    X(pl_set,  1, npln, 0, 0) /* bit c: the plane overrides law constant c */                   \
+    X(ss_pair, 2, nssp, 2, 0) /* the two spheres (a, b) of each sphere-sphere pair */
 
 #define SOA_MODEL_REALS(X)                                                                    \
     X(axis,    2, nb, 3, 0)   /* revolute/prismatic axis, planar normal (unit) */               \
@@ -173,7 +196,15 @@ typedef struct {
     X(fl_D,    3, nbf, nm, nm) /* modal damping */                                                \
     X(at_r,    2, nbf, 3, 0)   /* attach[k]: the node's location in the parent frame */           \
     X(at_Psi,  3, nbf, 6, nm)  /* ... and its deformation per parent mode, rows (rotation; \
-                                  translation), parent frame */
+                                  translation), parent frame */ \
+    /* ---- contact.c: the law's constants (SOA_CT_* order) and the geometry ---- */             \
+    X(ct_law,    1, SOA_CT_NLAW, 0, 0)  /* model-wide k, n, d, mu, v_s */                       \
+    X(sp_center, 2, nsph, 3, 0)         /* sphere centre in its body frame */                   \
+    X(sp_radius, 1, nsph, 0, 0)         /* radius (0: a point) */                               \
+    X(sp_law,    2, nsph, SOA_CT_NLAW, 0) /* the sphere's constants (used where sp_set) */       \
+    X(pl_normal, 2, npln, 3, 0)         /* plane unit normal n, world, out of the solid */      \
+    X(pl_offset, 1, npln, 0, 0)         /* o: the plane is n.x = o */                           \
+    X(pl_law,    2, npln, SOA_CT_NLAW, 0) /* the plane's constants (used where pl_set) */
 
 /* ------------------------------------------------------------------ the data (workspace) */
 /* Frames: V, a, b, alpha, f, P, G are in body frames after the body-frame sweeps
@@ -287,7 +318,28 @@ typedef struct {
     X(fl_Y,    3, nbf, nx, 6)  /* D^-1 U0*, U0 = the rows of P H* for V */                        \
     X(fl_z,    2, nbf, nx, 0)  /* bias / residual force z(k) of (V, eta-dot) */                  \
     X(fl_u,    2, nbf, nx, 0)  /* innovations u = T - H z */                                     \
-    X(fl_s,    2, 4, nx, 0)    /* scratch */
+    X(fl_s,    2, 4, nx, 0)    /* scratch */ \
+    /* ---- contact.c: the last evaluation of the contact forces ---- */                        \
+    X(ct_fext,  2, nb, 6, 0)     /* f_ext plus the contact forces, body frames */                \
+    X(ct_force, 2, npair, 3, 0)  /* force on the pair's sphere (pair's first), world axes, N */  \
+    X(ct_point, 2, npair, 3, 0)  /* contact point, world */                                      \
+    X(ct_depth, 1, npair, 0, 0)  /* signed penetration delta, m (< 0: the gap) */                \
+    X(sp_force, 2, nsph, 3, 0)   /* total contact force on each sphere, world axes */            \
+    X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
+    X(ct_normal, 2, npair, 3, 0) /* unit normal m from the sphere towards the other */           \
+    X(ct_vrel,  2, npair, 3, 0)  /* velocity of the sphere's point relative to the other's */   \
+    X(ct_law_p, 2, npair, SOA_CT_NLAW, 0) /* the pair's constants */                             \
+    /* ---- contact.c: the implicit contact damping (the touching pairs, at most nimp) ---- */  \
+    X(ci_B,     2, nimp, 9, 0)   /* C = h B + h^2 K of each (B = -dF/dv, K = -dF/dx; 3 x 3) */   \
+    X(ci_K,     2, nimp, 9, 0)   /* K */                                                         \
+    X(ci_u,     1, 3 * nimp, 0, 0) /* u = -h K J beta */                                        \
+    X(ci_R,     2, 2 * nimp, 9, 0) /* its two points (sphere's, other's): axes (identity) ... */ \
+    X(ci_l,     2, 2 * nimp, 3, 0) /* ... and place in their bodies */                          \
+    X(ci_L,     2, 12 * nimp, 12 * nimp, 0) /* Lambda^-1 of the points (Omega recursion) */      \
+    X(ci_A,     2, 3 * nimp, 3 * nimp, 0)   /* I + h B Lambda_rel^-1, then its LU factors */     \
+    X(ci_y,     1, 3 * nimp, 0, 0) /* h B J beta-dot, then z */                                 \
+    X(ci_f,     2, nb, 6, 0)     /* -J* z as body forces, body frames */                         \
+    X(ci_dqdd,  1, nv, 0, 0)     /* M^-1 J* (-z) */
 
 /* Integer per-call arrays (same X(name, ndim, d0, d1, d2) form). */
 #define SOA_DATA_INTS(X)                                                                      \
@@ -299,14 +351,18 @@ typedef struct {
     X(cl_row0,  1, nc + 1, 0, 0) /* first row of each constraint among the active rows */       \
     X(cl_body,  1, 2 * nc, 0, 0) /* body of each closure point (-1: world or inactive) */       \
     X(cl_involved, 1, nc, 0, 0)  /* 1: constraint involved in the singular / redundant rows */  \
-    X(cl_info,  1, 3, 0, 0)   /* last solve: rank, active rows, 1 if redundant (min-norm forces) */
+    X(cl_info,  1, 3, 0, 0)   /* last solve: rank, active rows, 1 if redundant (min-norm forces) */ \
+    /* ---- contact.c: the implicit contact damping ---- */                                    \
+    X(ci_pair,  1, nimp, 0, 0) /* the touching pairs treated implicitly */                      \
+    X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of their points (-1: world) */                 \
+    X(ci_piv,   1, 3 * nimp, 0, 0) /* pivots of the LU factors */
 
 /* ------------------------------------------------------------------ the structs */
 #define SOA_DECLARE_INT(name, ndim, d0, d1, d2) int *name;
 #define SOA_DECLARE_REAL(name, ndim, d0, d1, d2) double *name;
 
 typedef struct soa_model {
-    int nb, nq, nv, nc, nm;
+    int nb, nq, nv, nc, nm, nsph, npln, nssp;
     SOA_MODEL_INTS(SOA_DECLARE_INT)
     SOA_MODEL_REALS(SOA_DECLARE_REAL)
     int finished;           /* set by soa_model_finish: the model passed its checks */
@@ -470,6 +526,24 @@ double soa_stop_force(const soa_model *m, int i, const double *q, const double *
  * + b, K: the active stops' stiffness). */
 void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const double *qd,
                         const double *T, double h);
+
+/* ------------------------------------------------------------------ contact.c */
+/* Compliant contact (docs/contact.md): Hunt-Crossley normal force and regularized Coulomb
+ * friction between spheres on bodies and planes in world, and between sphere pairs. */
+#define SOA_USE_FEXT 1      /* use_fext bits of the tree acceleration: the held d->fext ... */
+#define SOA_USE_CONTACT 2   /* ... and the contact forces (d->ct_fext = f_ext + contact) */
+soa_status soa_contact_finish(const soa_model *m);
+/* The contact forces at the inertial-frame kinematics held in d (Rw, pw, V of
+ * soa_tree_acceleration_inertial): ct_force, ct_point, ct_depth, sp_force, sp_depth and
+ * ct_fext = fext (NULL: 0) + the contact forces, body frames. */
+void soa_contact_forces(const soa_model *m, soa_data *d, const double *fext);
+/* The same from a state (the placements and velocities computed first). */
+soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                             int use_fext);
+/* The contact forces linearly implicit over a step h (docs/contact.md):
+ * qdd <- (M + J* (h B + h^2 K) J)^-1 (M qdd - h J* K J beta), after a tree acceleration with
+ * SOA_USE_CONTACT on this data (its factors and contact forces). */
+void soa_contact_implicit(const soa_model *m, soa_data *d, double h, double *qdd);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the

@@ -148,6 +148,25 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
                  "(with max_step below the explicit bound, see docs/joints.md)",
                  i == 0 ? "flexible bodies" : "closure constraints");
         break;
+    case SOA_BAD_CONTACT: {   /* contact.c: element e (0: the model's law), constant c */
+        static const char *const what[SOA_CONTACT_ROWS] = {
+            "stiffness must be finite and \xe2\x89\xa5 0", "exponent must be finite and > 0",
+            "dissipation must be finite and \xe2\x89\xa5 0", "friction must be finite and \xe2\x89\xa5 0",
+            "stiction_velocity must be finite and > 0",
+            "its body, centre, radius (\xe2\x89\xa5 0), unit normal, offset or spheres are invalid"};
+        const int e = i / SOA_CONTACT_ROWS, c = i % SOA_CONTACT_ROWS;
+        const int ns = m->nsph, np = m->npln;
+        const char *kind = e == 0 ? "contact" : e <= ns ? "contact sphere"
+                           : e <= ns + np ? "contact plane" : "contact sphere pair";
+        if (i < 0)
+            snprintf(buf, n, "contact: invalid constant");
+        else if (e == 0)
+            snprintf(buf, n, "contact: %s", what[c]);
+        else
+            snprintf(buf, n, "%s '%s': %s", kind,
+                     name(nm, SOA_NAME_CONTACT, e - 1, ns + np + m->nssp), what[c]);
+        break;
+    }
     default:
         snprintf(buf, n, "invalid input (status %d, index %d)", st.kind, i);
     }

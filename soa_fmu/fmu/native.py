@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..contact import contact_names, sphere_pairs
 from ..model import Model
 from .variables import METHODS, VariableTable
 
@@ -130,6 +131,7 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str,
     parts.append(_strings("POSITIONS", model.position_names))
     parts.append(_strings("VELOCITIES", model.velocity_names))
     parts.append(_strings("CONSTRAINTS", [c.name for c in model.constraints]))
+    parts.append(_strings("CONTACTS", contact_names(model)))
 
     labels = {"tau": model.velocity_names, "qd0": model.velocity_names, "qd": model.velocity_names,
               "qdd": model.velocity_names, "q0": model.position_names, "q": model.position_names}
@@ -195,6 +197,10 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str,
                                       "stops_enabled", "stop_tau", "integrator_used")},
         "interfaces": ("cs" in interfaces) + 2 * ("me" in interfaces),
         "vr_qdot": vr("qdot"),
+        "nsph": len(model.contact_spheres), "npln": len(model.contact_planes),
+        "nssp": len(sphere_pairs(model)), "contact_names": "CONTACTS",
+        **{f"vr_{g}": vr(g) for g in ("contact_law", "plane_offset", "contact_force",
+                                      "contact_depth", "pair_depth")},
     }
     parts.append("const soa_fmu_description soa_fmu_model = {\n"
                  + ",\n".join(f"    .{k} = {v}" for k, v in fields.items()) + "\n};\n")

@@ -39,6 +39,7 @@ from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Status
 
 from .. import _core
+from ..contact import LAW, contact_forces
 from ..energy import total_energy
 from ..integrators import MIN_MAX_STEP, IntegrationError, Simulator
 from ..io import load_model
@@ -175,6 +176,9 @@ class SoaSlave(Fmi2Slave):
         self.b_stops = (table.groups["stops_enabled"][0] - nr if "stops_enabled" in table.groups
                         else None)
         self.inertial_start = self.real[self.sl_inertial].copy()
+        # contact (soa_fmu/contact.py): tunable law and plane offsets, per-sphere outputs
+        self.sl_law, self.sl_offset = sl("contact_law"), sl("plane_offset")
+        self.sl_cforce, self.sl_cdepth = sl("contact_force"), sl("contact_depth")
         self.cons = [(c.name, g(f"u:{c.name}"), g(f"f:{c.name}"), table.groups[f"err:{c.name}"][0],
                       table.groups[f"active:{c.name}"][0] - nr) for c in model.constraints]
         self.frames = [(f, g(f"f_ext:{f}"), g(f"pose:{f}")) for f in table.frames]
@@ -290,6 +294,7 @@ class SoaSlave(Fmi2Slave):
             if not np.array_equal(getattr(model, name), self.real[sl]):
                 setattr(model, name, self.real[sl])
         self._apply_stops()
+        self._apply_contact()
 
     def _apply_stops(self) -> None:
         """The joint stops' tunable gains and switch into the model (docs/joints.md)."""
@@ -301,6 +306,20 @@ class SoaSlave(Fmi2Slave):
                 setattr(model, name, self.real[sl])
         if model.stops_enabled != self.boolean[self.b_stops]:
             model.stops_enabled = self.boolean[self.b_stops]
+
+    def _apply_contact(self) -> None:
+        """The tunable contact parameters into the model (the engine model is rebuilt if they
+        changed)."""
+        model, r = self.model, self.real
+        if not model.contact_spheres:
+            return
+        law = dict(zip(LAW, (float(x) for x in r[self.sl_law])))
+        if law != model.contact_law:
+            model.contact_law = law
+        for pl, x in zip(model.contact_planes, r[self.sl_offset]):
+            if pl.offset != x:
+                pl.offset = float(x)
+                model._invalidate()
 
     def _build(self) -> None:
         """(Re)create the Simulator from the parameters and inputs (instantiated/init mode)."""
@@ -358,6 +377,9 @@ class SoaSlave(Fmi2Slave):
             on = sim.active[name]
             r[sl_f] = sim.constraint_forces[name] if on else 0.0
             r[vr_err] = sim.constraint_residuals[name] if on else 0.0
+        if self.model.contact_spheres:
+            c = contact_forces(self.model, sim.q, sim.qd)
+            r[self.sl_cforce], r[self.sl_cdepth] = c.sphere_force.ravel(), c.sphere_depth
         self.stale = self.lazy_valid = self.energy_valid = self.poses_valid = False
         self.refresh_from = self.lazy_lo
 
@@ -541,6 +563,10 @@ class SoaSlave(Fmi2Slave):
             if v.group in ("stop_stiffness", "stop_damping") and not x >= 0:
                 self._reject(vr, f"{self._named(vr)} must be >= 0, got {x!r}")
                 return
+            if v.group == "contact_law" and (x < 0 or (x == 0 and list(LAW.values())[v.index][2])):
+                self._reject(vr, f"{v.name} must be {'> 0' if list(LAW.values())[v.index][2] else '≥ 0'}"
+                                 f", got {x!r}")
+                return
             self.real[vr] = x
             self.pending.pop(vr, None)
             if self.mode == STEPPING:
@@ -561,6 +587,8 @@ class SoaSlave(Fmi2Slave):
             return
         if v.group == "g":
             self.model.gravity = r[self.sl_g]
+        elif v.group in ("contact_law", "plane_offset"):
+            self._apply_contact()
         elif v.group == "stabilization":
             sim.stabilization = tuple(float(x) for x in r[self.sl_stab])
         elif v.group in ("stop_stiffness", "stop_damping"):

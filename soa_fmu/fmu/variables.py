@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import joints as J
+from ..contact import LAW, contact_names, sphere_pairs
 from ..integrators import MIN_MAX_STEP
 from ..model import Model
 
@@ -67,6 +68,8 @@ UNITS: dict[str, dict[str, int]] = {
     "N.s/m": {"kg": 1, "s": -1},
     "N.m/rad": {"kg": 1, "m": 2, "s": -2, "rad": -1},
     "N/m": {"kg": 1, "s": -2},
+    "s/m": {"s": 1, "m": -1},
+    "N/m^n": {"kg": 1, "s": -2},      # (the exponent n makes it kg.m^(1-n)/s2; declared N/m^n)
 }
 
 # What each dof kind means: (coordinate, rate, acceleration, generalized force, viscous damping)
@@ -82,6 +85,13 @@ INERTIAL = (("mass", "kg", "mass"),
             *((f"com[{k + 1}]", "m", f"centre of mass, body frame {c}") for k, c in enumerate("xyz")),
             *((f"inertia[{k + 1}]", "kg.m2", f"rotational inertia {c} about the centre of mass, "
                "body axes") for k, c in enumerate(("xx", "yy", "zz", "xy", "xz", "yz"))))
+
+CONTACT_DOC = {"stiffness": "stiffness k of f_n = k delta^n (1 + d delta-dot)",
+               "exponent": "exponent n of f_n = k delta^n (1 + d delta-dot)",
+               "dissipation": "Hunt-Crossley dissipation d of f_n = k delta^n (1 + d delta-dot)",
+               "friction": "Coulomb friction coefficient mu",
+               "stiction_velocity": "regularization velocity v_s of the friction, "
+                                    "f_t = -mu f_n v_t / sqrt(v_t^2 + v_s^2)"}
 
 # Constraint rows: spatial order [angular; linear] (ω first, as everywhere in the engine).
 CONSTRAINT_ROWS = {
@@ -303,7 +313,7 @@ class VariableTable:
         for v in self.variables:
             if v.causality != "output":
                 continue
-            feedthrough = v.group == "qdd" or v.group.startswith("f:")
+            feedthrough = v.group == "qdd" or v.group.startswith("f:")   # (contact: the state)
             deps[v.value_reference] = ALL if feedthrough else []
         # (a residual is a function of q, and of the constraint's on/off switch)
         for c in self.constraints:
@@ -355,6 +365,8 @@ class VariableTable:
                 d = [vr["q0"][i] for i in self._frame_q[g[5:]]]
             elif g.startswith("err:"):
                 d = vr.get("q0", []) + vr[f"active:{g[4:]}"]
+            elif g in ("contact_force", "contact_depth"):
+                d = vr.get("q0", []) + vr.get("qd0", []) + vr["contact_law"] + vr.get("plane_offset", [])
             else:                 # qdd, constraint forces
                 deps[v.value_reference] = ALL
                 continue
@@ -463,6 +475,19 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
                 float(b_stop[i]), f"joint stop damping on dof {i + 1}: {vdesc(i)}",
                 "stop_damping", i)
 
+    # ---------------- contact (tunable): the law's model-wide constants, each plane's offset
+    if model.contact_spheres:
+        law = model.contact_law
+        for i, (key, (_, u, positive)) in enumerate(LAW.items()):
+            add(f"contact.{key}", "Real", "parameter", "tunable", "exact", u, float(law[key]),
+                f"contact law: {CONTACT_DOC[key]} (spheres and planes that do not override it; "
+                f"{'> 0' if positive else '≥ 0'})", "contact_law", i)
+        for j, pl in enumerate(model.contact_planes):
+            add(f"{structured_name(pl.name, 'contact plane')}.offset", "Real", "parameter",
+                "tunable", "exact", "m", float(pl.offset),
+                f"offset o of contact plane '{pl.name}' along its normal {list(pl.normal)} "
+                "(the plane is n.x = o)", "plane_offset", j)
+
     # ---------------- inputs
     for i in range(nv):
         kind = vel[i][3]
@@ -511,6 +536,17 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
     add("integrator_used", "Real", "output", "discrete", "calculated", "1", None,
         "the integrator run (decided once, at initialization; integrator = auto picks rk4 or "
         "implicit): 0 rk4, 1 euler, 2 dop853, 3 implicit", "integrator_used", 0)
+    # ---------------- contact outputs (of the state): force on each sphere, its penetration
+    if model.contact_spheres:
+        snames = [structured_name(sp.name, "contact sphere") for sp in model.contact_spheres]
+        for s_, sp in enumerate(model.contact_spheres):
+            for k, c in enumerate("xyz"):
+                add(f"{snames[s_]}.force[{k + 1}]", "Real", "output", "continuous", "calculated",
+                    "N", None, f"contact force on sphere '{sp.name}', world {c}", "contact_force",
+                    3 * s_ + k)
+        for s_, sp in enumerate(model.contact_spheres):
+            add(f"{snames[s_]}.depth", "Real", "output", "continuous", "calculated", "m", None,
+                f"deepest penetration of sphere '{sp.name}' (0 when free)", "contact_depth", s_)
 
     # ---------------- state derivatives (Model Exchange): der(q) = f(q) qd
     q_first = 0 if not states else next(v.value_reference for v in rows if v.group == "q")
@@ -519,6 +555,18 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
             "1/s" if pos[i][3] is None else pos[i][3][1], None,
             f"rate of change of q[{i + 1}] ({qdesc(i)}): theta-dot = f(theta) beta", "qdot", i,
             q_first + i)
+
+    # ---------------- contact pairs' penetrations (Model Exchange: the event indicators)
+    if states and model.contact_spheres:
+        names = contact_names(model)
+        sp, pl = model.contact_spheres, model.contact_planes
+        pairs = [(a.name, b.name) for a in sp for b in pl] + [
+            tuple(n.split("/")) for n in names[len(sp) + len(pl):]]
+        for p_, (a, b) in enumerate(pairs):
+            add(f"contact.{structured_name(a, 'contact sphere')}.{structured_name(b, 'contact')}"
+                ".depth", "Real", "local", "continuous", "calculated", "m", None,
+                f"signed penetration of sphere '{a}' into '{b}' (< 0: the gap): the event "
+                "indicator of their touch-down and lift-off", "pair_depth", p_)
 
     # ---------------- outputs computed on demand
     add("energy", "Real", "output", "continuous", "calculated", "J", None,
@@ -568,9 +616,11 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
 
 def event_indicator_count(model: Model) -> int:
     """Model Exchange event indicators: one per joint stop limit (lower, upper) of each dof, in dof
-    order, lower first (model_exchange.c fmu_me_event_indicators): q - lower, upper - q."""
+    order, lower first (model_exchange.c fmu_me_event_indicators): q - lower, upper - q; then one
+    per contact pair, its signed penetration (fmu_contact.c)."""
     lower, upper = model.joint_limits
-    return int((~np.isnan(lower)).sum() + (~np.isnan(upper)).sum())
+    pairs = len(model.contact_spheres) * len(model.contact_planes) + len(sphere_pairs(model))
+    return int((~np.isnan(lower)).sum() + (~np.isnan(upper)).sum()) + pairs
 
 
 def _rate_dependencies(model: Model) -> list[tuple[list[int], list[int]]]:

@@ -18,7 +18,8 @@ from .urdf import load_urdf
 __all__ = ["load_model", "ModelWarning"]
 
 
-def load_model(path: str | os.PathLike, floating_base: bool = False, strict: bool = True) -> Model:
+def load_model(path: str | os.PathLike, floating_base: bool = False, strict: bool = True,
+               contact_floor: float | None = None) -> Model:
     """Read a ``.urdf`` or ``.toml`` model file.
 
     ``floating_base=True`` attaches the root body to world by a free joint named ``root_joint``
@@ -29,10 +30,18 @@ def load_model(path: str | os.PathLike, floating_base: bool = False, strict: boo
     semi-definite, or breaking the triangle inequality — as in some published robot files), with one
     :class:`ModelWarning` per such body naming file, line, link and problem.  Everything else
     (NaN, negative mass, asymmetric tensor, bad XML, a massless moving subtree, …) is still an error.
+
+    ``contact_floor`` (URDF): every ``<collision>`` sphere becomes a contact sphere, and a floor
+    plane ``floor`` is added at this height (docs/contact.md; a native file says the same with
+    ``contact_spheres = true`` in an include and ``[[contact.planes]]``).
     """
     suffix = Path(path).suffix.lower()
     if suffix == ".urdf":
-        return load_urdf(path, floating_base=floating_base, strict=strict)
+        return load_urdf(path, floating_base=floating_base, strict=strict,
+                         contact_floor=contact_floor)
+    if contact_floor is not None:
+        raise ModelError(f"{os.fspath(path)}: contact_floor applies to a URDF file; a native file "
+                         "declares its contact in [contact] (docs/contact.md)")
     if suffix == ".toml":
         return load_native(path, floating_base=floating_base, strict=strict)
     raise ModelError(f"{os.fspath(path)}: unknown model file type {suffix or '(no suffix)'!r} "

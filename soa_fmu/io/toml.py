@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 
 from .. import joints as J
+from ..contact import LAW
 from ..model import CONSTRAINT_KINDS, WORLD, Model, ModelError
 from ..spatial import rpy_to_matrix
 from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
@@ -30,13 +31,16 @@ from .urdf import UrdfRobot, add_urdf, parse_urdf, warn_unphysical
 
 KEYS = {
     "top": {"name", "gravity", "urdf", "floating_base", "strict", "include", "bodies", "frames",
-            "constraints", "initial"},
-    "include": {"urdf", "prefix", "parent", "xyz", "rpy", "floating_base"},
+            "constraints", "initial", "contact"},
+    "include": {"urdf", "prefix", "parent", "xyz", "rpy", "floating_base", "contact_spheres"},
     "body": {"name", "parent", "mass", "com", "inertia", "joint", "flexible", "node"},
     "frame": {"name", "body", "xyz", "rpy", "node"},
     "flexible": {"kind", "modes", "damping_ratio"},
     "constraint": {"name", "kind", "frame_a", "frame_b", "axis", "active"},
     "initial": {"q", "qd"},
+    "contact": set(LAW) | {"planes", "spheres"},
+    "contact.planes": set(LAW) | {"name", "point", "normal"},
+    "contact.spheres": set(LAW) | {"name", "body", "center", "radius", "collide"},
     "limits": {"lower", "upper", "velocity", "effort", "damping", "friction", "armature",
                "stop_stiffness", "stop_damping"},
 }
@@ -140,9 +144,10 @@ class _Reader:
         spec, where = item.spec, item.where
         R, t = self.placement(spec, where)
         floating = self.get(spec, "floating_base", where, bool, False)
+        spheres = self.get(spec, "contact_spheres", where, bool, False)
         try:
             add_urdf(model, item.robot, prefix=spec.get("prefix", ""), parent=item.parent,
-                     rotation=R, translation=t, floating_base=floating)
+                     rotation=R, translation=t, floating_base=floating, contact_spheres=spheres)
         except ValueError as e:
             raise self.error(where, str(e)) from None
         for name in item.names:
@@ -361,9 +366,72 @@ def _load_native(path: str, floating_base: bool, strict: bool) -> Model:
         b = model.bodies[bad[0]]
         raise rd.error(rd.where_of_body.get(b.name, b.name),
                        f"joint {b.joint_name!r} (body {b.name!r}) {bad[1]}")
+    if "contact" in doc:
+        _contact(rd, model, doc["contact"])
     if "initial" in doc:
         rd.initial(model, doc["initial"])
     return model
+
+
+def _contact(rd: _Reader, model: Model, spec) -> None:
+    """``[contact]`` (the law's model-wide constants), ``[[contact.planes]]``,
+    ``[[contact.spheres]]`` (docs/contact.md)."""
+    spec = rd.table(spec, "contact", KEYS["contact"])
+
+    def law(t: dict, where: str) -> dict:
+        out = {}
+        for key in LAW:
+            if key in t:
+                x = rd.get(t, key, where, float)
+                positive = LAW[key][2]
+                if x < 0 or (positive and x == 0):
+                    raise _contact_error(rd, where, key, f"must be {'> 0' if positive else '≥ 0'}, "
+                                                         f"got {x!r}")
+                out[key] = x
+        return out
+
+    model.contact_law = law(spec, "contact")
+    for kind in ("planes", "spheres"):
+        items = spec.get(kind, [])
+        if not isinstance(items, list):
+            raise rd.error(f"contact.{kind}", f"expected an array of tables ([[contact.{kind}]]), "
+                                              f"got {_kind(items)}")
+        for i, t in enumerate(items):
+            where = f"contact.{kind}[{i}]"
+            t = rd.table(t, where, KEYS[f"contact.{kind}"])
+            name, lw = rd.name(t, "name", where), law(t, where)
+            if kind == "planes":
+                args = (rd.vector(t, "point", where), rd.axis(t, "normal", where, (0.0, 0.0, 1.0)))
+            else:
+                args = (rd.name(t, "body", where), rd.vector(t, "center", where),
+                        rd.get(t, "radius", where, float, 0.0))
+                lw["collide"] = rd.get(t, "collide", where, bool, True)
+            try:
+                if kind == "planes":
+                    model.add_contact_plane(name, *args, **lw)
+                else:
+                    model.add_contact_sphere(name, *args, **lw)
+            except ModelError as e:
+                raise _contact_error(rd, where, None, str(e)) from None
+
+
+def _contact_error(rd: _Reader, where: str, key: str | None, problem: str) -> ModelError:
+    """A located error in ``[contact]`` / ``[[contact.<kind>]]`` (the n-th header, then the key)."""
+    lines = rd.text.splitlines()
+    m = re.match(r"contact\.(\w+)\[(\d+)\]", where)
+    header = (rf"\s*\[\[\s*contact\.{m.group(1)}\s*\]\]" if m else r"\s*\[\s*contact\s*\]")
+    hits = [i for i, ln in enumerate(lines) if re.match(header, ln)]
+    n = int(m.group(2)) if m else 0
+    line = None
+    if n < len(hits):
+        line = hits[n] + 1
+        end = next((i for i in range(hits[n] + 1, len(lines)) if re.match(r"\s*\[", lines[i])),
+                   len(lines))
+        if key is not None:
+            line = next((i + 1 for i in range(hits[n], end)
+                         if re.match(rf"\s*{key}\s*=", lines[i])), line)
+    path = f"{where}.{key}" if key else where
+    return ModelError(f"{rd.path}{f':{line}' if line else ''}: {path}: {problem}")
 
 
 def _include_item(rd: _Reader, where: str, spec: dict) -> _Item:

@@ -56,6 +56,7 @@ class UrdfLink:
     com: np.ndarray = field(default_factory=lambda: np.zeros(3))
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))  # about the com, link axes
     unphysical: str = ""    # strict=False: why the inertia fails the physical checks (located)
+    spheres: list = field(default_factory=list)   # <collision> spheres: (centre, radius), link frame
 
 
 @dataclass
@@ -166,6 +167,14 @@ def _parse_xml(path: str, data: bytes):
 
 def _parse_link(loc: _Located, el, strict: bool) -> UrdfLink:
     link = UrdfLink(loc.attr(el, "name"), el.sourceline)
+    for col in el.iterchildren("collision"):      # spheres only (contact: soa_fmu/contact.py)
+        geometry = loc.one(col, "geometry")
+        sphere = loc.one(geometry, "sphere") if geometry is not None else None
+        if sphere is not None:
+            r = loc.number(sphere, "radius")
+            if r < 0:
+                raise loc.error(sphere, f"negative sphere radius {r}", "radius")
+            link.spheres.append((loc.origin(col)[1], r))
     inertial = loc.one(el, "inertial")
     if inertial is None:
         return link
@@ -304,9 +313,12 @@ def _joint(j: UrdfJoint) -> J.Joint:
 
 
 def add_urdf(model: Model, robot: UrdfRobot, *, prefix: str = "", parent: str = WORLD,
-             rotation=None, translation=(0.0, 0.0, 0.0), floating_base: bool = False) -> None:
+             rotation=None, translation=(0.0, 0.0, 0.0), floating_base: bool = False,
+             contact_spheres: bool = False) -> None:
     """Add the robot's links as bodies of ``model`` (names prefixed by ``prefix``), its root placed
-    at (rotation, translation) in ``parent``, by a fixed joint or a free joint ``<prefix>root_joint``."""
+    at (rotation, translation) in ``parent``, by a fixed joint or a free joint ``<prefix>root_joint``.
+    ``contact_spheres``: every ``<collision>`` sphere of a link becomes a contact sphere named after
+    the link (``<link>_<i>`` when it has several)."""
     R0 = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float)
     t0 = np.asarray(translation, dtype=float)
     root = robot.links[robot.root]
@@ -336,16 +348,29 @@ def add_urdf(model: Model, robot: UrdfRobot, *, prefix: str = "", parent: str = 
         at, R, t = placed.get(j.parent, (prefix + j.parent, np.eye(3), np.zeros(3)))
         add(robot.links[j.child], _joint(j), prefix + j.name, at, R @ j.rotation, t + R @ j.translation,
             j.limits, j.line)
+    for link in robot.links.values() if contact_spheres else ():
+        for i, (center, radius) in enumerate(link.spheres):
+            if link.name == WORLD and robot.root == WORLD:
+                continue
+            name = prefix + link.name + (f"_{i + 1}" if len(link.spheres) > 1 else "")
+            try:
+                model.add_contact_sphere(name, prefix + link.name, center, radius)
+            except ValueError as e:
+                raise ModelError(f"{robot.path}:{link.line}: {e}") from None
 
 
-def load_urdf(path: str | os.PathLike, floating_base: bool = False, strict: bool = True) -> Model:
+def load_urdf(path: str | os.PathLike, floating_base: bool = False, strict: bool = True,
+              contact_floor: float | None = None) -> Model:
     """Read a URDF file into a new Model named after the robot (``model.source = path``);
-    ``strict=False``: see the module docstring."""
+    ``strict=False``: see the module docstring.  ``contact_floor``: the height of a floor plane
+    (``floor``, normal +z), and every ``<collision>`` sphere becomes a contact sphere."""
     robot = parse_urdf(path, strict)
     warn_unphysical(robot)
     model = Model(robot.name)
     model.source = robot.path
-    add_urdf(model, robot, floating_base=floating_base)
+    add_urdf(model, robot, floating_base=floating_base, contact_spheres=contact_floor is not None)
+    if contact_floor is not None:
+        model.add_contact_plane("floor", (0.0, 0.0, float(contact_floor)))
     bad = singular_joint(model)
     if bad is not None:
         b = model.bodies[bad[0]]

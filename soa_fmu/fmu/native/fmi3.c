@@ -619,11 +619,10 @@ fmi3Status fmi3GetContinuousStateDerivatives(fmi3Instance instance, fmi3Float64 
 fmi3Status fmi3GetEventIndicators(fmi3Instance instance, fmi3Float64 eventIndicators[],
                                   size_t nEventIndicators)
 {
-    (void)eventIndicators;
-    if (!instance_of(instance)) return fmi3Error;
-    if (nEventIndicators != 0)
-        return refuse(instance, "fmi3GetEventIndicators", "this FMU has no event indicators");
-    return fmi3OK;
+    Instance *c = instance_of(instance);
+    if (!c) return fmi3Error;
+    return (fmi3Status)fmu_event_indicators(c, eventIndicators, nEventIndicators,
+                                            "fmi3GetEventIndicators");
 }
 
 fmi3Status fmi3GetContinuousStates(fmi3Instance instance, fmi3Float64 continuousStates[],
@@ -647,7 +646,7 @@ fmi3Status fmi3GetNominalsOfContinuousStates(fmi3Instance instance, fmi3Float64 
 fmi3Status fmi3GetNumberOfEventIndicators(fmi3Instance instance, size_t *nEventIndicators)
 {
     if (!instance_of(instance) || !nEventIndicators) return fmi3Error;
-    *nEventIndicators = 0;
+    *nEventIndicators = (size_t)fmu_event_indicator_count();   /* contact pairs (fmu_contact.c) */
     return fmi3OK;
 }
 

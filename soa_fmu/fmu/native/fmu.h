@@ -70,6 +70,13 @@ typedef struct {
         vr_integrator_used;
     int interfaces;                      /* 1: Co-Simulation, 2: Model Exchange, 3: both */
     int vr_qdot;                         /* of der(q)[1], the q-dot locals (-1: no states) */
+    /* ---- contact (fmu_contact.c): spheres, planes, sphere pairs; value references of
+     * contact.stiffness (then the other SOA_CT_* constants), <plane>.offset (npln),
+     * <sphere>.force[1] (3 per sphere), <sphere>.depth (nsph); -1: absent */
+    int nsph, npln, nssp;
+    const char *const *contact_names;    /* spheres, planes, sphere pairs */
+    int vr_contact_law, vr_plane_offset, vr_contact_force, vr_contact_depth;
+    int vr_pair_depth;                   /* Model Exchange: contact.<sphere>.<other>.depth */
 } soa_fmu_description;
 
 extern const soa_fmu_description soa_fmu_model;

@@ -81,6 +81,7 @@ static const char *name_of(const void *ctx, int which, int index)
     case SOA_NAME_JOINT: return index < D.nb ? D.joint_names[index] : NULL;
     case SOA_NAME_POSITION: return index < D.nq ? D.position_names[index] : NULL;
     case SOA_NAME_CONSTRAINT: return index < D.nc ? D.constraint_names[index] : NULL;
+    case SOA_NAME_CONTACT: return index < D.nsph + D.npln + D.nssp ? D.contact_names[index] : NULL;
     default: return index < D.nv ? D.velocity_names[index] : NULL;
     }
 }
@@ -106,6 +107,7 @@ void fmu_apply_gravity(Instance *c)
         c->m->a0[i] = 0.0;
         c->m->a0[3 + i] = -c->real[D.vr_g + i];
     }
+    fmu_apply_contact(c);                 /* the other tunables the model holds (fmu_contact.c) */
     /* and the other tunable parameters of the model: the joint stops' gains and switch (checked
      * >= 0 by the setter; dissipation.c reads them at every evaluation) */
     if (D.vr_stop_stiffness < 0) return;
@@ -189,6 +191,15 @@ static soa_status update_outputs(Instance *c)
         st = soa_constrained_fd(c->m, c->d, q, qd, tau, use, c->active, c->u, NULL, c->anchors,
                                 c->real[D.vr_stab], c->real[D.vr_stab + 1], c->qdds, c->forces,
                                 c->residuals);
+    } else if (D.nsph > 0) {                          /* with the contact forces (contact.c) */
+        st = soa_check_inputs(c->m, q, qd, tau);
+        const int k = st.kind == SOA_OK ? soa_tree_acceleration_inertial(
+            c->m, c->d, q, qd, tau, (use ? SOA_USE_FEXT : 0) | SOA_USE_CONTACT, c->qdds) : -1;
+        if (k >= 0) {
+            st.kind = SOA_SINGULAR;
+            st.index = k;
+        }
+        if (st.kind == SOA_OK) st = fmu_put_contact_outputs(c, q, 0);
     } else {
         st = soa_aba(c->m, c->d, q, qd, tau, use, c->qdds);
         for (int i = 0; i < 6 * D.nc; i++) c->forces[i] = 0.0;
@@ -387,6 +398,10 @@ static soa_status integrate(Instance *c, double h)
         else
             st = soa_rk4(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
     }
+    if (st.kind != SOA_OK) return st;
+    /* contact outputs at the new state: rk4 and euler end with an evaluation there; implicit's
+     * come with its qdd (update_outputs, below) */
+    st = fmu_put_contact_outputs(c, c->qs, c->method_used == SOA_DOP853);
     if (st.kind != SOA_OK) return st;
     if (c->method_used == SOA_DOP853) c->last_h = last_h;
     memcpy(c->real + D.vr_q, c->qs, sizeof(double) * D.nq);
@@ -797,7 +812,7 @@ void fmu_free(Instance *c)
 /* The soa_model of the description: its buffers copied by the tables of soa.h, then checked. */
 static soa_model *make_model(void)
 {
-    const soa_sizes sizes = {D.nb, D.nq, D.nv, D.nc, D.nm};
+    const soa_sizes sizes = {D.nb, D.nq, D.nv, D.nc, D.nm, D.nsph, D.npln, D.nssp};
     soa_model *m = soa_model_new(&sizes);
     if (!m) return NULL;
     SOA_SIZES(m);
@@ -1038,7 +1053,7 @@ static int real_problem(const Instance *c, int vr, double x, char *text, size_t 
         snprintf(text, n, "%s must be >= 0, got %.17g", fmu_named(vr, nm, sizeof nm), x);
         return REJ_NONPOSITIVE;
     }
-    return OK_VALUE;
+    return fmu_contact_problem(vr, x, text, n);
 }
 
 int fmu_set_real(Instance *c, const unsigned *vr, size_t nvr, const double *value,
@@ -1130,7 +1145,7 @@ int fmu_pending_reasons(const Instance *c, char *out, size_t n)
         static const char *const why[] = {"", "was set to NaN", "was set to an infinite value",
                                           "is an output", "is a fixed parameter",
                                           "must be > 0", "is not a known integrator",
-                                          "is below its floor"};
+                                          "is below its floor", "must be \xe2\x89\xa5 0"};
         used += (size_t)snprintf(out + used, n - used, "%s%s %s (value rejected)", any ? "; " : "",
                                  fmu_named(vr, nm, sizeof nm), why[c->pending[vr]]);
         any = 1;

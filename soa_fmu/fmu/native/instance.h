@@ -34,7 +34,7 @@ extern const char *const METHOD_NAMES[SOA_NMETHODS];
 
 /* Why a variable's value was rejected (pending[vr]); the value itself was not applied. */
 enum { OK_VALUE, REJ_NAN, REJ_INF, REJ_OUTPUT, REJ_FIXED, REJ_NONPOSITIVE, REJ_METHOD,
-       REJ_TOO_SMALL, REJ_LAST = REJ_TOO_SMALL };
+       REJ_TOO_SMALL, REJ_NEGATIVE, REJ_LAST = REJ_NEGATIVE };
 
 /* The evolving state of an instance, declared once: what the FMU state saves and restores
  * (X(type, name, count)). */
@@ -162,5 +162,13 @@ int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const
 int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const unsigned *known,
                 size_t nknown, const double *seed, size_t nseed, double *out, size_t nout,
                 const char *fn);
+
+/* ---------------------------------------------------------------- fmu_contact.c */
+void fmu_apply_contact(Instance *c);
+int fmu_contact_problem(int vr, double x, char *text, size_t n);
+soa_status fmu_put_contact_outputs(Instance *c, const double *q, int recompute);
+int fmu_event_indicator_count(void);
+int fmu_contact_indicators(Instance *c, double *z, const char *fn);
+int fmu_event_indicators(Instance *c, double *z, size_t nz, const char *fn);   /* FMI 3.0 */
 
 #endif

@@ -130,6 +130,7 @@ static int evaluate(Instance *c, int level, const char *fn)
     memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
     soa_configuration_rate(c->m, c->qn, qd, c->real + D.vr_qdot);
     fmu_put_constraint_outputs(c);
+    fmu_put_contact_outputs(c, c->qn, 0);      /* (evaluated with beta-dot by soa_tree_accel) */
     c->stale = 0;
     return 1;
 }
@@ -511,6 +512,11 @@ int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const
     if (!fmu_check_refs(c, unknown, nunknown, nout, 0, D.nreal, fn, 0)
         || !fmu_check_refs(c, known, nknown, nseed, 0, D.nreal, fn, 0))
         return FMU_ERROR;
+    if (D.nsph > 0) {        /* the contact forces' derivatives are not formed: declared false */
+        fmu_log(c, FMU_ERROR, "%s: this FMU has contact; it provides no directional derivatives "
+                "(providesDirectionalDerivative=\"false\")", fn);
+        return FMU_ERROR;
+    }
     const int states = D.vr_qdot >= 0;
     int with_x = 0, with_u = 0;
     memset(c->dq, 0, sizeof(double) * D.nq);
@@ -654,6 +660,10 @@ int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const uns
     if (!fmu_check_refs(c, unknown, nunknown, nseed, 0, D.nreal, fn, 0)
         || !fmu_check_refs(c, known, nknown, nout, 0, D.nreal, fn, 0))
         return FMU_ERROR;
+    if (D.nsph > 0) {
+        fmu_log(c, FMU_ERROR, "%s: this FMU has contact; it provides no adjoint derivatives", fn);
+        return FMU_ERROR;
+    }
     if (nout > (size_t)D.nreal + 1 || nseed > (size_t)D.nreal + 1) {
         fmu_log(c, FMU_ERROR, "%s: at most %d knowns and unknowns per call", fn, D.nreal + 1);
         return FMU_ERROR;
@@ -674,14 +684,16 @@ int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const uns
 
 /* The event indicators (FMI 2.0 Model Exchange): one per joint stop limit, dof order, lower
  * first: q - lower and upper - q (the stop acts where one is < 0), so the integrator lands on the
- * contact instant; 1 while the stops are switched off (no event). */
+ * contact instant; 1 while the stops are switched off (no event).  Then one per contact pair
+ * (fmu_contact.c: its signed penetration). */
 int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn)
 {
     const soa_model *m = c->m;
     size_t n = 0;
     for (int i = 0; i < D.nv; i++) n += (size_t)((m->stop_on[i] & 1) + ((m->stop_on[i] >> 1) & 1));
-    if (ni != n) {
-        fmu_log(c, FMU_ERROR, "%s: this FMU has %zu event indicators, %zu were asked for", fn, n, ni);
+    if (ni != n + (size_t)fmu_event_indicator_count()) {
+        fmu_log(c, FMU_ERROR, "%s: this FMU has %zu event indicators, %zu were asked for", fn,
+                n + (size_t)fmu_event_indicator_count(), ni);
         return FMU_ERROR;
     }
     if (ni && !z) return FMU_ERROR;
@@ -692,5 +704,5 @@ int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn)
         if (m->stop_on[i] & 1) z[k++] = m->stopped && qi >= 0 ? q[qi] - m->stop_lo[i] : 1.0;
         if (m->stop_on[i] & 2) z[k++] = m->stopped && qi >= 0 ? m->stop_hi[i] - q[qi] : 1.0;
     }
-    return FMU_OK;
+    return fmu_contact_indicators(c, z + k, fn);
 }

@@ -1,0 +1,409 @@
+/* Compliant contact (docs/contact.md): spheres fixed on bodies against planes fixed in world and
+ * against each other, with the Hunt-Crossley normal force and a regularized Coulomb friction,
+ * applied as external spatial forces in the O(N) sweeps (the path of f_ext: d->ct_fext, body
+ * frames at the body origins, enters the filter as phi(I, k) f(k); seed 001 eq. 63).
+ *
+ * A pair (sphere a, other) has a unit normal m pointing from a towards the other (a plane:
+ * m = -n), the penetration delta, a contact point p and the velocity of a's material point at p
+ * relative to the other's, v.  Then (Hunt & Crossley 1975; the law of Drake's point contact)
+ *
+ *     delta-dot = m . v,   f_n = max(0, k delta^n (1 + d delta-dot))             (delta > 0)
+ *     v_t = v - (m . v) m, f_t = -mu f_n v_t / sqrt(|v_t|^2 + v_s^2)
+ *     force on a: F = -f_n m + f_t at p; on the other: -F
+ *
+ * |f_t| < mu f_n always.  The power of the contact on the pair is -f_n delta-dot + f_t . v_t:
+ * the normal force is k delta^n times (1 + d delta-dot), below the elastic force while the
+ * spheres separate, and f_t . v_t <= 0, so that kinetic plus elastic energy
+ * k delta^(n+1) / (n + 1) never increases through contact.  The positions and velocities come from
+ * the inertial-frame sweeps (seed 004 sec. 5): V_I(k) = [w; v at the world origin], so a point x
+ * of body k moves at v + w x x. */
+#include <math.h>
+
+#include "soa.h"
+#include "spatial.h"
+
+/* Domain of the law's constant c (SOA_CT_*): k, d, mu >= 0; n, v_s > 0; all finite. */
+static int law_ok(int c, double x)
+{
+    if (!(x < HUGE_VAL)) return 0;
+    return (c == SOA_CT_EXPONENT || c == SOA_CT_STICTION) ? x > 0.0 : x >= 0.0;
+}
+
+/* {SOA_BAD_CONTACT, rows * e + c} for element e (0: the model's law; then spheres, planes,
+ * pairs), constant c. */
+static soa_status bad(int e, int c)
+{
+    soa_status st = {SOA_BAD_CONTACT, SOA_CONTACT_ROWS * e + c};
+    return st;
+}
+
+/* The contact tables: bodies and pairs in range, finite geometry, radius >= 0, unit plane
+ * normals, every law constant in its domain (those overridden by a sphere or plane too). */
+soa_status soa_contact_finish(const soa_model *m)
+{
+    SOA_SIZES(m);
+    soa_status ok = {SOA_OK, 0};
+    for (int c = 0; c < SOA_CT_NLAW; c++)
+        if (!law_ok(c, m->ct_law[c])) return bad(0, c);
+    for (int s = 0; s < nsph; s++) {
+        const double *x = m->sp_center + 3 * s;
+        if (m->sp_body[s] < 0 || m->sp_body[s] >= nb || !isfinite(x[0]) || !isfinite(x[1])
+            || !isfinite(x[2]) || !(m->sp_radius[s] >= 0.0 && m->sp_radius[s] < HUGE_VAL)
+            || m->sp_set[s] < 0 || m->sp_set[s] >= (1 << SOA_CT_NLAW))
+            return bad(1 + s, SOA_CT_GEOMETRY);
+        for (int c = 0; c < SOA_CT_NLAW; c++)
+            if ((m->sp_set[s] >> c & 1) && !law_ok(c, m->sp_law[SOA_CT_NLAW * s + c]))
+                return bad(1 + s, c);
+    }
+    for (int j = 0; j < npln; j++) {
+        const double *n = m->pl_normal + 3 * j;
+        const double nn = n[0] * n[0] + n[1] * n[1] + n[2] * n[2];
+        if (!(fabs(nn - 1.0) < 1e-9) || !isfinite(m->pl_offset[j]) || m->pl_set[j] < 0
+            || m->pl_set[j] >= (1 << SOA_CT_NLAW))
+            return bad(1 + nsph + j, SOA_CT_GEOMETRY);
+        for (int c = 0; c < SOA_CT_NLAW; c++)
+            if ((m->pl_set[j] >> c & 1) && !law_ok(c, m->pl_law[SOA_CT_NLAW * j + c]))
+                return bad(1 + nsph + j, c);
+    }
+    for (int p = 0; p < nssp; p++) {
+        const int a = m->ss_pair[2 * p], b = m->ss_pair[2 * p + 1];
+        if (a < 0 || a >= nsph || b < 0 || b >= nsph || m->sp_body[a] == m->sp_body[b])
+            return bad(1 + nsph + npln + p, SOA_CT_GEOMETRY);
+    }
+    return ok;
+}
+
+/* The constants of a pair: the other element's (plane, or sphere b) where it overrides one, else
+ * sphere a's where it does, else the model's. */
+static void pair_law(const soa_model *m, int a, int set_o, const double *law_o, double *law)
+{
+    const int set_a = m->sp_set[a];
+    const double *law_a = m->sp_law + SOA_CT_NLAW * a;
+    for (int c = 0; c < SOA_CT_NLAW; c++)
+        law[c] = (set_o >> c & 1) ? law_o[c] : (set_a >> c & 1) ? law_a[c] : m->ct_law[c];
+}
+
+/* x (world) of the point at x_body of body k. */
+static void body_point(const soa_data *d, int k, const double *xb, double *x)
+{
+    const double *R = d->Rw + 9 * k, *p = d->pw + 3 * k;
+    for (int i = 0; i < 3; i++) x[i] = p[i] + R[3 * i] * xb[0] + R[3 * i + 1] * xb[1] + R[3 * i + 2] * xb[2];
+}
+
+/* The Hunt-Crossley / Coulomb force on a (file comment) for normal m, depth delta > 0 and
+ * relative velocity v. */
+static void contact_law(const double *law, const double *mn, double delta, const double *v,
+                        double *F)
+{
+    const double k = law[SOA_CT_STIFFNESS], n = law[SOA_CT_EXPONENT], dis = law[SOA_CT_DISSIPATION];
+    const double mu = law[SOA_CT_FRICTION], vs = law[SOA_CT_STICTION];
+    const double vn = mn[0] * v[0] + mn[1] * v[1] + mn[2] * v[2];
+    const double dn = n == 1.5 ? delta * sqrt(delta) : (n == 1.0 ? delta : pow(delta, n));
+    double fn = k * dn * (1.0 + dis * vn);
+    if (!(fn > 0.0)) fn = 0.0;
+    double vt[3], vt2 = 0.0;
+    for (int i = 0; i < 3; i++) {
+        vt[i] = v[i] - vn * mn[i];
+        vt2 += vt[i] * vt[i];
+    }
+    const double ft = mu * fn / sqrt(vt2 + vs * vs);
+    for (int i = 0; i < 3; i++) F[i] = -fn * mn[i] - ft * vt[i];
+}
+
+/* out(k) += sign F (world) at point x (world), as a body-frame force at k's origin. */
+static void add_point_force(const soa_data *d, double *out, int k, const double *x, const double *F,
+                            double sign)
+{
+    const double *R = d->Rw + 9 * k, *p = d->pw + 3 * k;
+    const double r[3] = {x[0] - p[0], x[1] - p[1], x[2] - p[2]};
+    double N[3];
+    cross3(r, F, N);
+    double *f = out + 6 * k;
+    for (int i = 0; i < 3; i++) {
+        f[i] += sign * (R[i] * N[0] + R[3 + i] * N[1] + R[6 + i] * N[2]);
+        f[3 + i] += sign * (R[i] * F[0] + R[3 + i] * F[1] + R[6 + i] * F[2]);
+    }
+}
+
+/* What the implicit damping needs of touching pair p: normal, relative velocity, constants. */
+static void keep(soa_data *d, int p, const double *mn, const double *v, const double *law)
+{
+    for (int i = 0; i < 3; i++) {
+        d->ct_normal[3 * p + i] = mn[i];
+        d->ct_vrel[3 * p + i] = v[i];
+    }
+    for (int c = 0; c < SOA_CT_NLAW; c++) d->ct_law_p[SOA_CT_NLAW * p + c] = law[c];
+}
+
+/* Records pair p (force on a, point, depth) and applies it: on a's body, and -F on the other
+ * sphere's body (ob >= 0). */
+static void record(const soa_model *m, soa_data *d, int p, int a, int ob, int b, const double *x,
+                   double delta, const double *F)
+{
+    const int ka = m->sp_body[a];
+    for (int i = 0; i < 3; i++) {
+        d->ct_force[3 * p + i] = F[i];
+        d->ct_point[3 * p + i] = x[i];
+        d->sp_force[3 * a + i] += F[i];
+    }
+    d->ct_depth[p] = delta;
+    if (delta > d->sp_depth[a]) d->sp_depth[a] = delta;
+    if (delta <= 0.0) return;
+    add_point_force(d, d->ct_fext, ka, x, F, 1.0);
+    if (ob < 0) return;
+    for (int i = 0; i < 3; i++) d->sp_force[3 * b + i] -= F[i];
+    if (delta > d->sp_depth[b]) d->sp_depth[b] = delta;
+    add_point_force(d, d->ct_fext, ob, x, F, -1.0);
+}
+
+void soa_contact_forces(const soa_model *m, soa_data *d, const double *fext)
+{
+    SOA_SIZES(m);
+    for (int i = 0; i < 6 * nb; i++) d->ct_fext[i] = fext ? fext[i] : 0.0;
+    for (int i = 0; i < 3 * nsph; i++) d->sp_force[i] = 0.0;
+    for (int s = 0; s < nsph; s++) d->sp_depth[s] = 0.0;
+    for (int s = 0; s < nsph; s++) {                     /* sphere-plane pairs, p = s npln + j */
+        double c[3], law[SOA_CT_NLAW];
+        const double *V = d->V + 6 * m->sp_body[s];
+        body_point(d, m->sp_body[s], m->sp_center + 3 * s, c);
+        for (int j = 0; j < npln; j++) {
+            const double *n = m->pl_normal + 3 * j;
+            const double dist = n[0] * c[0] + n[1] * c[1] + n[2] * c[2] - m->pl_offset[j];
+            const double delta = m->sp_radius[s] - dist, mn[3] = {-n[0], -n[1], -n[2]};
+            double x[3], F[3] = {0.0, 0.0, 0.0};
+            for (int i = 0; i < 3; i++) x[i] = c[i] - dist * n[i];     /* on the plane */
+            if (delta > 0.0) {
+                double vx[3];                                /* a's material point at x */
+                cross3(V, x, vx);
+                for (int i = 0; i < 3; i++) vx[i] += V[3 + i];
+                pair_law(m, s, m->pl_set[j], m->pl_law + SOA_CT_NLAW * j, law);
+                contact_law(law, mn, delta, vx, F);
+                keep(d, s * npln + j, mn, vx, law);
+            }
+            record(m, d, s * npln + j, s, -1, -1, x, delta, F);
+        }
+    }
+    for (int p = 0; p < nssp; p++) {                     /* sphere-sphere pairs */
+        const int a = m->ss_pair[2 * p], b = m->ss_pair[2 * p + 1];
+        const int ka = m->sp_body[a], kb = m->sp_body[b];
+        double ca[3], cb[3], mn[3] = {0.0, 0.0, 1.0}, x[3], F[3] = {0.0, 0.0, 0.0};
+        body_point(d, ka, m->sp_center + 3 * a, ca);
+        body_point(d, kb, m->sp_center + 3 * b, cb);
+        const double e[3] = {cb[0] - ca[0], cb[1] - ca[1], cb[2] - ca[2]};
+        const double dist = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+        if (dist > 0.0)
+            for (int i = 0; i < 3; i++) mn[i] = e[i] / dist;
+        const double delta = m->sp_radius[a] + m->sp_radius[b] - dist;
+        for (int i = 0; i < 3; i++) x[i] = ca[i] + (m->sp_radius[a] - 0.5 * delta) * mn[i];
+        if (delta > 0.0) {
+            const double *Va = d->V + 6 * ka, *Vb = d->V + 6 * kb;
+            double va[3], vb[3], v[3], law[SOA_CT_NLAW];
+            cross3(Va, x, va);
+            cross3(Vb, x, vb);
+            for (int i = 0; i < 3; i++) v[i] = va[i] + Va[3 + i] - vb[i] - Vb[3 + i];
+            pair_law(m, a, m->sp_set[b], m->sp_law + SOA_CT_NLAW * b, law);
+            contact_law(law, mn, delta, v, F);
+            keep(d, nsph * npln + p, mn, v, law);
+        }
+        record(m, d, nsph * npln + p, a, kb, b, x, delta, F);
+    }
+}
+
+soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                             int use_fext)
+{
+    soa_status st = soa_check_state(m, q, qd);
+    if (st.kind != SOA_OK) return st;
+    if (use_fext) {
+        const int i = soa_first_nonfinite(d->fext, 6 * m->nb);
+        if (i >= 0) {
+            st.kind = SOA_BAD_FEXT;
+            st.index = i / 6;
+            return st;
+        }
+    }
+    soa_outward_placements(m, d, q);
+    soa_world_placements(m, d);
+    soa_joint_maps_to_world(m, d);
+    soa_inertias_to_world(m, d);
+    soa_inertial_velocities(m, d, qd);
+    soa_contact_forces(m, d, use_fext ? d->fext : NULL);
+    return st;
+}
+
+/* ------------------------------------------------------------------ implicit contact forces
+ * Over a step h the contact forces of the touching pairs are stiff: Hunt-Crossley's damping
+ * k delta^n d delta-dot, the friction's mu f_n v_t / s near stiction (a damping mu f_n / v_s) and,
+ * on light bodies, the spring itself.  Linearized backward Euler treats them implicitly: with the
+ * pair's B = -dF/dv and K = -dF/dx (relative velocity v and displacement x of the sphere's point,
+ * F the force on it; file comment):
+ *
+ *     B = k delta^n d (m + mu v_t / s) m* + (mu f_n / s) (P - v_t v_t* / s^2)
+ *     K = n k delta^(n-1) (1 + d delta-dot) (m + mu v_t / s) m*
+ *     s = sqrt(|v_t|^2 + v_s^2), P = I - m m*
+ *
+ * the step's velocity change solves (M + J* C J) Delta beta = h (M qdd - h J* K J beta),
+ * C = h B + h^2 K, J the pairs' relative point Jacobians (3 rows each).  J* C J is a rank-3 n_c
+ * update of M: by Woodbury,
+ *
+ *     (M + J* C J)^-1 = M^-1 - M^-1 J* (I + C Lambda^-1)^-1 C J M^-1,   Lambda^-1 = J M^-1 J*
+ *
+ * (seed 000 eq. 3.10 and A.3-A.5, seed 002 eqs. 19-20: the Omega recursion of
+ * operational_space.c, O(N) + O(n_c^2)).  With u = -h K J beta,
+ *
+ *     (I + C Lambda^-1) z = C (J qdd + Lambda^-1 u),   qdd <- qdd + M^-1 J* (u - z)
+ *
+ * a 3 n_c system (O(n_c^3)) and one correction sweep (O(N), seed 002 eq. 18).  The semi-implicit
+ * Euler step beta+ = beta + h qdd, theta+ = theta (+) h beta+ is then linearly implicit in the
+ * contact: its stiffness and damping no longer bound the step. */
+
+/* C = h B + h^2 K and K of pair p (row-major 3 x 3; file comment). */
+static void pair_jacobians(const soa_data *d, int p, const double *F, double h, double *C,
+                           double *K)
+{
+    const double *mn = d->ct_normal + 3 * p, *v = d->ct_vrel + 3 * p, *law = d->ct_law_p + SOA_CT_NLAW * p;
+    const double fn = -(F[0] * mn[0] + F[1] * mn[1] + F[2] * mn[2]);
+    const double delta = d->ct_depth[p], n = law[SOA_CT_EXPONENT], vs = law[SOA_CT_STICTION];
+    const double k = law[SOA_CT_STIFFNESS], dis = law[SOA_CT_DISSIPATION], mu = law[SOA_CT_FRICTION];
+    const double vn = mn[0] * v[0] + mn[1] * v[1] + mn[2] * v[2];
+    const double dn = n == 1.5 ? delta * sqrt(delta) : (n == 1.0 ? delta : pow(delta, n));
+    const double kn = fn > 0.0 ? n * k * (n == 1.0 ? 1.0 : dn / delta) * (1.0 + dis * vn) : 0.0;
+    const double bn = fn > 0.0 ? k * dn * dis : 0.0;
+    double vt[3], vt2 = 0.0;
+    for (int i = 0; i < 3; i++) {
+        vt[i] = v[i] - vn * mn[i];
+        vt2 += vt[i] * vt[i];
+    }
+    const double s2 = vt2 + vs * vs, s = sqrt(s2), bt = mu * fn / s;
+    for (int i = 0; i < 3; i++) {
+        const double e = mn[i] + mu * vt[i] / s;        /* (m + mu v_t / s) */
+        for (int j = 0; j < 3; j++) {
+            const double b = bn * e * mn[j] + bt * ((i == j) - mn[i] * mn[j] - vt[i] * vt[j] / s2);
+            K[3 * i + j] = kn * e * mn[j];
+            C[3 * i + j] = h * b + h * h * K[3 * i + j];
+        }
+    }
+}
+
+/* out += sign * J_x qdd: the velocity of point x of body k per unit rates, in the inertial frame
+ * (the joint maps H*_I of k and its ancestors moved to x: v + w x x). */
+static void point_rate(const soa_model *m, const soa_data *d, int k, const double *x,
+                       const double *qdd, double sign, double *out)
+{
+    for (; k >= 0; k = m->parent[k])
+        for (int i = m->v0[k]; i < m->v0[k] + m->nvj[k]; i++) {
+            const double *S = d->Sw + 6 * i, a = sign * qdd[i];
+            double wx[3];
+            cross3(S, x, wx);
+            for (int r = 0; r < 3; r++) out[r] += (S[3 + r] + wx[r]) * a;
+        }
+}
+
+/* A z = y in place (LU with partial pivoting; A n x n row-major, overwritten). */
+static void lu_solve(double *A, int n, int *piv, double *y)
+{
+    for (int c = 0; c < n; c++) {
+        int p = c;
+        for (int r = c + 1; r < n; r++)
+            if (fabs(A[n * r + c]) > fabs(A[n * p + c])) p = r;
+        piv[c] = p;
+        if (p != c) {
+            for (int j = 0; j < n; j++) {
+                const double t = A[n * c + j];
+                A[n * c + j] = A[n * p + j];
+                A[n * p + j] = t;
+            }
+            const double t = y[c];
+            y[c] = y[p];
+            y[p] = t;
+        }
+        const double pivot = A[n * c + c];
+        if (pivot == 0.0) continue;
+        for (int r = c + 1; r < n; r++) {
+            const double f = A[n * r + c] / pivot;
+            if (f == 0.0) continue;
+            for (int j = c; j < n; j++) A[n * r + j] -= f * A[n * c + j];
+            y[r] -= f * y[c];
+        }
+    }
+    for (int r = n - 1; r >= 0; r--) {
+        double s = y[r];
+        for (int j = r + 1; j < n; j++) s -= A[n * r + j] * y[j];
+        y[r] = A[n * r + r] != 0.0 ? s / A[n * r + r] : 0.0;
+    }
+}
+
+/* Lambda_rel^-1 (t, c) of pairs i, j: the relative rows of their two points each. */
+static double lambda_rel(const soa_data *d, int ld, int i, int t, int j, int c)
+{
+    const int ri = 6 * (2 * i) + 3 + t, ro = ri + 6, cj = 6 * (2 * j) + 3 + c, co = cj + 6;
+    return d->ci_L[ri * ld + cj] - d->ci_L[ri * ld + co] - d->ci_L[ro * ld + cj]
+           + d->ci_L[ro * ld + co];
+}
+
+void soa_contact_implicit(const soa_model *m, soa_data *d, double h, double *qdd)
+{
+    SOA_SIZES(m);
+    int na = 0;
+    for (int p = 0; p < npair && na < nimp; p++) {     /* the touching pairs, up to nimp */
+        const double *F = d->ct_force + 3 * p;
+        if (!(d->ct_depth[p] > 0.0) || (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0)) continue;
+        const int ss = p >= nsph * npln, q = p - nsph * npln;
+        const int bodies[2] = {m->sp_body[ss ? m->ss_pair[2 * q] : p / npln],
+                               ss ? m->sp_body[m->ss_pair[2 * q + 1]] : -1};
+        for (int e = 0; e < 2; e++) {                   /* the contact point in each body frame */
+            const int k = bodies[e], s = 2 * na + e;
+            const double *x = d->ct_point + 3 * p;
+            d->ci_body[s] = k;
+            for (int i = 0; i < 9; i++) d->ci_R[9 * s + i] = (i % 4 == 0) ? 1.0 : 0.0;
+            for (int i = 0; i < 3; i++) {
+                double r = 0.0;
+                if (k >= 0)
+                    for (int j = 0; j < 3; j++)
+                        r += d->Rw[9 * k + 3 * j + i] * (x[j] - d->pw[3 * k + j]);
+                d->ci_l[3 * s + i] = r;
+            }
+        }
+        pair_jacobians(d, p, F, h, d->ci_B + 9 * na, d->ci_K + 9 * na);
+        d->ci_pair[na++] = p;
+    }
+    if (na == 0) return;
+    const int n3 = 3 * na, ld = 12 * na;
+    soa_point_inertia_inverse(m, d, 2 * na, d->ci_body, d->ci_R, d->ci_l, 1, d->ci_L);
+    for (int i = 0; i < na; i++) {                      /* u = -h K J beta (J beta = v of the pair) */
+        const double *K = d->ci_K + 9 * i, *v = d->ct_vrel + 3 * d->ci_pair[i];
+        for (int r = 0; r < 3; r++)
+            d->ci_u[3 * i + r] = -h * (K[3 * r] * v[0] + K[3 * r + 1] * v[1] + K[3 * r + 2] * v[2]);
+    }
+    for (int i = 0; i < na; i++) {                      /* w = J qdd + Lambda^-1 u; A = I + C Lambda^-1 */
+        const int p = d->ci_pair[i];
+        const double *C = d->ci_B + 9 * i, *x = d->ct_point + 3 * p;
+        double w[3] = {0.0, 0.0, 0.0};
+        point_rate(m, d, d->ci_body[2 * i], x, qdd, 1.0, w);
+        point_rate(m, d, d->ci_body[2 * i + 1], x, qdd, -1.0, w);
+        for (int t = 0; t < 3; t++)
+            for (int j = 0; j < na; j++)
+                for (int c = 0; c < 3; c++) w[t] += lambda_rel(d, ld, i, t, j, c) * d->ci_u[3 * j + c];
+        for (int r = 0; r < 3; r++) {
+            d->ci_y[3 * i + r] = C[3 * r] * w[0] + C[3 * r + 1] * w[1] + C[3 * r + 2] * w[2];
+            for (int j = 0; j < na; j++)
+                for (int c = 0; c < 3; c++) {
+                    double cl = 0.0;
+                    for (int t = 0; t < 3; t++) cl += C[3 * r + t] * lambda_rel(d, ld, i, t, j, c);
+                    d->ci_A[n3 * (3 * i + r) + 3 * j + c] = (i == j && r == c) + cl;
+                }
+        }
+    }
+    lu_solve(d->ci_A, n3, d->ci_piv, d->ci_y);          /* z */
+    for (int i = 0; i < 6 * nb; i++) d->ci_f[i] = 0.0;  /* J* (u - z): on the sphere's body, -on the other */
+    for (int i = 0; i < na; i++) {
+        const double *x = d->ct_point + 3 * d->ci_pair[i];
+        double g[3];
+        for (int r = 0; r < 3; r++) g[r] = d->ci_u[3 * i + r] - d->ci_y[3 * i + r];
+        for (int e = 0; e < 2; e++)
+            if (d->ci_body[2 * i + e] >= 0)
+                add_point_force(d, d->ci_f, d->ci_body[2 * i + e], x, g, e == 0 ? 1.0 : -1.0);
+    }
+    soa_correction_sweep(m, d, d->ci_f, d->ci_dqdd);
+    for (int i = 0; i < nv; i++) qdd[i] += d->ci_dqdd[i];
+}
