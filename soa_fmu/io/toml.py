@@ -1,7 +1,7 @@
 """Native model files (TOML, read with ``tomllib``): everything URDF cannot say.
 
 Every joint type of :mod:`soa_fmu.joints`, named frames, loop closures and grasps, the initial state,
-gravity, and URDF includes (optionally prefixed, placed anywhere, several times).  The format is
+gravity, and URDF and MJCF includes (optionally prefixed, placed anywhere, several times).  The format is
 documented, with examples, in docs/model-files.md.  The reader is strict: unknown keys, wrong types,
 non-finite numbers and unknown names are errors that name the file, the element path (e.g.
 ``bodies[3].joint.axis``) and, where it can be found, the line.  ``strict = false`` at the top level
@@ -26,12 +26,13 @@ from ..model import CONSTRAINT_KINDS, WORLD, Model, ModelError
 from ..spatial import rpy_to_matrix
 from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
                      parents_first, read_bounded, singular_joint)
+from .mjcf import MjcfModel, add_mjcf, parse_mjcf, warn_unsupported
 from .urdf import UrdfRobot, add_urdf, parse_urdf, warn_unphysical
 
 KEYS = {
     "top": {"name", "gravity", "urdf", "floating_base", "strict", "include", "bodies", "frames",
             "constraints", "initial"},
-    "include": {"urdf", "prefix", "parent", "xyz", "rpy", "floating_base"},
+    "include": {"urdf", "mjcf", "prefix", "parent", "xyz", "rpy", "floating_base"},
     "body": {"name", "parent", "mass", "com", "inertia", "joint", "flexible", "node"},
     "frame": {"name", "body", "xyz", "rpy", "node"},
     "flexible": {"kind", "modes", "damping_ratio"},
@@ -139,13 +140,17 @@ class _Reader:
         spec, where = item.spec, item.where
         R, t = self.placement(spec, where)
         floating = self.get(spec, "floating_base", where, bool, False)
+        place = dict(prefix=spec.get("prefix", ""), parent=item.parent, rotation=R, translation=t,
+                     floating_base=floating)
         try:
-            add_urdf(model, item.robot, prefix=spec.get("prefix", ""), parent=item.parent,
-                     rotation=R, translation=t, floating_base=floating)
+            if isinstance(item.robot, MjcfModel):
+                add_mjcf(model, item.robot, strict=self.strict, **place)
+            else:
+                add_urdf(model, item.robot, **place)
         except ValueError as e:
             raise self.error(where, str(e)) from None
         for name in item.names:
-            self.where_of_body[name] = f"{where} ({spec['urdf']})"
+            self.where_of_body[name] = f"{where} ({spec.get('urdf') or spec.get('mjcf')})"
 
     def flexible(self, spec: dict, where: str):
         """A body's ``flexible`` table: a built-in beam or a finite-element file, reduced to its
@@ -305,7 +310,7 @@ class _Item:
     spec: dict
     parent: str
     names: list[str]
-    robot: UrdfRobot | None = None
+    robot: UrdfRobot | MjcfModel | None = None
 
 
 def load_native(path: str | os.PathLike, floating_base: bool = False, strict: bool = True) -> Model:
@@ -356,13 +361,20 @@ def load_native(path: str | os.PathLike, floating_base: bool = False, strict: bo
 
 
 def _include_item(rd: _Reader, where: str, spec: dict) -> _Item:
-    """Parse an included URDF (its link names are needed to order the tree)."""
-    file = rd.get(spec, "urdf", where, str)
+    """Parse an included URDF or MJCF file (its body names are needed to order the tree)."""
+    if ("urdf" in spec) == ("mjcf" in spec):
+        raise rd.error(where, "give exactly one of 'urdf' and 'mjcf' (the file to include)")
+    kind = "urdf" if "urdf" in spec else "mjcf"
+    file = Path(rd.path).parent / rd.get(spec, kind, where, str)   # an absolute file stays absolute
     prefix = rd.get(spec, "prefix", where, str, "")
     try:
-        robot = parse_urdf(Path(rd.path).parent / file, rd.strict)   # an absolute file stays absolute
+        robot = parse_urdf(file, rd.strict) if kind == "urdf" else parse_mjcf(file)
     except ModelError as e:
         raise rd.error(where, str(e)) from None
+    if kind == "mjcf":
+        warn_unsupported(robot, str(rd.error(where, "")))
+        return _Item(where, spec, rd.name(spec, "parent", where, WORLD),
+                     [prefix + n for n in robot.names], robot)
     warn_unphysical(robot, str(rd.error(where, "")))
     names = [prefix + n for n in robot.links if n != WORLD or robot.root != WORLD]
     return _Item(where, spec, rd.name(spec, "parent", where, WORLD), names, robot)
