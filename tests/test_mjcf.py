@@ -54,10 +54,18 @@ def full_m(m, d) -> np.ndarray:
     return M
 
 
+def mj_model(path):
+    """MuJoCo's own model of the file (through MjSpec: its warnings stay in Python, no
+    MUJOCO_LOG.TXT in the working folder)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return mujoco.MjSpec.from_file(str(path)).compile()
+
+
 def mujoco_pair(path, disable=SMOOTH, armature: bool = False):
     """(MjModel, MjData) with ``disable`` off; armature zeroed unless asked (mj_setConst: MuJoCo
     keeps the constant M of bodies with only slide joints from compile time)."""
-    m = mujoco.MjModel.from_xml_path(str(path))
+    m = mj_model(path)
     m.opt.disableflags |= bits(*disable)
     d = mujoco.MjData(m)
     if not armature:
@@ -115,7 +123,9 @@ def with_sites(src: Path, dst: Path, rng) -> Path:
     for i, body in enumerate(spec.bodies):
         quat = rng.standard_normal(4)
         body.add_site(name=f"probe{i}", pos=rng.uniform(-0.3, 0.3, 3), quat=quat / np.linalg.norm(quat))
-    dst.write_text(spec.to_xml())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        dst.write_text(spec.to_xml())
     return dst
 
 
@@ -136,7 +146,7 @@ def test_robot_matches_mujoco(robot, tmp_path):
 def test_enough_robots_with_sites_free_joints_and_chains():
     """The robots above cover what the reader maps: free joints, several joints in one body with
     anchors off the body origin, slide joints, sites of their own, >= 8 models."""
-    ms = {r: mujoco.MjModel.from_xml_path(str(ASSETS / f"{r}.xml")) for r in ROBOTS}
+    ms = {r: mj_model(str(ASSETS / f"{r}.xml")) for r in ROBOTS}
     assert len(ms) >= 8
     assert sum(any(m.jnt_type == X.FREE) for m in ms.values()) >= 3
     assert any(np.any(m.body_jntnum > 1) for m in ms.values())
@@ -204,7 +214,7 @@ def test_ref_and_qpos0_are_mujocos_coordinates(features):
     """Hinge and slide coordinates equal MuJoCo's qpos (ref folded into the joint placement); the
     initial state is MuJoCo's qpos0 (free joint at its body pose, hinges at ref)."""
     model = quiet_load(features)
-    m = mujoco.MjModel.from_xml_path(str(features))
+    m = mj_model(str(features))
     np.testing.assert_allclose(model.initial_q, X.q_from_qpos(m, m.qpos0))
     h1 = model.position_names.index("h1")
     assert model.initial_q[h1] == pytest.approx(np.radians(25))
@@ -234,7 +244,7 @@ def test_joint_parameters_and_limits_read(features):
 
 
 def test_coordinate_maps_are_inverse_and_energy_preserving(features):
-    m = mujoco.MjModel.from_xml_path(str(features))
+    m = mj_model(str(features))
     rng = np.random.default_rng(3)
     qpos, qvel, x = random_qpos(m, rng), rng.standard_normal(m.nv), rng.standard_normal(m.nv)
     q = X.q_from_qpos(m, qpos)
@@ -439,7 +449,7 @@ def test_describe_and_build_fmu_read_mjcf(tmp_path, capsys):
     fmu = build_fmu.build(ASSETS / "inverted_double_pendulum.xml", tmp_path / "idp.fmu")
     from fmpy import read_model_description, simulate_fmu
     md = read_model_description(str(fmu))
-    m = mujoco.MjModel.from_xml_path(str(ASSETS / "inverted_double_pendulum.xml"))
+    m = mj_model(str(ASSETS / "inverted_double_pendulum.xml"))
     assert md.defaultExperiment.stepSize == str(m.opt.timestep) or \
         float(md.defaultExperiment.stepSize) == m.opt.timestep      # MuJoCo's timestep
     res = simulate_fmu(str(fmu), stop_time=0.1, output=["q[2]"])

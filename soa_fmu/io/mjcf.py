@@ -63,11 +63,20 @@ def compile_mjcf(path: str | os.PathLike):
     if not os.path.isfile(path):
         raise ModelError(f"{path}: no such model file")
     try:
-        if path.lower().endswith(".mjb"):
-            return mujoco.MjModel.from_binary_path(path)
-        return mujoco.MjModel.from_xml_path(path)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            if path.lower().endswith(".mjb"):
+                m = mujoco.MjModel.from_binary_path(path)
+            elif hasattr(mujoco, "MjSpec"):      # compiler warnings as Python warnings, no log file
+                m = mujoco.MjSpec.from_file(path).compile()
+            else:
+                m = mujoco.MjModel.from_xml_path(path)
     except Exception as e:       # mujoco raises ValueError (XML/compile errors) or others
         raise ModelError(f"{path}: MuJoCo refused the model: {' '.join(str(e).split())}") from None
+    for w in caught:
+        warnings.warn(f"{path}: MuJoCo: {' '.join(str(w.message).split())}", ModelWarning,
+                      stacklevel=3)
+    return m
 
 
 def mjb_bytes(path: str | os.PathLike) -> bytes:
