@@ -319,7 +319,7 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
                          "and FMI 3.0")
     interfaces = INTERFACES[interface]
     if model_path.suffix.lower() not in MODEL_SUFFIXES:
-        raise BuildError(f"{model_path}: expected a .urdf, .toml or MJCF (.xml, .mjb) model file")
+        raise BuildError(f"{model_path}: expected a .urdf or .toml model file, or MJCF (.xml, .mjb)")
     if not model_path.is_file():
         raise BuildError(f"{model_path}: no such model file")
     if integrator not in METHODS:

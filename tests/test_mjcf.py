@@ -15,6 +15,7 @@ from soa_fmu.io import ModelWarning, load_model
 from soa_fmu.constraints import constraint_errors
 from soa_fmu.io import mjcf as X
 from soa_fmu.model import ModelError
+from soa_fmu.verify.mujoco_bridge import SMOOTH, compare, mj_model, mujoco_pair, random_qpos, rel
 
 mujoco = pytest.importorskip("mujoco")
 gymnasium = pytest.importorskip("gymnasium")
@@ -22,21 +23,8 @@ gymnasium = pytest.importorskip("gymnasium")
 ASSETS = Path(gymnasium.__file__).parent / "envs" / "mujoco" / "assets"
 ROBOTS = ["ant", "half_cheetah", "hopper", "humanoid", "humanoidstandup", "inverted_double_pendulum",
           "inverted_pendulum", "point", "pusher", "reacher", "swimmer", "walker2d"]
-STATES = 100 // 4 + 1          # random states per robot and check (M, FD, ID, sites): > 100 in all
+STATES = 100                   # random states per robot (M, FD, ID and every site at each)
 TOL = 1e-9
-
-
-def bits(*names: str) -> int:
-    out = 0
-    for n in names:
-        out |= int(getattr(mujoco.mjtDisableBit, f"mjDSBL_{n}"))
-    return out
-
-
-# contacts, limits, passive forces (springs, dampers: MuJoCo >= 3.2 splits PASSIVE), friction loss,
-# actuators and equalities off: the smooth dynamics both engines share
-SMOOTH = ("CONTACT", "LIMIT", "FRICTIONLOSS", "ACTUATION", "EQUALITY") + (
-    ("PASSIVE",) if hasattr(mujoco.mjtDisableBit, "mjDSBL_PASSIVE") else ("SPRING", "DAMPER"))
 
 
 def quiet_load(path, **kw) -> sf.Model:
@@ -45,77 +33,6 @@ def quiet_load(path, **kw) -> sf.Model:
         return load_model(path, **kw)
 
 
-def full_m(m, d) -> np.ndarray:
-    M = np.zeros((m.nv, m.nv))
-    try:
-        mujoco.mj_fullM(m, d, M)            # MuJoCo >= 3.4
-    except TypeError:
-        mujoco.mj_fullM(m, M, d.qM)
-    return M
-
-
-def mj_model(path):
-    """MuJoCo's own model of the file (through MjSpec: its warnings stay in Python, no
-    MUJOCO_LOG.TXT in the working folder)."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        return mujoco.MjSpec.from_file(str(path)).compile()
-
-
-def mujoco_pair(path, disable=SMOOTH, armature: bool = False):
-    """(MjModel, MjData) with ``disable`` off; armature zeroed unless asked (mj_setConst: MuJoCo
-    keeps the constant M of bodies with only slide joints from compile time)."""
-    m = mj_model(path)
-    m.opt.disableflags |= bits(*disable)
-    d = mujoco.MjData(m)
-    if not armature:
-        m.dof_armature[:] = 0.0
-    mujoco.mj_setConst(m, d)
-    return m, d
-
-
-def random_qpos(m, rng) -> np.ndarray:
-    """qpos0 + noise, quaternions of free and ball joints normalized."""
-    qpos = m.qpos0 + 0.5 * rng.standard_normal(m.nq)
-    for j in range(m.njnt):
-        a = int(m.jnt_qposadr[j])
-        if m.jnt_type[j] in (X.FREE, X.BALL):
-            a += 3 if m.jnt_type[j] == X.FREE else 0
-            qpos[a:a + 4] /= np.linalg.norm(qpos[a:a + 4])
-    return qpos
-
-
-def rel(a, b) -> float:
-    return float(np.abs(a - b).max() / max(1.0, np.abs(b).max()))
-
-
-def compare(model: sf.Model, m, d, rng, states: int = STATES) -> dict[str, float]:
-    """Largest relative differences of M, FD, ID and site poses over random states."""
-    err = dict.fromkeys(("M", "FD", "ID", "sites"), 0.0)
-    sites = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_SITE, s) for s in range(m.nsite)]
-    for _ in range(states):
-        qpos, qvel = random_qpos(m, rng), rng.standard_normal(m.nv)
-        d.qpos[:], d.qvel[:], d.qfrc_applied[:] = qpos, qvel, rng.standard_normal(m.nv)
-        mujoco.mj_forward(m, d)
-        q = X.q_from_qpos(m, qpos)
-        qd = X.qd_from_qvel(m, q, qvel)
-        tau = X.tau_from_qfrc(m, q, d.qfrc_applied)
-        err["M"] = max(err["M"], rel(sf.mass_matrix(model, q), X.mass_matrix_from_mujoco(m, q, full_m(m, d))))
-        qacc = X.qacc_from_qdd(m, q, qd, sf.forward_dynamics(model, q, qd, tau))
-        err["FD"] = max(err["FD"], rel(qacc, d.qacc))
-        d.qacc[:] = rng.standard_normal(m.nv)
-        mujoco.mj_inverse(m, d)
-        qdd = X.qdd_from_qacc(m, q, qd, d.qacc)
-        qfrc = X.qfrc_from_tau(m, q, sf.inverse_dynamics(model, q, qd, qdd))
-        err["ID"] = max(err["ID"], rel(qfrc, d.qfrc_inverse))
-        for s, name in enumerate(sites):
-            R, p = sf.frame_pose(model, q, name)
-            err["sites"] = max(err["sites"], rel(p, d.site_xpos[s]),
-                               rel(R, d.site_xmat[s].reshape(3, 3)))
-    return err
-
-
-# ---------------------------------------------------------------- gymnasium's robots vs MuJoCo
 def with_sites(src: Path, dst: Path, rng) -> Path:
     """``src`` with a site at a random pose on every body (MjSpec), written to ``dst``: frame
     poses are then checked on every body, not only on the few sites the robots have."""
@@ -134,10 +51,9 @@ def test_robot_matches_mujoco(robot, tmp_path):
     rng = np.random.default_rng(sum(map(ord, robot)))
     path = with_sites(ASSETS / f"{robot}.xml", tmp_path / f"{robot}.xml", rng)
     model = quiet_load(path)
-    m, d = mujoco_pair(path)
+    # armature (issue 17's model.joint_armature) on both sides once the engine has it
+    m, d = mujoco_pair(path, armature=hasattr(model, "joint_armature"))
     assert (model.nq, model.nv) == (m.nq, m.nv)
-    if hasattr(model, "joint_armature"):           # issue 17: off on both sides here
-        model.joint_armature = 0.0
     assert m.nsite > m.nbody - 1
     err = compare(model, m, d, rng)
     assert max(err.values()) <= TOL, err
