@@ -259,9 +259,12 @@ def warn_unsupported(mj: MjcfModel, context: str = "") -> None:
           [bn[b] for b in range(m.nbody) if getattr(m, "body_gravcomp", np.zeros(m.nbody))[b] != 0],
           "gravcomp")
     gn = _names(m, "geom", m.ngeom, "geom")
-    _warn(path, context, "contact geoms",
-          [gn[g] for g in range(m.ngeom) if m.geom_contype[g] or m.geom_conaffinity[g]],
+    ct, ca = np.asarray(m.geom_contype), np.asarray(m.geom_conaffinity)
+    pairs = (ct[:, None] & ca[None, :]) | (ca[:, None] & ct[None, :])   # MuJoCo's bit filter
+    np.fill_diagonal(pairs, 0)
+    _warn(path, context, "contact geoms", [gn[g] for g in np.flatnonzero(pairs.any(axis=1))],
           "no contact from MJCF geoms yet; their mass is in the bodies' inertias")
+    _warn(path, context, "contact pairs", _names(m, "pair", m.npair, "pair"), "explicit <pair>s")
     fluid = [k for k in ("density", "viscosity") if getattr(m.opt, k) != 0] + \
         (["wind"] if np.any(m.opt.wind) else [])
     _warn(path, context, "fluid options", fluid, "no fluid forces in the engine")

@@ -108,3 +108,19 @@ def compare(model: Model, m, d, rng, states: int = 100) -> dict[str, float]:
             err["sites"] = max(err["sites"], rel(p, d.site_xpos[s]),
                                rel(R, d.site_xmat[s].reshape(3, 3)))
     return err
+
+
+def mujoco_trajectory(path, qpos_start, steps: int, disable=("CONTACT", "LIMIT")) -> np.ndarray:
+    """MuJoCo's own simulation of the file from ``qpos_start`` (zero velocity, no control): RK4 at
+    the file's timestep, ``disable`` off; our q (:func:`soa_fmu.io.mjcf.q_from_qpos`) at each of the
+    ``steps + 1`` instants."""
+    m = mj_model(path)
+    m.opt.disableflags |= bits(*disable)
+    m.opt.integrator = mujoco.mjtIntegrator.mjINT_RK4
+    d = mujoco.MjData(m)
+    d.qpos[:] = qpos_start
+    out = [X.q_from_qpos(m, d.qpos)]
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        out.append(X.q_from_qpos(m, d.qpos))
+    return np.array(out)
