@@ -341,6 +341,16 @@ def test_toml_include_places_a_prefixed_copy(tmp_path):
     Rz = X._axis_angle(np.array([0.0, 0.0, 1.0]), 0.5)
     np.testing.assert_allclose(p2, [1.0, 0, 0] + Rz @ p1, atol=1e-14)
     np.testing.assert_allclose(R2, Rz @ R1, atol=1e-14)
+    # the FMU holds each MJCF include as MuJoCo's compiled .mjb, the reference rewritten (the build
+    # reads the bundle back and compares its variable table with the original's)
+    import zipfile
+    import build_fmu
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ModelWarning)
+        fmu = build_fmu.build(tmp_path / "two.toml", tmp_path / "two.fmu", runtime="python")
+    names = zipfile.ZipFile(fmu).namelist()
+    assert {"resources/model/_included/0_reacher.mjb", "resources/model/two.toml"} <= set(names)
+    assert not any(n.endswith(".xml") and "/model/" in n for n in names)
     # floating_base: the one top-level body without joints gets a free joint (reacher has none)
     (tmp_path / "float.toml").write_text('[[include]]\nmjcf = "reacher.xml"\nfloating_base = true\n')
     with pytest.raises(ModelError, match="floating_base needs exactly one top-level body"):
