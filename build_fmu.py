@@ -249,7 +249,7 @@ def bundle_model(path: Path) -> tuple[dict[str, bytes], str]:
         return {path.stem + ".mjb": _compiled_mjcf(path)}, path.stem + ".mjb"
     files, rewrite = [path], {}         # rewrite: reference -> (new reference, bytes)
     if path.suffix.lower() == ".toml":
-        for ref in _include_refs(path):
+        for ref in dict.fromkeys(_include_refs(path)):          # each file once
             f = path.parent / ref
             if f.suffix.lower() == ".xml":
                 rewrite[ref] = (f"_included/{len(rewrite)}_{f.stem}.mjb", _compiled_mjcf(f))
