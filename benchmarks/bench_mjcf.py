@@ -60,7 +60,7 @@ def main(argv: list[str] | None = None) -> int:
         t_ours = median_s(lambda: load_model(path), args.repeat)
         t_mj = median_s(lambda: mj_model(path), args.repeat)
         model = load_model(path)
-        m, d = mujoco_pair(path, armature=hasattr(model, "joint_armature"))   # (issue 17)
+        m, d = mujoco_pair(path, armature=True)
         err = compare(model, m, d, np.random.default_rng(0))
         worst = max(worst, t_ours)
         lines.append(f"{robot:<26} {model.nv:>3} {1e3 * t_ours:8.1f} {1e3 * t_mj:9.1f} "

@@ -102,6 +102,9 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
         raise ValueError("a Model Exchange FMU needs the variable table with states")
     root = description_root("2.0", {"guid": guid}, model_name, description, generation_tool,
                             version, timestamp)
+    nz = table.n_event_indicators if "me" in interfaces else 0
+    if nz:                       # one per joint stop limit (CVode lands on the contact instant)
+        root.set("numberOfEventIndicators", str(nz))
     kinds = []
     if "me" in interfaces:
         kinds.append(("ModelExchange", dict(MODEL_EXCHANGE_FLAGS, providesDirectionalDerivative=_fmt(

@@ -52,8 +52,7 @@ def test_robot_matches_mujoco(robot, tmp_path):
     rng = np.random.default_rng(sum(map(ord, robot)))
     path = with_sites(ASSETS / f"{robot}.xml", tmp_path / f"{robot}.xml", rng)
     model = quiet_load(path)
-    # armature (issue 17's model.joint_armature) on both sides once the engine has it
-    m, d = mujoco_pair(path, armature=hasattr(model, "joint_armature"))
+    m, d = mujoco_pair(path, armature=True)        # armature on both sides (M + diag(a))
     assert (model.nq, model.nv) == (m.nq, m.nv)
     assert m.nsite > m.nbody - 1
     err = compare(model, m, d, rng)
@@ -117,7 +116,7 @@ def test_features_match_mujoco(features):
     """Frames in every MJCF form, free joint off the origin, three joints in one body with anchors
     and refs, a ball joint off-centre, inertia from geoms and fullinertia: M, FD, ID, sites."""
     model = quiet_load(features)
-    m, d = mujoco_pair(features)
+    m, d = mujoco_pair(features, armature=True)
     np.testing.assert_array_equal(model.gravity, [0.3, -0.2, -9.7])
     assert model.timestep == 0.004
     assert model.position_names[:7] == [f"float[{k}]" for k in range(1, 8)]
@@ -145,6 +144,15 @@ def test_ref_and_qpos0_are_mujocos_coordinates(features):
         np.testing.assert_allclose(R, d.xmat[b].reshape(3, 3), atol=1e-12)
         offset = m.jnt_pos[m.body_jntadr[b] + m.body_jntnum[b] - 1]   # ours: at the last anchor
         np.testing.assert_allclose(p, d.xpos[b] + R @ offset, atol=1e-12)
+
+
+def test_free_joint_armature_is_warned(tmp_path):
+    p = tmp_path / "armature.xml"
+    p.write_text(FEATURES.replace('<freejoint name="float"/>',
+                                  '<joint type="free" name="float" armature="0.1"/>'))
+    with pytest.warns(ModelWarning, match=r"1 free-joint armature ignored.*'float'"):
+        model = load_model(p)
+    np.testing.assert_array_equal(model.joint_armature[:6], 0.0)
 
 
 def test_joint_parameters_and_limits_read(features):
@@ -188,16 +196,16 @@ def test_coordinate_maps_are_inverse_and_energy_preserving(features):
 
 def test_damping_matches_mujoco_passive_forces(features):
     """Joint damping on both sides (MuJoCo's dampers on, springs off; our Simulator applies
-    −d q̇): the accelerations agree."""
+    −d q̇; limits and stops off): the accelerations agree."""
     model = quiet_load(features)
     model.joint_friction = 0.0
+    model.stops_enabled = False
     model.joint_damping = model.joint_damping + 0.3          # every dof damped, the free one too
-    m, d = mujoco_pair(features, disable=tuple(s for s in SMOOTH if s not in ("PASSIVE", "DAMPER")))
+    m, d = mujoco_pair(features, disable=tuple(s for s in SMOOTH if s not in ("PASSIVE", "DAMPER")),
+                       armature=True)
     m.dof_damping[:] += 0.3
     if "PASSIVE" in SMOOTH:
         m.jnt_stiffness[:] = 0.0
-    if hasattr(model, "joint_armature"):
-        model.joint_armature = 0.0
     sim = sf.Simulator(model)
     rng = np.random.default_rng(11)
     for _ in range(10):
@@ -211,14 +219,16 @@ def test_damping_matches_mujoco_passive_forces(features):
 
 
 def test_armature_matches_mujoco(features):
-    """MuJoCo's armature (M + diag(a)) on both sides (issue 17's ``model.joint_armature``)."""
+    """MuJoCo's armature (M + diag(a)) on both sides, changed after loading on both: the file's
+    (read into ``model.joint_armature``) plus 0.05 on every dof but the free joint's (there MuJoCo's
+    acts on world-axis accelerations, ours on body-axis ones: docs/mjcf.md)."""
     model = quiet_load(features)
-    if not hasattr(model, "joint_armature"):
-        pytest.skip("model.joint_armature arrives with issue 17 (real joints)")
+    k = model.velocity_names.index("k")
+    assert model.joint_armature[k] == pytest.approx(0.02)
     m, d = mujoco_pair(features, armature=True)
-    m.dof_armature[:] += 0.05
+    m.dof_armature[6:] += 0.05
     mujoco.mj_setConst(m, d)
-    model.joint_armature = np.asarray(model.joint_armature) + 0.05
+    model.joint_armature = np.asarray(model.joint_armature) + np.r_[np.zeros(6), np.full(m.nv - 6, 0.05)]
     err = compare(model, m, d, np.random.default_rng(5), states=20)
     assert max(err.values()) <= TOL, err
 
@@ -284,6 +294,7 @@ def test_one_warning_per_kind_naming_the_elements():
     assert "'abdomen_z'" in springs and "stiffness" in springs
     assert any("actuators ignored" in msg and "'abdomen_y'" in msg for msg in msgs)
     assert any("tendons ignored" in msg for msg in msgs)
+    assert not any("free-joint armature" in msg for msg in msgs)      # humanoid's root: armature 0
     assert any("contact geoms ignored" in msg and "'floor'" in msg for msg in msgs)
 
 
@@ -376,11 +387,12 @@ def test_describe_and_build_fmu_read_mjcf(tmp_path, capsys):
     from fmpy import read_model_description, simulate_fmu
     idp = ASSETS / "inverted_double_pendulum.xml"
     with pytest.warns(ModelWarning, match="actuators ignored"):
-        fmu = build_fmu.build(idp, tmp_path / "idp.fmu")
+        fmu = build_fmu.build(idp, tmp_path / "idp.fmu", integrator="rk4", stops=False)
     md = read_model_description(str(fmu))
     m = mj_model(idp)
     assert float(md.defaultExperiment.stepSize) == m.opt.timestep       # MuJoCo's timestep
-    # fmpy runs the FMU at its default step; MuJoCo's RK4 at the same step (damping on both)
+    # fmpy runs the FMU (RK4, stops off) at its default step; MuJoCo's RK4 at the same step, limits
+    # off (damping on both)
     res = simulate_fmu(str(fmu), stop_time=1.0, start_values={"q0[2]": 0.1, "q0[3]": -0.05},
                        output=["q[1]", "q[2]", "q[3]"])
     q = np.column_stack([res[f"q[{i}]"] for i in (1, 2, 3)])

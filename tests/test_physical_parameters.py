@@ -73,9 +73,9 @@ def test_joint_forces_formula():
     m.friction_velocity = 0.05
     qd, tau = np.linspace(-0.2, 0.3, 7), np.linspace(1.0, -1.0, 7)
     expect = tau - m.joint_damping * qd - m.joint_friction * np.tanh(qd / 0.05)
-    np.testing.assert_allclose(sf._core.joint_forces(m.data, qd, tau), expect, rtol=1e-15, atol=1e-15)
+    np.testing.assert_allclose(sf._core.joint_forces(m.data, m.neutral_configuration(), qd, tau), expect, rtol=1e-15, atol=1e-15)
     m.joint_damping, m.joint_friction = 0.0, 0.0
-    np.testing.assert_array_equal(sf._core.joint_forces(m.data, qd, tau), tau)
+    np.testing.assert_array_equal(sf._core.joint_forces(m.data, m.neutral_configuration(), qd, tau), tau)
 
 
 def test_simulator_applies_dissipation():

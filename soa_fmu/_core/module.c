@@ -444,7 +444,8 @@ PyMODINIT_FUNC PyInit__core(void)
         {"BAD_U", SOA_BAD_U}, {"BAD_UDOT", SOA_BAD_UDOT}, {"BAD_ANCHOR", SOA_BAD_ANCHOR},
         {"BAD_GAINS", SOA_BAD_GAINS}, {"CONSTRAINT_SINGULAR", SOA_CONSTRAINT_SINGULAR},
         {"BAD_INERTIA", SOA_BAD_INERTIA}, {"BAD_DISSIPATION", SOA_BAD_DISSIPATION},
-        {"UNSUPPORTED", SOA_UNSUPPORTED}};
+        {"UNSUPPORTED", SOA_UNSUPPORTED}, {"BAD_JOINT", SOA_BAD_JOINT},
+        {"IMPLICIT_UNSUPPORTED", SOA_IMPLICIT_UNSUPPORTED}};
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
     return mod;

@@ -60,6 +60,10 @@ typedef enum {
     SOA_BAD_DISSIPATION, /* damping or friction of velocity dof index is not finite and >= 0;
                             index nv: the friction regularization velocity is not finite and > 0 */
     SOA_UNSUPPORTED,    /* this algorithm does not handle flexible bodies (body index) */
+    SOA_BAD_JOINT,      /* the armature or a joint stop (limits, stiffness, damping) of velocity
+                           dof index is not finite and >= 0, or lower > upper */
+    SOA_IMPLICIT_UNSUPPORTED, /* the implicit integrator does not handle this model: index 0
+                                 flexible bodies, 1 closure constraints */
     SOA_NSTATUS
 } soa_kind;
 
@@ -117,6 +121,11 @@ typedef struct {
     /* ---- derivatives.c: the dofs of k and its ancestors as runs ---- */                      \
     X(arun0,   1, nb, 0, 0)   /* first dof of the run ending with k's dofs */                   \
     X(arunup,  1, nb, 0, 0)   /* the nearest body above that run with dofs, -1 = none */ \
+    /* ---- dissipation.c: joint stops (one-sided spring-dampers beyond lower / upper) ---- */   \
+    X(stop_on, 1, nv, 0, 0)   /* per velocity dof: 1 lower stop, 2 upper, 3 both, 0 none (only \
+                                 revolute / prismatic dofs) */                                   \
+    X(stop_qi, 1, nv, 0, 0)   /* the dof's configuration index (derived by soa_model_finish) */ \
+    X(stops,   1, 1, 0, 0)    /* 1: the joint stops act (the switch stops_enabled) */          \
     /* ---- flexible.c: flexible bodies (seed 000 sec. 4); sized 0 when every body is rigid ---- */ \
     X(nmod,    1, nbf, 0, 0)  /* modal coordinates eta(k) of body k, in q and qd right after its \
                                  joint's coordinates (0: rigid) */                                 \
@@ -138,6 +147,12 @@ typedef struct {
     X(damping,  1, nv, 0, 0)  /* viscous damping d per velocity dof (N.m.s/rad or N.s/m) */     \
     X(friction, 1, nv, 0, 0)  /* Coulomb friction force f_c per velocity dof (N.m or N) */      \
     X(vfric,    1, 1, 0, 0)   /* regularization velocity v_s of the friction (rad/s or m/s) */  \
+    X(armature, 1, nv, 0, 0)  /* rotor inertia a per velocity dof (kg.m^2 or kg): the mass matrix \
+                                 is M + diag(a) in every algorithm (D(k) += a, seed 001 eq. 35) */ \
+    X(stop_lo,  1, nv, 0, 0)  /* joint stop limits (rad or m; used where stop_on says) */       \
+    X(stop_hi,  1, nv, 0, 0)                                                                     \
+    X(stop_k,   1, nv, 0, 0)  /* stop stiffness k (N.m/rad or N/m) */                           \
+    X(stop_b,   1, nv, 0, 0)  /* stop damping b (N.m.s/rad or N.s/m) */                         \
     /* ---- closures.c: placements of the constraint frames, rows A (seed 000 eq. 2.16) ---- */ \
     X(cn_Ra,   3, nc, 3, 3)   /* frame_a in its body (x_body = Ra x_frame) */                   \
     X(cn_pa,   2, nc, 3, 0)   /* frame_a origin in its body */                                   \
@@ -193,7 +208,10 @@ typedef struct {
     X(qs,      1, nq, 0, 0)   /* stage configuration */                                          \
     X(vs,      1, nv, 0, 0)   /* stage velocity */                                               \
     X(dv,      1, nv, 0, 0)   /* a velocity increment */                                         \
-    X(tau_j,   1, nv, 0, 0)   /* joint forces with dissipation, tau - d qd - f_c s(qd) */       \
+    X(tau_j,   1, nv, 0, 0)   /* joint forces with dissipation, tau - d qd - f_c s(qd) + stops */ \
+    X(stop_tau, 1, nv, 0, 0)  /* the stops' joint forces of the last soa_joint_forces */         \
+    X(jdiag,   1, nv, 0, 0)   /* the diagonal added to D(k) by an implicit step: a + h B + h^2 K */ \
+    X(jrhs,    1, nv, 0, 0)   /* ... and its joint forces T - h K beta */                        \
     /* ---- dop853.c: Dormand-Prince 8(5,3) on y = (theta, beta), n = nq + nv ---- */            \
     X(dop_K,     2, 13, nq + nv, 0) /* rates K(0..11) of the stages, K(12) = f(t+h, y_new) */    \
     X(dop_y,     1, nq + nv, 0, 0)  /* y at the start of the step */                             \
@@ -288,6 +306,7 @@ typedef struct soa_model {
     int finished;           /* set by soa_model_finish: the model passed its checks */
     int dfs_identity;       /* the velocity dofs are already in depth-first order */
     int dissipative;        /* some damping or friction is not zero (soa_model_finish) */
+    int stopped;            /* some joint stop exists and stops[0] is on (soa_model_finish) */
     void *buffer;           /* the one allocation behind every array above */
     size_t nbytes;
 } soa_model;
@@ -364,6 +383,12 @@ soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
 
 /* ------------------------------------------------------------------ articulated.c */
 int soa_riccati_sweep(const soa_model *m, soa_data *d, int inertial);
+/* The same with a per-dof diagonal added to D(k) = H P H* (seed 001 eq. 35): diag (nv) replaces
+ * the model's armature (pass a + your terms; NULL: the armature).  The factors then belong to
+ * M + diag(diag), and every filter / smoother / M^-1 sweep after it solves with that matrix: the
+ * implicit integrator's (M + a + h B + h^2 K) and any other joint-space diagonal (contact
+ * damping) cost the same O(N) sweep. */
+int soa_riccati_sweep_diag(const soa_model *m, soa_data *d, int inertial, const double *diag);
 void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, int with_bias,
                             const double *fext, int inertial);
 void soa_innovations_smoother(const soa_model *m, soa_data *d, const double *base, int with_bias,
@@ -372,6 +397,9 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
                           const double *tau, int use_fext, double *qdd);
 int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double *q,
                                    const double *qd, const double *tau, int use_fext, double *qdd);
+/* The same with (M + diag(diag)) in place of M + diag(armature) (diag: nv, NULL: armature). */
+int soa_tree_acceleration_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                               const double *tau, int use_fext, const double *diag, double *qdd);
 void soa_tree_acceleration_refilter(const soa_model *m, soa_data *d, const double *tau,
                                     int use_fext, double *qdd);
 soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const double *qd,
@@ -419,11 +447,20 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
 soa_status soa_flex_unsupported(const soa_model *m);   /* SOA_OK for rigid models */
 
 /* ------------------------------------------------------------------ dissipation.c */
-/* The joint forces the simulator applies: tau - d qd - f_c tanh(qd / v_s) (d, f_c, v_s: the model's
- * damping, friction, vfric).  Returns tau itself when the model has no dissipation, else d->tau_j
- * filled. */
-const double *soa_joint_forces(const soa_model *m, soa_data *d, const double *qd,
+/* The joint forces the simulator applies: tau - d qd - f_c tanh(qd / v_s) + the stops' forces
+ * (d, f_c, v_s: the model's damping, friction, vfric; stops: soa_stop_force).  Returns tau itself
+ * when the model has neither, else d->tau_j filled; d->stop_tau holds the stops' part. */
+const double *soa_joint_forces(const soa_model *m, soa_data *d, const double *q, const double *qd,
                                const double *tau);
+/* The stop force of velocity dof i at (q, qd): -k (q - limit) - b qd beyond a limit, else 0; *kk,
+ * *bb (may be NULL) <- its stiffness and damping where it acts, else 0. */
+double soa_stop_force(const soa_model *m, int i, const double *q, const double *qd, double *kk,
+                      double *bb);
+/* d->jdiag <- a + h B + h^2 K and d->jrhs <- T - h K qd for the implicit step at (q, qd), T the
+ * joint forces of soa_joint_forces (B: the dissipation's and active stops' damping d + f_c s'(qd)
+ * + b, K: the active stops' stiffness). */
+void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                        const double *T, double h);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the
@@ -455,11 +492,23 @@ soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const
                    int use_fext, double h, int nsub, double *qdd);
 soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
                      int use_fext, double h, int nsub, double *qdd);
+/* nsub linearly implicit Euler steps (first order) of the tree, (q, qd) in place:
+ *     (M + diag(a + h B + h^2 K)) x = T - h K beta - C - g,  beta <- beta + h x,  theta <- theta (+) h beta
+ * (soa_implicit_terms) by ONE articulated sweep with the diagonal in D(k); qdd <- x of the last
+ * sub-step (the step's mean acceleration).  Flexible bodies: SOA_IMPLICIT_UNSUPPORTED. */
+soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                        int use_fext, double h, int nsub, double *qdd);
+/* The integrator `auto` picks at (q, its initialization) for sub-steps h: SOA_RK4 where for every
+ * dof h b_i / m_i < 2.8 and h^2 k_i / m_i < 7.8 (b_i = d + f_c / v_s + stop b, k_i = stop k, m_i
+ * = 1 / D^-1(i, i) of the articulated inertia with armature), else SOA_IMPLICIT; models the
+ * implicit step does not handle (flexible, closures) get SOA_RK4. */
+int soa_auto_method(const soa_model *m, soa_data *d, const double *q, double h);
 
 /* ------------------------------------------------------------------ constraint_time.c */
-enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_NMETHODS };   /* the integrators */
+/* the integrators; SOA_AUTO is resolved once, at initialization, by soa_auto_method */
+enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_AUTO, SOA_NMETHODS };
 typedef struct {
-    int method;                    /* SOA_RK4, SOA_EULER, SOA_DOP853 */
+    int method;                    /* SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT */
     double max_step;               /* rk4, euler: a step is split into equal sub-steps <= this */
     double rtol, atol;             /* dop853 */
     int reanchor;                  /* a constraint switched on is re-anchored at the current pose */

@@ -131,6 +131,21 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
                  "inverse dynamics, the mass matrix, energy, kinematics and simulation do",
                  name(nm, SOA_NAME_BODY, i, nb));
         break;
+    case SOA_BAD_JOINT:
+        if (i >= 0 && i < nv)
+            snprintf(buf, n, "dof %d (%s): armature, stop stiffness and stop damping must be finite "
+                     "and \xe2\x89\xa5 0 and the stop limits finite with lower \xe2\x89\xa4 upper, got "
+                     "armature %.17g, stop [%.17g, %.17g], k %.17g, b %.17g", i + 1,
+                     name(nm, SOA_NAME_VELOCITY, i, nv), m->armature[i], m->stop_lo[i],
+                     m->stop_hi[i], m->stop_k[i], m->stop_b[i]);
+        else
+            snprintf(buf, n, "joint stops are only on revolute and prismatic joints (dof %d)", i - nv + 1);
+        break;
+    case SOA_IMPLICIT_UNSUPPORTED:
+        snprintf(buf, n, "the implicit integrator does not handle %s; use integrator rk4 or dop853 "
+                 "(with max_step below the explicit bound, see docs/joints.md)",
+                 i == 0 ? "flexible bodies" : "closure constraints");
+        break;
     default:
         snprintf(buf, n, "invalid input (status %d, index %d)", st.kind, i);
     }

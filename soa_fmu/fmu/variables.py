@@ -15,8 +15,13 @@ names in ``model.position_names`` / ``model.velocity_names`` order.
 
 Physical parameters (fixed: set before fmi2ExitInitializationMode): per body ``<b>.mass``,
 ``<b>.com[1..3]``, ``<b>.inertia[1..6]`` (group ``inertial``, ten per body in body order), per
-velocity dof ``damping[i]`` and ``friction[i]`` (groups ``damping``, ``friction``); they follow the
-integrator options and gains among the parameters.
+velocity dof ``damping[i]``, ``friction[i]`` and ``armature[i]`` (groups ``damping``,
+``friction``, ``armature``); they follow the integrator options and gains among the parameters.
+A model with joint stops adds the tunable ``stop_stiffness[i]``, ``stop_damping[i]`` (0 where a dof
+has no stop), the Boolean parameter ``stops_enabled`` (after the constraint switches) and the
+outputs ``stop_tau[i]``.  Every FMU has the output ``integrator_used`` (the integrator the
+``integrator`` parameter resolved to at initialization: 0 rk4, 1 euler, 2 dop853, 3 implicit;
+docs/joints.md).
 
 With ``states=True`` (an FMU with Model Exchange) the continuous states are x = (``q``, ``qd``)
 and the table adds their derivatives: the locals ``der(q[i])`` (θ̇ = f(θ)β) after the constraint
@@ -38,7 +43,8 @@ from .. import joints as J
 from ..model import Model
 
 FORMAT_VERSION = 1
-METHODS = ("rk4", "euler", "dop853")          # Simulator methods (see soa_fmu.integrators)
+METHODS = ("rk4", "euler", "dop853", "implicit", "auto")   # Simulator methods (soa_fmu.integrators;
+#                                                             the index is soa.h's SOA_RK4 ...)
 
 # Unit name -> SI base-unit exponents (FMI 2.0 §2.2.2: kg, m, s, A, K, mol, cd, rad).
 UNITS: dict[str, dict[str, int]] = {
@@ -58,6 +64,8 @@ UNITS: dict[str, dict[str, int]] = {
     "kg.m2": {"kg": 1, "m": 2},
     "N.m.s/rad": {"kg": 1, "m": 2, "s": -1, "rad": -1},
     "N.s/m": {"kg": 1, "s": -1},
+    "N.m/rad": {"kg": 1, "m": 2, "s": -2, "rad": -1},
+    "N/m": {"kg": 1, "s": -2},
 }
 
 # What each dof kind means: (coordinate, rate, acceleration, generalized force, viscous damping)
@@ -209,6 +217,7 @@ class VariableTable:
         self.n_string = sum(v.type == "String" for v in variables)
         self.n_integer = sum(v.type == "Integer" for v in variables)
         self.constraints = [c.name for c in model.constraints]
+        self.n_event_indicators = event_indicator_count(model) if self.states else 0
 
     def __len__(self) -> int:
         return len(self.variables)
@@ -338,7 +347,9 @@ class VariableTable:
                 d = vr.get("q0", []) + vr[f"active:{g[4:]}"]
             else:                 # qdd, constraint forces
                 d = (vr["g"] + vr.get("q0", []) + vr.get("qd0", []) + stab + inputs
-                     + vr.get("inertial", []) + vr.get("damping", []) + vr.get("friction", []))
+                     + vr.get("inertial", []) + vr.get("damping", []) + vr.get("friction", [])
+                     + vr.get("armature", []) + vr.get("stop_stiffness", [])
+                     + vr.get("stop_damping", []) + vr.get("stops_enabled", []))
             deps[v.value_reference] = sorted(set(d))
         for i, vr_ in enumerate(vr.get("qdot", [])):     # der(q): q0 and qd0 of what it involves
             qs, vs = self._rate_deps[i]
@@ -347,7 +358,7 @@ class VariableTable:
         return deps
 
 
-def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
+def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
                 states: bool = False) -> VariableTable:
     """The FMU variables of ``model`` (see the module docstring for the layout); ``states``: with
     the continuous states and their derivatives (Model Exchange)."""
@@ -423,6 +434,26 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
         add(f"friction[{i + 1}]", "Real", "parameter", "fixed", "exact", vel[i][3][3],
             float(friction[i]), f"Coulomb friction (joint force -f tanh(qd / "
             f"{model.friction_velocity:g})) on dof {i + 1}: {vdesc(i)}", "friction", i)
+    armature = model.joint_armature
+    for i in range(nv):
+        angular = vel[i][3] is ANGULAR
+        add(f"armature[{i + 1}]", "Real", "parameter", "fixed", "exact",
+            "kg.m2" if angular else "kg", float(armature[i]),
+            f"rotor inertia (armature, M + diag(a)) on dof {i + 1}: {vdesc(i)}", "armature", i)
+    lower, upper = model.joint_limits
+    stops = bool(np.any(~np.isnan(lower) | ~np.isnan(upper)))
+    if stops:
+        k_stop, b_stop = model.stop_stiffness, model.stop_damping
+        for i in range(nv):
+            angular = vel[i][3] is ANGULAR
+            add(f"stop_stiffness[{i + 1}]", "Real", "parameter", "tunable", "exact",
+                "N.m/rad" if angular else "N/m", float(k_stop[i]),
+                f"joint stop stiffness on dof {i + 1} beyond [{lower[i]:g}, {upper[i]:g}]: "
+                f"{vdesc(i)}", "stop_stiffness", i)
+        for i in range(nv):
+            add(f"stop_damping[{i + 1}]", "Real", "parameter", "tunable", "exact", vel[i][3][4],
+                float(b_stop[i]), f"joint stop damping on dof {i + 1}: {vdesc(i)}",
+                "stop_damping", i)
 
     # ---------------- inputs
     for i in range(nv):
@@ -465,6 +496,14 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
             f"position residual of {c.kind} constraint '{c.name}': norm of its position error "
             "(m and rad mixed; 0 when switched off)", f"err:{c.name}", 0)
 
+    for i in range(nv if stops else 0):
+        add(f"stop_tau[{i + 1}]", "Real", "output", "continuous", "calculated", vel[i][3][3], None,
+            f"joint stop force on dof {i + 1} (part of the applied joint force): {vdesc(i)}",
+            "stop_tau", i)
+    add("integrator_used", "Real", "output", "discrete", "calculated", "1", None,
+        "the integrator run (decided once, at initialization; integrator = auto picks rk4 or "
+        "implicit): 0 rk4, 1 euler, 2 dop853, 3 implicit", "integrator_used", 0)
+
     # ---------------- state derivatives (Model Exchange): der(q) = f(q) qd
     q_first = 0 if not states else next(v.value_reference for v in rows if v.group == "q")
     for i in range(nq if states else 0):
@@ -490,9 +529,16 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
         add(f"{cnames[c.name]}.active", "Boolean", "input", "discrete", None, None, bool(c.active),
             f"{c.kind} constraint '{c.name}' switched on ({c.frame_a} -> {c.frame_b})",
             f"active:{c.name}", 0)
+    if stops:
+        add("stops_enabled", "Boolean", "parameter", "tunable", "exact", None,
+            bool(model.stops_enabled), "joint stops act (the builder's --no-stops sets false)",
+            "stops_enabled", 0)
     add("integrator", "String", "parameter", "tunable", "exact", None, integrator,
-        "integration method: rk4 (fixed step), euler (semi-implicit, fixed step) or dop853 "
-        "(adaptive, rtol/atol)", "integrator", 0)
+        "integration method: auto (rk4 where its explicit bound holds for the joints' "
+        "dissipation and stops at max_step, else implicit; decided at initialization), rk4 "
+        "(fixed step), euler (semi-implicit, fixed step), implicit (linearly implicit Euler in "
+        "the joint dissipation and stops, fixed step) or dop853 (adaptive, rtol/atol)",
+        "integrator", 0)
 
     # bindings the generator needs for honest dependencies
     joints_of_q: list[set[int]] = [{i} for i in range(nq)]     # q[i] <- q0 it is built from
@@ -510,6 +556,13 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
         frame_q[f] = sorted(qs)
     return VariableTable(rows, model, frames, joints_of_q, frame_q,
                          _rate_dependencies(model) if states else None)
+
+
+def event_indicator_count(model: Model) -> int:
+    """Model Exchange event indicators: one per joint stop limit (lower, upper) of each dof, in dof
+    order, lower first (model_exchange.c fmu_me_event_indicators): q - lower, upper - q."""
+    lower, upper = model.joint_limits
+    return int((~np.isnan(lower)).sum() + (~np.isnan(upper)).sum())
 
 
 def _rate_dependencies(model: Model) -> list[tuple[list[int], list[int]]]:

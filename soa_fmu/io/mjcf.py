@@ -245,6 +245,10 @@ def warn_unsupported(mj: MjcfModel, context: str = "") -> None:
           "no tendons in the engine")
     _warn(path, context, "actuators", _names(m, "actuator", m.nu, "actuator"),
           "drive the joints through the joint forces tau; a motor's force is gear × ctrl")
+    _warn(path, context, "free-joint armature",
+          [jn[j] for j in range(m.njnt) if m.jnt_type[j] == FREE
+           and np.any(m.dof_armature[m.jnt_dofadr[j]:m.jnt_dofadr[j] + 6] != 0)],
+          "MuJoCo's acts on the world-axis linear acceleration, which is not a rotor: set to 0")
     _warn(path, context, "joint springs", [jn[j] for j in range(m.njnt) if m.jnt_stiffness[j] != 0],
           "stiffness/springref: no joint springs in the engine")
     other = [f"{n} ({t})" for i, n in enumerate(_names(m, "equality", m.neq, "equality"))
@@ -354,9 +358,11 @@ def _joint(m, j: int, name: str, R: np.ndarray, t: np.ndarray):
 
 
 def _dof_limits(m, j: int) -> dict:
-    """armature, damping, frictionloss of joint j (the same on each of its dofs in MJCF)."""
+    """armature (not on a free joint: warned), damping, frictionloss of joint j (the same on each
+    of its dofs in MJCF)."""
     d = int(m.jnt_dofadr[j])
-    return {"armature": float(m.dof_armature[d]), "damping": float(m.dof_damping[d]),
+    armature = 0.0 if m.jnt_type[j] == FREE else float(m.dof_armature[d])
+    return {"armature": armature, "damping": float(m.dof_damping[d]),
             "friction": float(m.dof_frictionloss[d])}
 
 

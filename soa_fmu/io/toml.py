@@ -38,7 +38,8 @@ KEYS = {
     "flexible": {"kind", "modes", "damping_ratio"},
     "constraint": {"name", "kind", "frame_a", "frame_b", "axis", "active"},
     "initial": {"q", "qd"},
-    "limits": {"lower", "upper", "velocity", "effort", "damping", "friction"},
+    "limits": {"lower", "upper", "velocity", "effort", "damping", "friction", "armature",
+               "stop_stiffness", "stop_damping"},
 }
 JOINT_KEYS = {"type", "name", "xyz", "rpy", "limits"}
 JOINT_TYPES: dict[str, tuple[type[J.Joint], set[str]]] = {     # type -> (class, its own keys)

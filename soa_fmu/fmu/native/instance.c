@@ -30,7 +30,7 @@
 
 #define QUAT_NORM_TOL 1e-3     /* q0 quaternions are normalized when | |q| - 1 | is below this */
 
-const char *const METHOD_NAMES[SOA_NMETHODS] = {"rk4", "euler", "dop853"};
+const char *const METHOD_NAMES[SOA_NMETHODS] = {"rk4", "euler", "dop853", "implicit", "auto"};
 const char *const MODE_NAMES[] = {"instantiated", "initialization", "step", "terminated", "event",
                                   "continuous-time"};
 
@@ -106,6 +106,17 @@ void fmu_apply_gravity(Instance *c)
         c->m->a0[i] = 0.0;
         c->m->a0[3 + i] = -c->real[D.vr_g + i];
     }
+    /* and the other tunable parameters of the model: the joint stops' gains and switch (checked
+     * >= 0 by the setter; dissipation.c reads them at every evaluation) */
+    if (D.vr_stop_stiffness < 0) return;
+    soa_model *m = c->m;
+    m->stops[0] = c->boolean[D.vr_stops_enabled - D.nreal] != 0;
+    m->stopped = 0;
+    for (int i = 0; i < D.nv; i++) {
+        m->stop_k[i] = c->real[D.vr_stop_stiffness + i];
+        m->stop_b[i] = c->real[D.vr_stop_damping + i];
+        m->stopped |= m->stops[0] && m->stop_qi[i] >= 0;
+    }
 }
 
 /* The held external forces at the frames, moved to their bodies' origins (phi): returns 1 when
@@ -149,9 +160,15 @@ int fmu_gather_closure_inputs(Instance *c)
     return any;
 }
 
-/* The constraint outputs from the engine's forces and residuals (0 when switched off). */
+/* The constraint outputs from the engine's forces and residuals (0 when switched off); and the
+ * joints' outputs: the stop forces at the state (dissipation.c), the integrator used. */
 void fmu_put_constraint_outputs(Instance *c)
 {
+    if (D.vr_stop_tau >= 0)
+        for (int i = 0; i < D.nv; i++)
+            c->real[D.vr_stop_tau + i] = soa_stop_force(c->m, i, c->real + D.vr_q,
+                                                        c->real + D.vr_qd, NULL, NULL);
+    c->real[D.vr_integrator_used] = c->method_used;
     for (int j = 0; j < D.nc; j++) {
         const soa_fmu_constraint *k = &D.constraints[j];
         for (int r = 0; r < c->m->cn_size[j]; r++)
@@ -166,7 +183,7 @@ static soa_status update_outputs(Instance *c)
 {
     const int use = fmu_pack_frame_forces(c, c->real, c->d->fext);
     const double *q = c->real + D.vr_q, *qd = c->real + D.vr_qd, *tau = c->real + D.vr_tau;
-    tau = soa_joint_forces(c->m, c->d, qd, tau);     /* dissipation, as in every step */
+    tau = soa_joint_forces(c->m, c->d, q, qd, tau);  /* dissipation and stops, as in every step */
     soa_status st;
     if (D.nc > 0 && fmu_gather_closure_inputs(c)) {
         st = soa_constrained_fd(c->m, c->d, q, qd, tau, use, c->active, c->u, NULL, c->anchors,
@@ -232,7 +249,28 @@ static void write_parameters(Instance *c, int start)
     for (int i = 0; i < D.nv; i++) {
         m->damping[i] = parameter(c, D.vr_damping + i, start);
         m->friction[i] = parameter(c, D.vr_friction + i, start);
+        m->armature[i] = parameter(c, D.vr_armature + i, start);
+        if (D.vr_stop_stiffness < 0) continue;
+        m->stop_k[i] = parameter(c, D.vr_stop_stiffness + i, start);
+        m->stop_b[i] = parameter(c, D.vr_stop_damping + i, start);
     }
+    if (D.vr_stops_enabled >= 0)
+        m->stops[0] = start ? D.vars[D.vr_stops_enabled].start != 0.0
+                            : c->boolean[D.vr_stops_enabled - D.nreal] != 0;
+}
+
+/* The integrator auto resolves to (soa_auto_method at the state, for sub-steps of max_step):
+ * decided when the simulation state is built and never inside a run; logged. */
+static void resolve_method(Instance *c)
+{
+    c->method_used = c->method;
+    if (c->method != SOA_AUTO) return;
+    c->method_used = soa_auto_method(c->m, c->d, c->real + D.vr_q, c->real[D.vr_max_step]);
+    fmu_log(c, FMU_OK, "integrator auto: %s (the explicit bound of rk4 %s for the joints' "
+            "dissipation and stops at max_step = %g s; docs/joints.md)",
+            METHOD_NAMES[c->method_used], c->method_used == SOA_RK4 ? "holds" : "fails",
+            c->real[D.vr_max_step]);
+    c->real[D.vr_integrator_used] = c->method_used;
 }
 
 /* The parameters into the model; 0 (msg, which may be NULL: the reason naming the body or dof)
@@ -289,6 +327,7 @@ int fmu_build(Instance *c, char *msg, size_t n)
     c->t = c->start_time;
     c->last_h = 0.0;
     reset_closures(c);
+    resolve_method(c);
     c->built = 1;
     c->params_dirty = 0;
     const soa_status st = update_outputs(c);
@@ -320,14 +359,14 @@ static soa_status integrate(Instance *c, double h)
     double last_h = c->last_h;
     if (D.nc > 0) {
         fmu_gather_closure_inputs(c);
-        const soa_step_options o = {c->method, c->real[D.vr_max_step], c->real[D.vr_rtol],
+        const soa_step_options o = {c->method_used, c->real[D.vr_max_step], c->real[D.vr_rtol],
                                     c->real[D.vr_atol], 1};
         soa_closure_inputs in = {c->m, c->d, tau, use, c->active, c->u, c->real[D.vr_stab],
                                  c->real[D.vr_stab + 1], c->anchors, c->t, c->forces,
                                  c->residuals};
         st = soa_closure_step(c->m, c->d, &o, &in, c->was_active, c->qs, c->qds, c->t, h, &last_h,
                               c->qdds);
-    } else if (c->method == SOA_DOP853) {
+    } else if (c->method_used == SOA_DOP853) {
         c->d->dop_h[0] = last_h;
         st = soa_dop853(c->m, c->d, c->qs, c->qds, tau, use, c->t, h, c->real[D.vr_rtol],
                         c->real[D.vr_atol], HUGE_VAL, c->qdds);
@@ -338,18 +377,22 @@ static soa_status integrate(Instance *c, double h)
             st.kind = SOA_BAD_ARG;
             return st;
         }
-        if (c->method == SOA_EULER)
+        if (c->method_used == SOA_EULER)
             st = soa_euler(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
+        else if (c->method_used == SOA_IMPLICIT)
+            st = soa_implicit(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
         else
             st = soa_rk4(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
     }
     if (st.kind != SOA_OK) return st;
-    if (c->method == SOA_DOP853) c->last_h = last_h;
+    if (c->method_used == SOA_DOP853) c->last_h = last_h;
     memcpy(c->real + D.vr_q, c->qs, sizeof(double) * D.nq);
     memcpy(c->real + D.vr_qd, c->qds, sizeof(double) * D.nv);
     memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
     fmu_put_constraint_outputs(c);
-    c->stale = 0;
+    /* the implicit step's qdd is its mean acceleration: the output beta-dot at t + h is computed
+     * when asked for (update_outputs), keeping the step at one sweep */
+    c->stale = c->method_used == SOA_IMPLICIT;
     c->energy_valid = c->poses_valid = 0;
     return st;
 }
@@ -571,6 +614,7 @@ static void load_state(Instance *c, const unsigned char *buf)
     if (c->mode < INSTANTIATED || c->mode > CONTINUOUS || c->mode == (me ? STEPPING : CONTINUOUS))
         c->mode = TERMINATED;
     if (c->method < 0 || c->method >= SOA_NMETHODS) c->method = D.method;
+    if (c->method_used < 0 || c->method_used >= SOA_AUTO) c->method_used = SOA_RK4;
     if (!apply_parameters(c, NULL, 0)) c->built = 0;      /* the state's physical parameters */
     fmu_apply_gravity(c);
     c->energy_valid = c->poses_valid = 0;
@@ -638,6 +682,7 @@ void fmu_set_defaults(Instance *c)
     c->problem[0] = '\0';
     c->mode = INSTANTIATED;
     c->method = D.method;
+    c->method_used = D.method == SOA_AUTO ? SOA_RK4 : D.method;
     c->built = 0;
     c->params_dirty = 1;
     c->stale = 1;
@@ -917,6 +962,11 @@ static int real_problem(const Instance *c, int vr, double x, char *text, size_t 
         snprintf(text, n, "%s must be > 0, got %.17g", v->name, x);
         return REJ_NONPOSITIVE;
     }
+    if (D.vr_stop_stiffness >= 0 && vr >= D.vr_stop_stiffness && vr < D.vr_stop_damping + D.nv
+        && !(x >= 0.0)) {
+        snprintf(text, n, "%s must be >= 0, got %.17g", fmu_named(vr, nm, sizeof nm), x);
+        return REJ_NONPOSITIVE;
+    }
     return OK_VALUE;
 }
 
@@ -963,6 +1013,7 @@ int fmu_set_boolean(Instance *c, unsigned vr, int value, const char *fn)
     }
     c->boolean[vr - (unsigned)D.nreal] = value ? 1 : 0;
     c->pending[vr] = OK_VALUE;
+    if ((int)vr == D.vr_stops_enabled && fmu_running(c)) fmu_apply_gravity(c);   /* tunable */
     fmu_invalidate(c);
     return FMU_OK;
 }
@@ -975,12 +1026,15 @@ int fmu_set_string(Instance *c, unsigned vr, const char *value)
         if (strcmp(value, METHOD_NAMES[k]) == 0) method = k;
     if (method < 0) {
         char text[MSG];
-        snprintf(text, sizeof text, "integrator '%.200s' is not one of rk4, euler, dop853",
+        snprintf(text, sizeof text, "integrator '%.200s' is not one of rk4, euler, dop853, "
+                 "implicit, auto",
                  value ? value : "(null)");
         reject(c, (int)vr, REJ_METHOD, text);
         return FMU_ERROR;
     }
     c->method = method;
+    if (fmu_running(c) && method != SOA_AUTO) c->method_used = method;   /* auto: as decided */
+    else if (!fmu_running(c)) c->params_dirty = 1;        /* resolved when the state is built */
     c->pending[vr] = OK_VALUE;
     return FMU_OK;
 }

@@ -39,6 +39,7 @@ enum { OK_VALUE, REJ_NAN, REJ_INF, REJ_OUTPUT, REJ_FIXED, REJ_NONPOSITIVE, REJ_M
 #define STATE_SCALARS(X)                                                                          \
     X(int, mode, 1)          /* Mode */                                                           \
     X(int, method, 1)        /* the integrator (string variable "integrator") */                  \
+    X(int, method_used, 1)   /* what it resolved to at initialization (auto: rk4 or implicit) */  \
     X(int, built, 1)         /* the simulation state exists (from the parameters) */              \
     X(int, params_dirty, 1)  /* parameters changed before initialization ended: rebuild */        \
     X(int, stale, 1)         /* qdd not yet computed with the current inputs */                   \
@@ -145,6 +146,7 @@ int fmu_me_get_states(Instance *c, double *x, size_t nx, const char *fn);
 int fmu_me_set_states(Instance *c, const double *x, size_t nx, const char *fn);
 int fmu_me_get_derivatives(Instance *c, double *dx, size_t nx, const char *fn);
 int fmu_me_nominals(Instance *c, double *x, size_t nx, const char *fn);
+int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn);  /* FMI 2.0 */
 int fmu_me_event_update(Instance *c, int *states_changed, const char *fn);
 int fmu_me_completed_step(Instance *c, int *enter_event, const char *fn);
 int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const unsigned *known,
