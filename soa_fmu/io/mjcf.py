@@ -37,7 +37,7 @@ import numpy as np
 
 from .. import joints as J
 from ..model import WORLD, Model, ModelError
-from .checks import LENIENT_NOTE, ModelWarning, inertia_problem, singular_joint
+from .checks import LENIENT_NOTE, MAX_FILE_BYTES, ModelWarning, inertia_problem, singular_joint
 
 EXTRA = "mjcf"                       # pip install 'soa_fmu[mjcf]'
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3          # mjtJoint
@@ -62,6 +62,9 @@ def compile_mjcf(path: str | os.PathLike):
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise ModelError(f"{path}: no such model file")
+    if not path.lower().endswith(".mjb") and os.path.getsize(path) > MAX_FILE_BYTES:
+        raise ModelError(f"{path}: file larger than {MAX_FILE_BYTES // 2**20} MB; refusing to read "
+                         "it as a model file")
     try:
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
