@@ -16,7 +16,8 @@ MuJoCo's, not a re-implementation.  The compiled ``MjModel`` is then read (docs/
   ``range`` of a limited joint -> ``limits["lower"/"upper"]`` (stops);
 - ``gravity``; ``timestep`` -> ``model.timestep`` (the FMU's default step);
 - sites -> named frames; ``equality connect``/``weld`` -> ball / weld constraints, active as
-  ``eq_active0``;
+  ``eq_active0``; colliding sphere geoms on bodies and plane geoms of the world -> contact spheres
+  and planes, where the engine has contact (``Model.add_contact_sphere``);
 - everything MuJoCo has and the engine does not (tendons, actuators, springs, other equalities,
   flexes, contact geoms, ...) -> ONE :class:`~soa_fmu.io.checks.ModelWarning` per kind naming the
   elements ignored.
@@ -42,6 +43,7 @@ from .checks import LENIENT_NOTE, MAX_FILE_BYTES, ModelWarning, inertia_problem,
 EXTRA = "mjcf"                       # pip install 'soa_fmu[mjcf]'
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3          # mjtJoint
 CONNECT, WELD = 0, 1                            # mjtEq
+PLANE_GEOM, SPHERE_GEOM = 0, 2                  # mjtGeom
 ROOT_JOINT = "root_joint"
 
 
@@ -265,18 +267,61 @@ def warn_unsupported(mj: MjcfModel, context: str = "") -> None:
     _warn(path, context, "gravity compensations",
           [bn[b] for b in range(m.nbody) if getattr(m, "body_gravcomp", np.zeros(m.nbody))[b] != 0],
           "gravcomp")
-    gn = _names(m, "geom", m.ngeom, "geom")
-    ct, ca = np.asarray(m.geom_contype), np.asarray(m.geom_conaffinity)
-    pairs = (ct[:, None] & ca[None, :]) | (ca[:, None] & ct[None, :])   # MuJoCo's bit filter
-    np.fill_diagonal(pairs, 0)
-    _warn(path, context, "contact geoms", [gn[g] for g in np.flatnonzero(pairs.any(axis=1))],
-          "no contact from MJCF geoms yet; their mass is in the bodies' inertias")
     _warn(path, context, "contact pairs", _names(m, "pair", m.npair, "pair"), "explicit <pair>s")
     fluid = [k for k in ("density", "viscosity") if getattr(m.opt, k) != 0] + \
         (["wind"] if np.any(m.opt.wind) else [])
     _warn(path, context, "fluid options", fluid, "no fluid forces in the engine")
     _warn(path, context, "plugins", [f"plugin{i}" for i in range(getattr(m, "nplugin", 0))],
           "MuJoCo plugins")
+
+
+def colliding_geoms(m) -> np.ndarray:
+    """Indices of the geoms MuJoCo's contype/conaffinity bits let collide with some other geom."""
+    ct, ca = np.asarray(m.geom_contype), np.asarray(m.geom_conaffinity)
+    pairs = (ct[:, None] & ca[None, :]) | (ca[:, None] & ct[None, :])
+    np.fill_diagonal(pairs, 0)
+    return np.flatnonzero(pairs.any(axis=1))
+
+
+def _add_contacts(model: Model, mj: MjcfModel, bnames, offset, R0, t0, prefix: str) -> None:
+    """Colliding sphere geoms of moving or welded bodies -> contact spheres, colliding planes of
+    MuJoCo's world -> contact planes (when the engine has contact: ``Model.add_contact_sphere``),
+    each with the geom's sliding friction and the model's other law constants; one warning names
+    every colliding geom left out."""
+    m, path = mj.m, mj.path
+    names = _names(m, "geom", m.ngeom, "geom")
+    colliding = colliding_geoms(m)
+    has_contact = hasattr(model, "add_contact_sphere")
+    left, read = [], []
+    for g in colliding if has_contact else ():
+        b, kind, friction = int(m.geom_bodyid[g]), int(m.geom_type[g]), float(m.geom_friction[g][0])
+        name = prefix + names[g]
+        try:
+            if kind == SPHERE_GEOM and b != 0:
+                model.add_contact_sphere(name, bnames[b], center=m.geom_pos[g] - offset[b],
+                                         radius=float(m.geom_size[g][0]), friction=friction)
+            elif kind == PLANE_GEOM and b == 0:
+                normal = R0 @ quat_to_matrix(m.geom_quat[g])[:, 2]
+                model.add_contact_plane(name, point=t0 + R0 @ m.geom_pos[g], normal=normal,
+                                        friction=friction)
+            else:
+                left.append(names[g])
+                continue
+        except ValueError as e:
+            raise ModelError(f"{path}: geom {names[g]!r}: {e}") from None
+        read.append(names[g])
+    if not has_contact:
+        _warn(path, "", "contact geoms", [names[g] for g in colliding],
+              "no contact in this engine; their mass is in the bodies' inertias")
+        return
+    _warn(path, "", "contact geoms", left, "only spheres on bodies and planes of the world are "
+          "contact elements; their mass is in the bodies' inertias")
+    if read:
+        warnings.warn(f"{path}: {len(read)} contact geoms read as contact spheres and planes with "
+                      "the engine's compliant law (MuJoCo's solref/solimp are not mapped; friction "
+                      "from each geom): " + ", ".join(repr(n) for n in read[:6])
+                      + (f" and {len(read) - 6} more" if len(read) > 6 else ""),
+                      ModelWarning, stacklevel=3)
 
 
 def add_mjcf(model: Model, mj: MjcfModel, *, prefix: str = "", parent: str = WORLD, rotation=None,
@@ -334,6 +379,7 @@ def add_mjcf(model: Model, mj: MjcfModel, *, prefix: str = "", parent: str = WOR
         offset[b] = anchor
     _add_sites(model, mj, bnames, offset, R0, t0, prefix)
     _add_equalities(model, mj, bnames, offset, R0, t0, prefix)
+    _add_contacts(model, mj, bnames, offset, R0, t0, prefix)
 
 
 def _joint(m, j: int, name: str, R: np.ndarray, t: np.ndarray):
