@@ -168,6 +168,20 @@ def test_joint_parameters_and_limits_read(features):
     assert model.joint_friction[k] == pytest.approx(0.1)
 
 
+def test_features_the_file_switches_off_are_not_read(tmp_path):
+    """<flag gravity/damper/frictionloss/limit="disable"/>: MuJoCo applies none of them, so
+    neither does the model read from the file."""
+    p = tmp_path / "off.xml"
+    p.write_text(FEATURES.replace('timestep="0.004"/>', 'timestep="0.004"><flag gravity="disable" '
+                                  'damper="disable" frictionloss="disable" limit="disable"/>'
+                                  '</option>'))
+    model = quiet_load(p)
+    np.testing.assert_array_equal(model.gravity, 0.0)
+    leg = model.bodies[model.body_index("leg")].limits
+    assert (leg["damping"], leg["friction"], leg["armature"]) == (0.0, 0.0, pytest.approx(0.02))
+    assert "lower" not in leg and "upper" not in leg
+
+
 def test_coordinate_maps_are_inverse_and_energy_preserving(features):
     m = mj_model(str(features))
     rng = np.random.default_rng(3)

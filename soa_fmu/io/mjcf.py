@@ -193,6 +193,14 @@ def mass_matrix_from_mujoco(m, q, M_mj) -> np.ndarray:
 
 
 # ---------------------------------------------------------------- reading the compiled model
+def disabled(m, *flags: str) -> bool:
+    """True when the file switches off any of the named MuJoCo features (``<flag gravity=
+    "disable"/>``: ``GRAVITY``; ``LIMIT``, ``DAMPER``, ...); a flag this MuJoCo lacks is on."""
+    mujoco = import_mujoco()
+    bits = (getattr(mujoco.mjtDisableBit, f"mjDSBL_{f}", 0) for f in flags)
+    return any(int(m.opt.disableflags) & int(b) for b in bits)
+
+
 def _names(m, kind: str, count: int, fallback: str) -> list[str]:
     """Names of the ``count`` objects of a kind (``body``, ``jnt``, ...); unnamed ones
     ``<fallback><id>``."""
@@ -254,6 +262,9 @@ def warn_unsupported(mj: MjcfModel, context: str = "") -> None:
           [jn[j] for j in range(m.njnt) if m.jnt_type[j] == FREE
            and np.any(m.dof_armature[m.jnt_dofadr[j]:m.jnt_dofadr[j] + 6] != 0)],
           "MuJoCo's acts on the world-axis linear acceleration, which is not a rotor: set to 0")
+    _warn(path, context, "ball-joint limits",
+          [jn[j] for j in range(m.njnt) if m.jnt_type[j] == BALL and m.jnt_limited[j]],
+          "MuJoCo's cone limit; no stop on a spherical joint")
     _warn(path, context, "joint springs", [jn[j] for j in range(m.njnt) if m.jnt_stiffness[j] != 0],
           "stiffness/springref: no joint springs in the engine")
     other = [f"{n} ({t})" for i, n in enumerate(_names(m, "equality", m.neq, "equality"))
@@ -291,6 +302,8 @@ def _add_contacts(model: Model, mj: MjcfModel, bnames, offset, R0, t0, prefix: s
     m, path = mj.m, mj.path
     names = _names(m, "geom", m.ngeom, "geom")
     colliding = colliding_geoms(m)
+    if disabled(m, "CONTACT", "CONSTRAINT"):      # the file itself has no contact
+        return
     has_contact = hasattr(model, "add_contact_sphere")
     left, read = [], []
     for g in colliding if has_contact else ():
@@ -401,18 +414,19 @@ def _joint(m, j: int, name: str, R: np.ndarray, t: np.ndarray):
     else:
         raise ModelError(f"joint {name!r}: unknown MuJoCo joint type {jtype}")
     limits = _dof_limits(m, j)
-    if jtype in (HINGE, SLIDE) and m.jnt_limited[j]:
+    if jtype in (HINGE, SLIDE) and m.jnt_limited[j] and not disabled(m, "LIMIT", "CONSTRAINT"):
         limits["lower"], limits["upper"] = (float(x) for x in m.jnt_range[j])
     return joint, name, limits, R, t, anchor
 
 
 def _dof_limits(m, j: int) -> dict:
     """armature (not on a free joint: warned), damping, frictionloss of joint j (the same on each
-    of its dofs in MJCF)."""
+    of its dofs in MJCF); 0 where the file switches the feature off (``<flag damper="disable"/>``)."""
     d = int(m.jnt_dofadr[j])
     armature = 0.0 if m.jnt_type[j] == FREE else float(m.dof_armature[d])
-    return {"armature": armature, "damping": float(m.dof_damping[d]),
-            "friction": float(m.dof_frictionloss[d])}
+    damping = 0.0 if disabled(m, "DAMPER", "PASSIVE") else float(m.dof_damping[d])
+    friction = 0.0 if disabled(m, "FRICTIONLOSS", "CONSTRAINT") else float(m.dof_frictionloss[d])
+    return {"armature": armature, "damping": damping, "friction": friction}
 
 
 def _inertia(m, b: int, anchor: np.ndarray, path: str, name: str, strict: bool):
@@ -490,7 +504,8 @@ def _add_equalities(model: Model, mj: MjcfModel, bnames, offset, R0, t0, prefix:
             frames.append(fname)
         try:
             model.add_constraint(name, "ball" if kind == CONNECT else "weld", *frames,
-                                 active=bool(m.eq_active0[e]))
+                                 active=bool(m.eq_active0[e])
+                                 and not disabled(m, "EQUALITY", "CONSTRAINT"))
         except ValueError as e:
             raise ModelError(f"{mj.path}: equality {ename!r}: {e}") from None
 
@@ -501,7 +516,8 @@ def load_mjcf(path: str | os.PathLike, floating_base: bool = False, strict: bool
     mj = parse_mjcf(path)
     m = mj.m
     warn_unsupported(mj)
-    model = Model(mj.name, gravity=np.array(m.opt.gravity, dtype=float))
+    gravity = np.zeros(3) if disabled(m, "GRAVITY") else np.array(m.opt.gravity, dtype=float)
+    model = Model(mj.name, gravity=gravity)
     model.source = mj.path
     model.timestep = float(m.opt.timestep)
     add_mjcf(model, mj, floating_base=floating_base, strict=strict)
