@@ -257,43 +257,55 @@ EQUALITY = """
       <body name="b" pos="0.5 0 0">
         <joint name="jb" type="hinge" axis="0 1 0"/>
         <geom type="capsule" fromto="0 0 0 0 0 -0.5" size="0.02"/>
+        <site name="sb" pos="0.02 0.01 -0.3" euler="0.3 0.1 -0.2"/>
       </body>
     </body>
     <body name="c" pos="0.6 0.1 1.2" euler="0.1 0.2 0.3">
       <joint name="jc" type="ball" pos="0.01 0 0"/>
       <geom type="box" size="0.1 0.05 0.02"/>
+      <site name="sc" pos="0.05 -0.02 0.01" euler="-0.1 0.4 0.2"/>
     </body>
   </worldbody>
   <equality>
     <connect name="close" body1="b" body2="world" anchor="0 0 -0.5"/>
     <weld name="hold" body1="c" body2="a" active="false"/>
+    <weld name="grip" body1="b" body2="c" anchor="0.1 0.05 -0.02"/>
+    <connect name="pin" site1="sb" site2="sc"/>
+    <weld name="glue" site1="sc" site2="sb"/>
   </equality>
 </mujoco>
 """
 
 
 def test_connect_and_weld_become_constraints(tmp_path):
-    """connect -> ball, weld -> weld (relpose from qpos0), active from eq_active0; the residuals
-    equal MuJoCo's: |Δp| of the connect, and |Δp|, the rotation angle of the weld."""
+    """connect -> ball, weld -> weld (relpose from qpos0, an anchor, sites), active from eq_active0;
+    the residuals equal MuJoCo's: |Δp| of a connect, |Δp| and the rotation angle of a weld."""
     p = tmp_path / "loop.xml"
     p.write_text(EQUALITY)
     model = quiet_load(p)
-    assert [(c.name, c.kind, c.active) for c in model.constraints] == [("close", "ball", True),
-                                                                       ("hold", "weld", False)]
+    kinds = {"close": "ball", "hold": "weld", "grip": "weld", "pin": "ball", "glue": "weld"}
+    assert [(c.name, c.kind, c.active) for c in model.constraints] == [
+        (n, k, n != "hold") for n, k in kinds.items()]
     m, d = mujoco_pair(p, disable=("CONTACT",))
     d.eq_active[:] = 1
     rng = np.random.default_rng(2)
-    for _ in range(5):
-        d.qpos[:] = random_qpos(m, rng)
+    for i in range(6):
+        d.qpos[:] = m.qpos0 if i == 0 else random_qpos(m, rng)
         mujoco.mj_forward(m, d)
         q = X.q_from_qpos(m, d.qpos)
-        e = constraint_errors(model, q, active={"close": True, "hold": True})
+        e = constraint_errors(model, q, active=dict.fromkeys(kinds, True))
         pos = d.efc_pos[d.efc_type == int(mujoco.mjtConstraint.mjCNSTR_EQUALITY)]
-        assert np.linalg.norm(e[:3]) == pytest.approx(np.linalg.norm(pos[:3]), rel=1e-9)
-        # the weld: our rows [rotation; translation] (ω first), MuJoCo's [translation; rotation]
-        assert np.linalg.norm(e[6:9]) == pytest.approx(np.linalg.norm(pos[3:6]), rel=1e-9)
-        angle = 2 * np.arcsin(min(1.0, np.linalg.norm(pos[6:9])))       # MuJoCo: sin(θ/2) n
-        assert np.linalg.norm(e[3:6]) == pytest.approx(angle, rel=1e-7)
+        for kind in kinds.values():
+            if kind == "ball":
+                assert np.linalg.norm(e[:3]) == pytest.approx(np.linalg.norm(pos[:3]), rel=1e-9,
+                                                              abs=1e-14)
+                e, pos = e[3:], pos[3:]
+            else:   # ours [rotation; translation] (ω first), MuJoCo's [translation; sin(θ/2) n]
+                assert np.linalg.norm(e[3:6]) == pytest.approx(np.linalg.norm(pos[:3]), rel=1e-9,
+                                                               abs=1e-14)
+                angle = 2 * np.arcsin(min(1.0, np.linalg.norm(pos[3:6])))
+                assert np.linalg.norm(e[:3]) == pytest.approx(angle, rel=1e-7, abs=1e-14)
+                e, pos = e[6:], pos[6:]
 
 
 # ---------------------------------------------------------------- contact geoms
