@@ -372,7 +372,12 @@ def test_one_warning_per_kind_naming_the_elements():
     assert any("actuators ignored" in msg and "'abdomen_y'" in msg for msg in msgs)
     assert any("tendons ignored" in msg for msg in msgs)
     assert not any("free-joint armature" in msg for msg in msgs)      # humanoid's root: armature 0
-    assert any("contact geoms ignored" in msg and "'floor'" in msg for msg in msgs)
+    if hasattr(sf.Model, "add_contact_sphere"):       # issue 19: the floor and spheres are read
+        assert any("read as contact spheres and planes" in msg and "'floor'" in msg
+                   and "'head'" in msg for msg in msgs)
+        assert any("contact geoms ignored" in msg and "'torso1'" in msg for msg in msgs)  # capsules
+    else:
+        assert any("contact geoms ignored" in msg and "'floor'" in msg for msg in msgs)
 
 
 def test_refused_model_gives_mujocos_message_in_one_line(tmp_path):
