@@ -536,6 +536,7 @@ def main(argv=None) -> int:
                         help="cs (Co-Simulation), me (Model Exchange) or both in one FMU (the "
                         "default for the native runtime; the python runtime is cs only)")
     args = parser.parse_args(argv)
+    from soa_fmu.io.checks import cli_error, for_cli
     from soa_fmu.model import ModelError
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:   # reported in one line, below
@@ -546,10 +547,13 @@ def main(argv=None) -> int:
                          interface=args.interface, stops=not args.no_stops)
         except (BuildError, ModelError, OSError, ValueError) as e:   # ValueError: a TableError
             msg = str(e).strip().splitlines()
-            print(f"soa-build-fmu: error: {msg[0] if msg else type(e).__name__}", file=sys.stderr)
+            first = msg[0] if msg else type(e).__name__
+            if isinstance(e, ModelError):
+                first = cli_error(first, args.model, args.floating_base, args.lenient)
+            print(f"soa-build-fmu: error: {first}", file=sys.stderr)
             return 1
     if caught:
-        first = str(caught[0].message).strip().splitlines()[0]
+        first = for_cli(str(caught[0].message).strip().splitlines()[0])
         more = f" (and {len(caught) - 1} more warnings)" if len(caught) > 1 else ""
         print(f"soa-build-fmu: warning: {first}{more}", file=sys.stderr)
     print(f"wrote {path} ({path.stat().st_size // 1024} KiB, {time.perf_counter() - t0:.2f} s)")

@@ -47,6 +47,10 @@ def constraints_module():
     return _constraints
 
 
+MAX_SUBSTEPS = _core.MAX_SUBSTEPS     # sub-steps of a fixed-step method per step, at most
+MIN_MAX_STEP = _core.MIN_MAX_STEP     # the smallest max_step (s)
+
+
 class IntegrationError(RuntimeError):
     """A step failed: non-finite state, singular dynamics, or the adaptive solver gave up."""
 
@@ -118,6 +122,21 @@ class Simulator:
             v = getattr(o, name)
             if not (np.isfinite(v) and v > 0):
                 raise ValueError(f"integrator option {name} must be finite and > 0, got {v}")
+        if o.max_step < MIN_MAX_STEP:
+            raise ValueError(f"integrator option max_step must be ≥ {MIN_MAX_STEP:g} s (the floor "
+                             f"of every step's sub-steps), got {o.max_step}")
+
+    def _substeps(self, h: float) -> int:
+        """The equal sub-steps of a fixed-step method for step h (``soa_substeps``); at most
+        MAX_SUBSTEPS, else IntegrationError naming h, max_step and the count."""
+        max_step = self.options.max_step
+        nsub = max(1, math.ceil(h / max_step - 1e-9))
+        if nsub > MAX_SUBSTEPS:
+            raise IntegrationError(
+                f"h / max_step = {h!r} / {max_step!r} needs {nsub:.6g} sub-steps, more than the "
+                f"{MAX_SUBSTEPS} one step may take: raise max_step to at least "
+                f"{h / MAX_SUBSTEPS:.6g} s or make shorter steps")
+        return nsub
 
     def set_method(self, method: str, **options) -> None:
         for k, v in options.items():
@@ -190,9 +209,11 @@ class Simulator:
             if method == "dop853":
                 qdd = self._step_adaptive(q, qd, h)
             else:
-                nsub = max(1, math.ceil(h / self.options.max_step - 1e-9))
+                nsub = self._substeps(h)
                 qdd = self._step_fixed(method, q, qd, h / nsub, nsub)
         else:
+            if method != "dop853":
+                self._substeps(h)
             qd, qdd = self._step_with_constraints(method, q, qd, h)
         self.q, self.qd, self.qdd = q, qd, qdd
         if method == "implicit":       # its qdd is the step's mean acceleration: β̇ at t + h
@@ -289,7 +310,11 @@ def simulate(model: Model, t_end: float, dt: float = 1e-3, q0=None, qd0=None, ta
     ``tau``: None (zero), a constant vector, or a callable tau(t, q, qd) -> vector held over each
     output interval.  Returns {"t", "q", "qd", "qdd"} arrays (rows = output times).
     """
-    sim = Simulator(model, q0, qd0, method, max_step or dt, rtol, atol)
+    if not (math.isfinite(dt) and dt > 0):
+        raise ValueError(f"simulate: dt must be finite and > 0, got {dt}")
+    if not (math.isfinite(t_end) and t_end >= 0):
+        raise ValueError(f"simulate: t_end must be finite and ≥ 0, got {t_end}")
+    sim = Simulator(model, q0, qd0, method, dt if max_step is None else max_step, rtol, atol)
     n = int(round(t_end / dt))
     T = np.arange(n + 1) * dt
     Q = np.empty((n + 1, model.nq))

@@ -30,7 +30,7 @@ static PyObject *fixed_step(PyObject *const *args, Py_ssize_t nargs, step_kernel
     Py_DECREF(tau);
     if (st.kind != SOA_OK) {
         Py_DECREF(out);
-        return soa_py_status(d->model, st);
+        return soa_py_closure_status(d, st, NULL);      /* (a divergence: with its value) */
     }
     return (PyObject *)out;
 }
@@ -100,7 +100,7 @@ static PyObject *dop853_entry(DataObject *d, PyArrayObject *q, PyArrayObject *qd
     if (st.kind != SOA_OK) {
         Py_DECREF(out);
         if (PyErr_Occurred()) return NULL;      /* raised by the Python acceleration */
-        return soa_py_status(d->model, st);
+        return soa_py_closure_status(d, st, NULL);
     }
     return Py_BuildValue("(Nd)", out, d->d->dop_h[0]);
 }

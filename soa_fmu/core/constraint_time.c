@@ -91,7 +91,8 @@ soa_status soa_closure_step(const soa_model *m, soa_data *d, const soa_step_opti
     } else {
         const int nsub = soa_substeps(h, o->max_step);
         if (nsub < 1) {
-            st.kind = SOA_BAD_ARG;
+            st.kind = SOA_TOO_MANY_SUBSTEPS;
+            st.index = SOA_MAX_SUBSTEPS;
             return st;
         }
         if (o->method == SOA_IMPLICIT) {
@@ -126,10 +127,11 @@ soa_status soa_closure_step(const soa_model *m, soa_data *d, const soa_step_opti
 }
 
 /* The equal sub-steps of a fixed-step method for a step h no longer than max_step:
- * max(1, ceil(h / max_step - 1e-9)), or 0 when that is not a sane count. */
+ * max(1, ceil(h / max_step - 1e-9)), or 0 when that is more than SOA_MAX_SUBSTEPS (or not a
+ * number). */
 int soa_substeps(double h, double max_step)
 {
     const double r = ceil(h / max_step - 1e-9);
-    if (!(r < 1e9)) return 0;
+    if (!(r <= SOA_MAX_SUBSTEPS)) return 0;
     return r < 1.0 ? 1 : (int)r;
 }

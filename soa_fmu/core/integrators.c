@@ -5,6 +5,7 @@
  * with a diagonal added to D(k) (seed 001 eqs. 34-36; docs/joints.md).  Quaternions are renormalized after every
  * (sub)step and before each stage evaluation (a quaternion's rotation is invariant to its scale,
  * so the projection costs no accuracy).  Every buffer is in soa_data. */
+#include <math.h>
 #include <string.h>
 
 #include "soa.h"
@@ -37,19 +38,41 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
     return st;
 }
 
-/* qdd <- beta-dot at the end of a step (reported at t + h), and the step's status: DIVERGED when
- * the state or beta-dot is not finite. */
-static soa_status final_acceleration(const soa_model *m, soa_accel acc, const double *q,
-                                     const double *qd, double t, double *qdd)
+soa_status soa_diverged(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                        soa_status st)
 {
-    const int iq = soa_first_nonfinite(q, m->nq), iv = soa_first_nonfinite(qd, m->nv);
-    soa_status st = {SOA_DIVERGED, iv >= 0 ? iv : 0};
-    if (iq >= 0 || iv >= 0) return st;
+    if (st.kind != SOA_SINGULAR && st.kind != SOA_DIVERGED && st.kind != SOA_BAD_Q
+        && st.kind != SOA_BAD_QD && st.kind != SOA_BAD_QUAT && st.kind != SOA_BAD_RESULT)
+        return st;
+    int k = 0;
+    double big = -1.0;
+    for (int i = 0; i < m->nq + m->nv; i++) {
+        const double x = i < m->nq ? q[i] : qd[i - m->nq];
+        if (!isfinite(x)) {          /* a non-finite component is the largest */
+            k = i;
+            break;
+        }
+        if (fabs(x) > big) {
+            big = fabs(x);
+            k = i;
+        }
+    }
+    d->diverged[0] = k < m->nq ? q[k] : qd[k - m->nq];
+    const soa_status dv = {SOA_DIVERGED, k};
+    return dv;
+}
+
+/* qdd <- beta-dot at the end of a step (reported at t + h), and the step's status: DIVERGED when
+ * the state or beta-dot is not finite, or D singular there (the step's start was fine). */
+static soa_status final_acceleration(const soa_model *m, soa_data *d, soa_accel acc,
+                                     const double *q, const double *qd, double t, double *qdd)
+{
+    const soa_status bad = {SOA_DIVERGED, 0};
+    if (soa_first_nonfinite(q, m->nq) >= 0 || soa_first_nonfinite(qd, m->nv) >= 0)
+        return soa_diverged(m, d, q, qd, bad);
     const soa_status sa = acc.fn(acc.ctx, q, qd, t, qdd);
-    const int ia = soa_first_nonfinite(qdd, m->nv);
-    if (sa.kind != SOA_OK || ia < 0) return sa;
-    st.index = ia;
-    return st;
+    if (sa.kind != SOA_OK) return soa_diverged(m, d, q, qd, sa);
+    return soa_first_nonfinite(qdd, m->nv) >= 0 ? soa_diverged(m, d, q, qd, bad) : sa;
 }
 
 static soa_status check_step(const soa_model *m, const double *q, const double *qd, double t,
@@ -59,6 +82,9 @@ static soa_status check_step(const soa_model *m, const double *q, const double *
     if (st.kind == SOA_OK && !(h > 0.0 && h < 1e300 && nsub >= 1 && t > -1e300 && t < 1e300)) {
         st.kind = SOA_BAD_ARG;
         st.index = 0;
+    } else if (st.kind == SOA_OK && nsub > SOA_MAX_SUBSTEPS) {
+        st.kind = SOA_TOO_MANY_SUBSTEPS;
+        st.index = SOA_MAX_SUBSTEPS;
     }
     return st;
 }
@@ -81,7 +107,7 @@ soa_status soa_rk4_with(const soa_model *m, soa_data *d, soa_accel acc, double *
             if (s > 0) soa_normalize_quaternions(m, d->qs);
             soa_configuration_rate(m, d->qs, d->vs, d->kq + s * nq);
             st = acc.fn(acc.ctx, d->qs, d->vs, ts + c, d->kv + s * nv);
-            if (st.kind != SOA_OK) return st;
+            if (st.kind != SOA_OK) return step + s > 0 ? soa_diverged(m, d, d->qs, d->vs, st) : st;
         }
         const double *kq = d->kq, *kv = d->kv;
         for (int i = 0; i < nq; i++)
@@ -90,7 +116,7 @@ soa_status soa_rk4_with(const soa_model *m, soa_data *d, soa_accel acc, double *
             qd[i] += h / 6.0 * (kv[i] + 2.0 * kv[nv + i] + 2.0 * kv[2 * nv + i] + kv[3 * nv + i]);
         soa_normalize_quaternions(m, q);
     }
-    return final_acceleration(m, acc, q, qd, t + nsub * h, qdd);
+    return final_acceleration(m, d, acc, q, qd, t + nsub * h, qdd);
 }
 
 /* nsub semi-implicit Euler steps from time t in place: beta <- beta + h beta-dot,
@@ -102,7 +128,7 @@ soa_status soa_euler_with(const soa_model *m, soa_data *d, soa_accel acc, double
     if (st.kind != SOA_OK) return st;
     for (int step = 0; step < nsub; step++) {
         st = acc.fn(acc.ctx, q, qd, t + step * h, qdd);
-        if (st.kind != SOA_OK) return st;
+        if (st.kind != SOA_OK) return step > 0 ? soa_diverged(m, d, q, qd, st) : st;
         for (int i = 0; i < m->nv; i++) {
             qd[i] += h * qdd[i];
             d->dv[i] = h * qd[i];
@@ -110,7 +136,7 @@ soa_status soa_euler_with(const soa_model *m, soa_data *d, soa_accel acc, double
         soa_integrate_configuration(m, q, d->dv, d->qs);
         for (int i = 0; i < m->nq; i++) q[i] = d->qs[i];
     }
-    return final_acceleration(m, acc, q, qd, t + nsub * h, qdd);
+    return final_acceleration(m, d, acc, q, qd, t + nsub * h, qdd);
 }
 
 soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
@@ -157,7 +183,7 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
         if (k >= 0) {
             st.kind = SOA_SINGULAR;
             st.index = k;
-            return st;
+            return step > 0 ? soa_diverged(m, d, q, qd, st) : st;   /* D was fine at the start */
         }
         for (int i = 0; i < m->nv; i++) {
             qd[i] += h * qdd[i];
@@ -171,7 +197,7 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
     const int ia = soa_first_nonfinite(qdd, m->nv);
     if (iq >= 0 || iv >= 0 || ia >= 0) {
         st.kind = SOA_DIVERGED;
-        st.index = iv >= 0 ? iv : (ia >= 0 ? ia : 0);
+        return soa_diverged(m, d, q, qd, st);
     }
     return st;
 }

@@ -35,7 +35,9 @@ typedef enum {
     SOA_BAD_QUAT,       /* the quaternion of body index is not unit length */
     SOA_BAD_FEXT,       /* the external force on body index is not finite */
     SOA_SINGULAR,       /* D(index) of the Riccati sweep is not positive definite */
-    SOA_DIVERGED,       /* a step produced a non-finite state near velocity dof index */
+    SOA_DIVERGED,       /* a step diverged (a non-finite state, or a singular D after a healthy
+                           start): index the largest state component (theta, then beta), its value
+                           in d->diverged (soa_diverged) */
     SOA_BAD_MODEL,      /* soa_model_finish: body index breaks a structural rule */
     SOA_BAD_ARG,        /* an argument outside its domain; index 0: a step size, 1: a tolerance,
                            2: no such constraint */
@@ -64,6 +66,9 @@ typedef enum {
                            dof index is not finite and >= 0, or lower > upper */
     SOA_IMPLICIT_UNSUPPORTED, /* the implicit integrator does not handle this model: index 0
                                  flexible bodies, 1 closure constraints */
+    /* ---- bounded steps (integrators.c, constraint_time.c) ---- */
+    SOA_TOO_MANY_SUBSTEPS, /* a fixed-step call would need more than SOA_MAX_SUBSTEPS sub-steps
+                              (h / max_step too large); index: SOA_MAX_SUBSTEPS */
     SOA_NSTATUS
 } soa_kind;
 
@@ -212,6 +217,7 @@ typedef struct {
     X(stop_tau, 1, nv, 0, 0)  /* the stops' joint forces of the last soa_joint_forces */         \
     X(jdiag,   1, nv, 0, 0)   /* the diagonal added to D(k) by an implicit step: a + h B + h^2 K */ \
     X(jrhs,    1, nv, 0, 0)   /* ... and its joint forces T - h K beta */                        \
+    X(diverged, 1, 1, 0, 0)   /* soa_diverged: the value of the largest state component */      \
     /* ---- dop853.c: Dormand-Prince 8(5,3) on y = (theta, beta), n = nq + nv ---- */            \
     X(dop_K,     2, 13, nq + nv, 0) /* rates K(0..11) of the stages, K(12) = f(t+h, y_new) */    \
     X(dop_y,     1, nq + nv, 0, 0)  /* y at the start of the step */                             \
@@ -343,6 +349,9 @@ const char *soa_status_message(const struct soa_model *m, soa_status st, const s
 struct soa_data;
 const char *soa_closure_message(const struct soa_model *m, const struct soa_data *d,
                                 const char *what, const soa_names *names, char *buf, size_t n);
+/* soa_status_message, with the value a diverged step reached (d->diverged; d may be NULL). */
+const char *soa_diverged_message(const struct soa_model *m, const struct soa_data *d,
+                                 soa_status st, const soa_names *names, char *buf, size_t n);
 
 /* ------------------------------------------------------------------ joints.c */
 soa_status soa_check_configuration(const soa_model *m, const double *q);
@@ -482,6 +491,11 @@ typedef struct {
 } soa_tree_inputs;
 soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t, double *qdd);
 
+/* The status of a step that failed with st at (q, qd) after its start was evaluated fine: a
+ * singular D or a non-finite state there is a divergence (SOA_DIVERGED naming the largest state
+ * component, its value in d->diverged[0]); any other st is returned as it is. */
+soa_status soa_diverged(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                        soa_status st);
 /* nsub fixed steps of size h from time t, (q, qd) in place; qdd <- beta-dot at the end. */
 soa_status soa_rk4_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,
                         double t, double h, int nsub, double *qdd);
@@ -533,10 +547,17 @@ soa_status soa_closure_accel(void *ctx, const double *q, const double *qd, doubl
 soa_status soa_closure_step(const soa_model *m, soa_data *d, const soa_step_options *o,
                             soa_closure_inputs *in, int *was_active, double *q, double *qd,
                             double t, double h, double *dop_h, double *qdd);
+/* Every call of a fixed-step method does at most SOA_MAX_SUBSTEPS sub-steps (a bound on the
+ * time of one step: ~0.6 s for the 7-dof arm with rk4), and max_step is at least
+ * SOA_MIN_MAX_STEP (s): the simulator and the FMU's setters refuse smaller values. */
+#define SOA_MAX_SUBSTEPS 100000
+#define SOA_MIN_MAX_STEP 1e-9
 int soa_substeps(double h, double max_step);
 
 /* ------------------------------------------------------------------ dop853.c */
-#define SOA_DOP853_MAX_STEPS 100000   /* attempted steps per call before SOA_TOO_MANY_STEPS */
+#define SOA_DOP853_MAX_STEPS 20000    /* attempted steps per call before SOA_TOO_MANY_STEPS
+                                         (12 evaluations each: about as long as SOA_MAX_SUBSTEPS
+                                         rk4 sub-steps, ~1 s for the 7-dof arm) */
 /* Adaptive DOP853 from t to t + h, (q, qd) in place; first step d->dop_h[0] (0: choose), left
  * holding the last accepted step; max_step may be HUGE_VAL. */
 soa_status soa_dop853_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import hashlib
 import json
 import math
 import os
@@ -39,13 +40,13 @@ from pythonfmu.enums import Fmi2Status
 
 from .. import _core
 from ..energy import total_energy
-from ..integrators import IntegrationError, Simulator
+from ..integrators import MIN_MAX_STEP, IntegrationError, Simulator
 from ..io import load_model
 from ..kinematics import forward_kinematics
 from .variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
 
 CONFIG_FILE = "fmu.json"
-STATE_FORMAT = "soa_fmu-fmu-state/1"
+STATE_FORMAT = "soa_fmu-fmu-state/2"
 INSTANTIATED, INITIALIZATION, STEPPING, TERMINATED = "instantiated", "initialization", "step", \
     "terminated"
 QUAT_NORM_TOL = 1e-3        # q0 quaternions are normalized when |‖q‖ − 1| is below this
@@ -132,6 +133,11 @@ class SoaSlave(Fmi2Slave):
         self.modelName = cfg["identifier"]
         self.description = cfg.get("description")
         model = self.model
+        # a state is bound to the model: every constant of its core tables (soa.h) and the table
+        digest = hashlib.sha256(cfg["table_digest"].encode())
+        for name, a in model.core.views().items():
+            digest.update(name.encode() + np.ascontiguousarray(a).tobytes())
+        self.model_digest = digest.hexdigest()
 
         # ---- value buffers: value reference -> slot (Reals first, then Booleans, then Strings)
         self.n_real = nr = table.n_real
@@ -528,6 +534,10 @@ class SoaSlave(Fmi2Slave):
             if v.group in ("max_step", "rtol", "atol") and not x > 0:
                 self._reject(vr, f"{v.name} must be > 0, got {x!r}")
                 return
+            if v.group == "max_step" and x < MIN_MAX_STEP:
+                self._reject(vr, f"max_step must be ≥ {MIN_MAX_STEP:g} s (the floor of every "
+                                 f"step's sub-steps), got {x!r}")
+                return
             if v.group in ("stop_stiffness", "stop_damping") and not x >= 0:
                 self._reject(vr, f"{self._named(vr)} must be >= 0, got {x!r}")
                 return
@@ -606,7 +616,8 @@ class SoaSlave(Fmi2Slave):
         """Everything that evolves: Simulator state (time, q, β, β̇, held inputs, constraint status
         and forces, integrator options and memory), all variable values, mode and pending errors."""
         try:
-            return {"format": STATE_FORMAT, "fmu": self.cfg["table_digest"], "mode": self.mode,
+            return {"format": STATE_FORMAT, "fmu": self.cfg["table_digest"],
+                    "model": self.model_digest, "mode": self.mode,
                     "real": self.real.copy(), "boolean": list(self.boolean),
                     "string": list(self.string), "pending": dict(self.pending),
                     "start_time": self.start_time,
@@ -619,10 +630,10 @@ class SoaSlave(Fmi2Slave):
     def _set_fmu_state(self, state):
         try:
             problem = self._state_problem(state)
-            if problem:
-                self.pending[-3] = f"fmi2SetFMUstate was given an unusable state ({problem})"
-                self._log(self.pending[-3] + "; the instance is unchanged", Fmi2Status.error)
-                return
+            if problem:      # refused: the instance stays exactly as it was, and usable
+                self._log(f"fmi2SetFMUstate was given an unusable state ({problem}); the "
+                          "instance is unchanged", Fmi2Status.error)
+                return       # (pythonfmu answers fmi2OK: a Python exception here is fmi2Fatal)
             self.mode = state["mode"]
             self.real[:] = state["real"]
             self.boolean[:] = state["boolean"]
@@ -653,7 +664,10 @@ class SoaSlave(Fmi2Slave):
             return (state.get("reason") if isinstance(state, dict) and state.get("reason")
                     else "not a soa_fmu FMU state")
         if state.get("fmu") != self.cfg["table_digest"]:
-            return "it belongs to a different FMU (other model or variable table)"
+            return "it belongs to a different FMU (other variable table)"
+        if state.get("model") != self.model_digest:
+            return ("it belongs to a different model (the model digest differs: other topology, "
+                    "joints, placements, inertias or constraints)")
         if np.shape(state["real"]) != self.real.shape or len(state["boolean"]) != \
                 len(self.boolean) or len(state["string"]) != len(self.string):
             return "its variable vectors have the wrong sizes"

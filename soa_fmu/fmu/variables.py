@@ -40,6 +40,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import joints as J
+from ..integrators import MIN_MAX_STEP
 from ..model import Model
 
 FORMAT_VERSION = 1
@@ -95,6 +96,9 @@ _INDEXED = re.compile(r"^(?P<base>.*)\[(?P<k>\d+)\]$")         # x[k]
 _DER_INDEXED = re.compile(r"^der\((?P<base>.*)\[(?P<k>\d+)\]\)$")  # der(x[k])
 _QCHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
               "!#$%&()*+,-./:;<>=?@[]^{}|~ ")
+
+
+ALL = None     # a dependency list that is every known (written by omitting "dependencies")
 
 
 class TableError(ValueError):
@@ -273,64 +277,70 @@ class VariableTable:
         """The continuous states x = (q, qd) (empty without Model Exchange)."""
         return self.vrs("q") + self.vrs("qd") if self.states else []
 
-    def derivative_dependencies(self) -> dict[int, list[int]]:
+    def derivative_dependencies(self) -> dict[int, list[int] | None]:
         """State derivative value reference -> the states and inputs it depends on: der(q[i]) on
         the coordinates and rates of its joint that θ̇ = f(θ)β involves, qdd on every state and
-        input.  Empty without Model Exchange."""
+        input (ALL).  Empty without Model Exchange."""
         if not self.states:
             return {}
-        inputs = [v.value_reference for v in self.variables if v.causality == "input"]
         q, qd = self.vrs("q"), self.vrs("qd")
-        deps = {}
+        deps: dict[int, list[int] | None] = {}
         for i, vr in enumerate(self.vrs("qdot")):
             qs, vs = self._rate_deps[i]
             deps[vr] = sorted([q[k] for k in qs] + [qd[k] for k in vs])
         for vr in self.vrs("qdd"):
-            deps[vr] = sorted(self.state_vrs() + inputs)
+            deps[vr] = ALL
         return deps
 
     # ------------------------------------------------------------ ModelStructure
-    def output_dependencies(self) -> dict[int, list[int]]:
+    def output_dependencies(self) -> dict[int, list[int] | None]:
         """Output value reference -> input value references it depends on at the same instant
         (direct feedthrough).  States and quantities of the state only (q, qd, energy, poses,
         residuals) depend on no input; accelerations and constraint forces depend on all inputs
-        (β̇ = M⁻¹(τ − bias + Jᵀf) couples every joint force, external force and constraint)."""
-        inputs = [v.value_reference for v in self.variables if v.causality == "input"]
-        deps = {}
+        (β̇ = M⁻¹(τ − bias + Jᵀf) couples every joint force, external force and constraint) and,
+        with Model Exchange, all states: ALL, every known."""
+        deps: dict[int, list[int] | None] = {}
         for v in self.variables:
             if v.causality != "output":
                 continue
             feedthrough = v.group == "qdd" or v.group.startswith("f:")
-            deps[v.value_reference] = list(inputs) if feedthrough else []
+            deps[v.value_reference] = ALL if feedthrough else []
         # (a residual is a function of q, and of the constraint's on/off switch)
         for c in self.constraints:
             err, active = self.groups[f"err:{c}"][0], self.groups[f"active:{c}"][0]
             deps[err] = [active]
         if self.states:       # Model Exchange: outputs are functions of the states x = (q, qd) too
-            q, x = self.vrs("q"), self.state_vrs()
+            q, qd, x = self.vrs("q"), self.vrs("qd"), self.state_vrs()
+            q_of_v = {vs[0]: i for i, (qs, vs) in enumerate(self._rate_deps)
+                      if not qs and len(vs) == 1}            # 1-dof joints: θ̇_i = β_v
             for v in self.variables:
                 if v.causality != "output":
                     continue
                 g, vr = v.group, v.value_reference
                 if g in ("q", "qd"):
                     extra = [vr]                              # the state itself
+                elif g == "integrator_used":                  # decided at initialization
+                    continue
+                elif g == "stop_tau" and v.index in q_of_v:   # the stop of one dof: its q, qd
+                    extra = [q[q_of_v[v.index]], qd[v.index]]
                 elif g.startswith("pose:"):
                     extra = [q[i] for i in self._frame_q[g[5:]]]
                 elif g.startswith("err:"):
                     extra = q
-                else:                                         # qdd, forces, energy
+                elif deps[vr] is ALL:                         # qdd, forces
+                    continue
+                else:                                         # energy
                     extra = x
                 deps[vr] = sorted(set(deps[vr]) | set(extra))
         return deps
 
-    def initial_dependencies(self) -> dict[int, list[int]]:
+    def initial_dependencies(self) -> dict[int, list[int] | None]:
         """InitialUnknowns (every output is initial="calculated", and with Model Exchange the
         state derivatives der(q)) -> the knowns (inputs and parameters) it depends on during
-        initialization."""
+        initialization; ALL for accelerations and constraint forces (they depend on nearly every
+        known: gravity, q0, qd0, the inputs and every physical parameter)."""
         vr = {g: self.vrs(g) for g in self.groups}
-        inputs = [v.value_reference for v in self.variables if v.causality == "input"]
-        stab = vr.get("stabilization", [])
-        deps = {}
+        deps: dict[int, list[int] | None] = {}
         for v in self.variables:
             if v.causality != "output":
                 continue
@@ -346,10 +356,8 @@ class VariableTable:
             elif g.startswith("err:"):
                 d = vr.get("q0", []) + vr[f"active:{g[4:]}"]
             else:                 # qdd, constraint forces
-                d = (vr["g"] + vr.get("q0", []) + vr.get("qd0", []) + stab + inputs
-                     + vr.get("inertial", []) + vr.get("damping", []) + vr.get("friction", [])
-                     + vr.get("armature", []) + vr.get("stop_stiffness", [])
-                     + vr.get("stop_damping", []) + vr.get("stops_enabled", []))
+                deps[v.value_reference] = ALL
+                continue
             deps[v.value_reference] = sorted(set(d))
         for i, vr_ in enumerate(vr.get("qdot", [])):     # der(q): q0 and qd0 of what it involves
             qs, vs = self._rate_deps[i]
@@ -364,8 +372,8 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
     the continuous states and their derivatives (Model Exchange)."""
     if integrator not in METHODS:
         raise TableError(f"unknown integrator {integrator!r} (expected one of {', '.join(METHODS)})")
-    if not (np.isfinite(max_step) and max_step > 0):
-        raise TableError(f"max_step must be finite and > 0, got {max_step}")
+    if not (np.isfinite(max_step) and max_step >= MIN_MAX_STEP):
+        raise TableError(f"max_step must be finite and ≥ {MIN_MAX_STEP:g} s, got {max_step}")
     rows: list[Variable] = []
 
     def add(name, type_, causality, variability, initial, unit, start, description, group, index,

@@ -16,6 +16,7 @@
 #define SOA_FMU_INSTANCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fmu.h"
 
@@ -32,7 +33,8 @@ extern const char *const MODE_NAMES[];
 extern const char *const METHOD_NAMES[SOA_NMETHODS];
 
 /* Why a variable's value was rejected (pending[vr]); the value itself was not applied. */
-enum { OK_VALUE, REJ_NAN, REJ_INF, REJ_OUTPUT, REJ_FIXED, REJ_NONPOSITIVE, REJ_METHOD };
+enum { OK_VALUE, REJ_NAN, REJ_INF, REJ_OUTPUT, REJ_FIXED, REJ_NONPOSITIVE, REJ_METHOD,
+       REJ_TOO_SMALL, REJ_LAST = REJ_TOO_SMALL };
 
 /* The evolving state of an instance, declared once: what the FMU state saves and restores
  * (X(type, name, count)). */
@@ -87,6 +89,11 @@ struct Instance {
     double *scratch;            /* 2 (nreal + 1): adjoint derivatives */
     int jac_valid;
     size_t state_size;          /* bytes of a serialized state */
+    uint64_t model_digest;      /* of the model's constants and variable table (a state's tag) */
+    /* the last step that failed (Discard) and why, until anything changes (a value is set, a state
+     * restored, a step succeeds): the same step asked again fails with Error (fmu_do_step) */
+    double failed_t, failed_h;
+    char failure[MSG];
 };
 
 /* ---------------------------------------------------------------- instance.c */
