@@ -299,7 +299,7 @@ class Simulator:
         self._was_active = dict(s["was_active"])
         self.reanchor_on_activate = bool(s["reanchor_on_activate"])
         self.options = IntegratorOptions(s["method"], s["max_step"], s["rtol"], s["atol"])
-        self.integrator_used = s["integrator_used"]
+        self.integrator_used = s.get("integrator_used") or self._resolve(s["method"])
 
 
 def simulate(model: Model, t_end: float, dt: float = 1e-3, q0=None, qd0=None, tau=None,

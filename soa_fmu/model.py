@@ -259,12 +259,13 @@ class Model:
         out = {"_armature": np.concatenate((np.full(nv, num("armature", 0.0)), np.zeros(nm)))}
         stoppable = body.joint.code in (J.REVOLUTE, J.PRISMATIC) and not lim.get("continuous")
         lo = hi = math.nan
-        if stoppable:
+        if stoppable:                  # (an infinite limit is no stop on that side)
             for key in ("lower", "upper"):
                 x = lim.get(key)
-                if x is not None and not (isinstance(x, (int, float)) and np.isfinite(x)):
-                    raise ModelError(f"joint {jname!r}: limit {key} must be a finite number, got {x!r}")
-            lo, hi = float(lim.get("lower", math.nan)), float(lim.get("upper", math.nan))
+                if x is not None and not isinstance(x, (int, float)) or x != x:
+                    raise ModelError(f"joint {jname!r}: limit {key} must be a number, got {x!r}")
+            lo, hi = (float(lim.get(k, math.nan)) for k in ("lower", "upper"))
+            lo, hi = (x if math.isfinite(x) else math.nan for x in (lo, hi))
             if lo > hi:
                 raise ModelError(f"joint {jname!r}: lower limit {lo} is above upper limit {hi}")
         nan = np.full(nm, math.nan)

@@ -105,7 +105,7 @@ def test_implicit_and_auto_in_the_fmu(stopped_fmu, model_file):
 
 def test_model_exchange_event_indicators(model_file):
     """One event indicator per stop limit; CVode through the contacts agrees with a tight CS run."""
-    fmu = build(model_file, name="StoppedME", runtime="native")
+    fmu = build(model_file, name="Stopped", runtime="native")      # (the CS tests' FMU: both)
     md = fmpy.read_model_description(str(fmu))
     assert md.numberOfEventIndicators == 2
     me = fmpy.simulate_fmu(fmu, fmi_type="ModelExchange", stop_time=1.0, output_interval=1e-3,
