@@ -15,7 +15,9 @@ Python 3.11 interpreter and calls the slave (:class:`soa_fmu.fmu.slave.SoaSlave`
 and without this checkout:
 
     resources/fmu.json              build options, engine and variable-table hashes
-    resources/model/...             the model file (and, for a .toml file, the URDFs it includes)
+    resources/model/...             the model file (and, for a .toml file, the URDFs it includes);
+                                    an MJCF file (and an MJCF include) as MuJoCo's compiled .mjb,
+                                    which holds its includes and meshes
     resources/engine/soa_fmu/       the engine this FMU was built with: Python sources, the C core's
                                     sources and its compiled extension for this platform
     resources/pythonfmu/            pythonfmu's Python part
@@ -50,6 +52,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 ZIP_DATE = (1980, 1, 1, 0, 0, 0)
+DEFAULT_STEP = 1e-3          # s, when neither --step nor the model file (MJCF timestep) gives one
 IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 
 
@@ -218,16 +221,23 @@ class {identifier}(_slave.SoaSlave):
 
 # ---------------------------------------------------------------- model files to bundle
 def _include_refs(path: Path) -> list[str]:
-    """The URDF paths a native .toml file includes, as written."""
+    """The URDF and MJCF paths a native .toml file includes, as written."""
     try:
         doc = tomllib.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, tomllib.TOMLDecodeError):
         return []                   # load_model already accepted it; nothing more to find
     refs = [doc["urdf"]] if isinstance(doc.get("urdf"), str) else []
     for inc in doc.get("include", []) if isinstance(doc.get("include"), list) else []:
-        if isinstance(inc, dict) and isinstance(inc.get("urdf"), str):
-            refs.append(inc["urdf"])
+        for kind in ("urdf", "mjcf"):
+            if isinstance(inc, dict) and isinstance(inc.get(kind), str):
+                refs.append(inc[kind])
     return refs
+
+
+def _compiled_mjcf(path: Path) -> bytes:
+    """An MJCF file as MuJoCo's compiled model (.mjb): one file with its includes and meshes."""
+    from soa_fmu.io.mjcf import mjb_bytes
+    return mjb_bytes(path)
 
 
 def bundle_model(path: Path) -> tuple[dict[str, bytes], str]:
@@ -236,15 +246,22 @@ def bundle_model(path: Path) -> tuple[dict[str, bytes], str]:
     common folder); an absolute include is copied next to the model file as
     ``_included/<i>_<name>`` and the model file's reference to it rewritten."""
     path = path.resolve()
-    files, rewrite = [path], {}
+    if path.suffix.lower() == ".xml":
+        return {path.stem + ".mjb": _compiled_mjcf(path)}, path.stem + ".mjb"
+    files, rewrite = [path], {}         # rewrite: reference -> (new reference, bytes)
     if path.suffix.lower() == ".toml":
-        for ref in _include_refs(path):
-            if Path(ref).is_absolute():
-                rewrite[ref] = f"_included/{len(rewrite)}_{Path(ref).name}"
+        for ref in dict.fromkeys(_include_refs(path)):          # each file once
+            f = path.parent / ref
+            if f.suffix.lower() == ".xml":
+                rewrite[ref] = (f"_included/{len(rewrite)}_{f.stem}.mjb", _compiled_mjcf(f))
+            elif Path(ref).is_absolute():
+                if not f.is_file():
+                    raise BuildError(f"{path}: included file {f} not found")
+                rewrite[ref] = (f"_included/{len(rewrite)}_{Path(ref).name}", f.read_bytes())
             else:
-                files.append((path.parent / ref).resolve())
+                files.append(f.resolve())
     files = list(dict.fromkeys(files))
-    for f in files + [Path(r) for r in rewrite]:
+    for f in files:
         if not f.is_file():
             raise BuildError(f"{path}: included file {f} not found")
     common = Path(os.path.commonpath([str(f.parent) for f in files]))
@@ -252,13 +269,13 @@ def bundle_model(path: Path) -> tuple[dict[str, bytes], str]:
     out = {f.relative_to(common).as_posix(): f.read_bytes() for f in files}
     if rewrite:
         text = path.read_text(encoding="utf-8")
-        for ref, new in rewrite.items():
+        for ref, (new, data) in rewrite.items():
             quoted = [q + ref + q for q in ('"', "'") if q + ref + q in text]
             if not quoted:
-                raise BuildError(f"{path}: cannot rewrite the absolute include {ref!r} for the FMU "
-                                 "(write it without escapes, or make it relative)")
+                raise BuildError(f"{path}: cannot rewrite the include {ref!r} for the FMU "
+                                 "(write it without escapes)")
             text = text.replace(quoted[0], '"' + new + '"')
-            out[(Path(top).parent / new).as_posix()] = Path(ref).read_bytes()
+            out[(Path(top).parent / new).as_posix()] = data
         out[top] = text.encode("utf-8")
     return out, top
 
@@ -277,9 +294,11 @@ INTERFACES = {"cs": ("cs",), "me": ("me",), "both": ("cs", "me")}
 
 
 def build(model_path, output=None, name=None, floating_base=False, integrator="auto",
-          step=1e-3, runtime="native", strict=True, fmi=2, interface=None,
+          step=None, runtime="native", strict=True, fmi=2, interface=None,
           stops=True) -> Path:
     """Build the FMU; returns its path.  Raises BuildError (or ModelError) for bad input.
+    ``step`` (default communication step and max_step): default the model file's own time step
+    (MJCF ``timestep``), else 1 ms.
     ``strict=False`` (``--lenient``) accepts inertias that fail only the physical checks, with a
     ModelWarning each (see soa_fmu.load_model).  ``fmi``: 2 or 3; ``interface``: ``cs``, ``me``
     or ``both`` (default: both for the native runtime; the python runtime is FMI 2.0 ``cs``).
@@ -288,7 +307,7 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     import soa_fmu
     from model_descriptions import generator, generator_fmi3
     from soa_fmu.fmu.variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
-    from soa_fmu.io import load_model
+    from soa_fmu.io import MODEL_SUFFIXES, load_model
 
     model_path = Path(model_path)
     if runtime not in RUNTIMES:
@@ -303,13 +322,13 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
                          f" --interface {interface}); use the native runtime for Model Exchange "
                          "and FMI 3.0")
     interfaces = INTERFACES[interface]
-    if model_path.suffix.lower() not in (".urdf", ".toml"):
-        raise BuildError(f"{model_path}: expected a .urdf or .toml model file")
+    if model_path.suffix.lower() not in MODEL_SUFFIXES:
+        raise BuildError(f"{model_path}: expected a .urdf or .toml model file, or MJCF (.xml, .mjb)")
     if not model_path.is_file():
         raise BuildError(f"{model_path}: no such model file")
     if integrator not in METHODS:
         raise BuildError(f"--integrator must be one of {', '.join(METHODS)}, got {integrator!r}")
-    if not (step > 0 and step < float("inf")):
+    if step is not None and not (step > 0 and step < float("inf")):
         raise BuildError(f"--step must be a positive number of seconds, got {step!r}")
     identifier = name or default_identifier(model_path)
     if not IDENTIFIER.match(identifier) or keyword.iskeyword(identifier):
@@ -318,6 +337,8 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     output = Path(output) if output else Path(f"{identifier}.fmu")
 
     model = load_model(model_path, floating_base=floating_base, strict=strict)
+    if step is None:
+        step = model.timestep or DEFAULT_STEP
     model.stops_enabled = bool(stops)
     table = build_table(model, integrator, step, states="me" in interfaces)
 
@@ -488,8 +509,8 @@ class _Parser(argparse.ArgumentParser):
 def main(argv=None) -> int:
     parser = _Parser(
         prog="soa-build-fmu", description="Build an FMU (FMI 2.0 or 3.0, Co-Simulation and/or "
-        "Model Exchange) from a .urdf or .toml model file.")
-    parser.add_argument("model", help="model file (.urdf or .toml)")
+        "Model Exchange) from a .urdf, .toml or MJCF (.xml) model file.")
+    parser.add_argument("model", help="model file (.urdf, .toml, or MJCF .xml / .mjb)")
     parser.add_argument("-o", "--output", help="FMU file to write (default: <name>.fmu)")
     parser.add_argument("--name", help="model identifier (default: from the file name)")
     parser.add_argument("--floating-base", action="store_true",
@@ -502,8 +523,9 @@ def main(argv=None) -> int:
     parser.add_argument("--no-stops", action="store_true",
                         help="start with the joint stops (URDF <limit>, limits.lower/upper) "
                         "switched off (parameter stops_enabled)")
-    parser.add_argument("--step", type=float, default=1e-3,
-                        help="default communication step and max_step in s (default 0.001)")
+    parser.add_argument("--step", type=float, default=None,
+                        help="default communication step and max_step in s (default: the model "
+                        "file's timestep (MJCF), else 0.001)")
     parser.add_argument("--lenient", action="store_true",
                         help="accept inertias that fail only the physical checks (as in some "
                         "published robot files), with a warning each")

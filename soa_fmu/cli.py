@@ -121,7 +121,7 @@ def _describe_contact(model: Model) -> list[str]:
 def describe_main(argv: list[str] | None = None) -> int:
     """Entry point of ``soa-describe``; returns the exit status."""
     parser = argparse.ArgumentParser(prog="soa-describe", description="Describe a model file "
-                                     "(.urdf or native .toml): tree, joints, masses, frames, constraints.")
+                                     "(.urdf, native .toml, or MJCF .xml): tree, joints, masses, frames, constraints.")
     parser.add_argument("model_file")
     parser.add_argument("--floating-base", action="store_true",
                         help="attach the root link to world by a free joint (URDF)")

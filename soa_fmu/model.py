@@ -154,6 +154,7 @@ class Model:
         self.initial_q: np.ndarray | None = None
         self.initial_qd: np.ndarray | None = None
         self.source: str | None = None
+        self.timestep: float | None = None    # the file's time step (MJCF): the FMU's default step
         self._gravity = _vec3(gravity, "gravity")
         self._nq = 0
         self._nv = 0

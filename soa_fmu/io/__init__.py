@@ -1,9 +1,10 @@
 """Model files -> :class:`~soa_fmu.model.Model` (SPEC §1 step 1, §5 ``load_model``).
 
 ``load_model`` dispatches on the file suffix: ``.urdf`` (the robotics standard, :mod:`.urdf`) or
-``.toml`` (the project's own format, :mod:`.toml`; see docs/model-files.md).  What both readers
-share is in :mod:`.checks`.  Imports run one way: this module -> toml -> urdf -> checks (a native
-file can include URDF files).
+``.toml`` (the project's own format, :mod:`.toml`; see docs/model-files.md) or ``.xml`` / ``.mjb``
+(MJCF, compiled by MuJoCo, :mod:`.mjcf`; see docs/mjcf.md).  What the readers share is in
+:mod:`.checks`.  Imports run one way: this module -> toml -> urdf, mjcf -> checks (a native file can
+include URDF and MJCF files).
 """
 from __future__ import annotations
 
@@ -12,15 +13,18 @@ from pathlib import Path
 
 from ..model import Model, ModelError
 from .checks import ModelWarning
+from .mjcf import load_mjcf
 from .toml import load_native
 from .urdf import load_urdf
 
-__all__ = ["load_model", "ModelWarning"]
+__all__ = ["load_model", "ModelWarning", "MODEL_SUFFIXES"]
+MJCF_SUFFIXES = (".xml", ".mjb")
+MODEL_SUFFIXES = (".urdf", ".toml") + MJCF_SUFFIXES
 
 
 def load_model(path: str | os.PathLike, floating_base: bool = False, strict: bool = True,
                contact_floor: float | None = None) -> Model:
-    """Read a ``.urdf`` or ``.toml`` model file.
+    """Read a ``.urdf``, ``.toml`` or MJCF (``.xml``, or MuJoCo's compiled ``.mjb``) model file.
 
     ``floating_base=True`` attaches the root body to world by a free joint named ``root_joint``
     (URDF; for a native file it applies to its top-level ``urdf`` include).  Raises
@@ -44,5 +48,7 @@ def load_model(path: str | os.PathLike, floating_base: bool = False, strict: boo
                          "declares its contact in [contact] (docs/contact.md)")
     if suffix == ".toml":
         return load_native(path, floating_base=floating_base, strict=strict)
+    if suffix in MJCF_SUFFIXES:
+        return load_mjcf(path, floating_base=floating_base, strict=strict)
     raise ModelError(f"{os.fspath(path)}: unknown model file type {suffix or '(no suffix)'!r} "
-                     "(expected .urdf or .toml)")
+                     "(expected .urdf, .toml, or MJCF .xml / .mjb)")

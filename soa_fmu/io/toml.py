@@ -1,7 +1,7 @@
 """Native model files (TOML, read with ``tomllib``): everything URDF cannot say.
 
 Every joint type of :mod:`soa_fmu.joints`, named frames, loop closures and grasps, the initial state,
-gravity, and URDF includes (optionally prefixed, placed anywhere, several times).  The format is
+gravity, and URDF and MJCF includes (optionally prefixed, placed anywhere, several times).  The format is
 documented, with examples, in docs/model-files.md.  The reader is strict: unknown keys, wrong types,
 non-finite numbers and unknown names are errors that name the file, the element path (e.g.
 ``bodies[3].joint.axis``) and, where it can be found, the line.  ``strict = false`` at the top level
@@ -27,12 +27,13 @@ from ..model import CONSTRAINT_KINDS, WORLD, Model, ModelError
 from ..spatial import rpy_to_matrix
 from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
                      parents_first, read_bounded, singular_joint)
+from .mjcf import MjcfModel, add_mjcf, parse_mjcf, warn_unsupported
 from .urdf import UrdfRobot, add_urdf, parse_urdf, warn_unphysical
 
 KEYS = {
     "top": {"name", "gravity", "urdf", "floating_base", "strict", "include", "bodies", "frames",
             "constraints", "initial", "contact"},
-    "include": {"urdf", "prefix", "parent", "xyz", "rpy", "floating_base", "contact_spheres"},
+    "include": {"urdf", "mjcf", "prefix", "parent", "xyz", "rpy", "floating_base", "contact_spheres"},
     "body": {"name", "parent", "mass", "com", "inertia", "joint", "flexible", "node"},
     "frame": {"name", "body", "xyz", "rpy", "node"},
     "flexible": {"kind", "modes", "damping_ratio"},
@@ -145,13 +146,20 @@ class _Reader:
         R, t = self.placement(spec, where)
         floating = self.get(spec, "floating_base", where, bool, False)
         spheres = self.get(spec, "contact_spheres", where, bool, False)
+        place = dict(prefix=spec.get("prefix", ""), parent=item.parent, rotation=R, translation=t,
+                     floating_base=floating)
         try:
-            add_urdf(model, item.robot, prefix=spec.get("prefix", ""), parent=item.parent,
-                     rotation=R, translation=t, floating_base=floating, contact_spheres=spheres)
+            if isinstance(item.robot, MjcfModel):
+                if spheres:
+                    raise ValueError("contact_spheres applies to a URDF include (an MJCF include's "
+                                     "geoms are read by soa_fmu.io.mjcf)")
+                add_mjcf(model, item.robot, strict=self.strict, **place)
+            else:
+                add_urdf(model, item.robot, contact_spheres=spheres, **place)
         except ValueError as e:
             raise self.error(where, str(e)) from None
         for name in item.names:
-            self.where_of_body[name] = f"{where} ({spec['urdf']})"
+            self.where_of_body[name] = f"{where} ({spec.get('urdf') or spec.get('mjcf')})"
 
     def flexible(self, spec: dict, where: str):
         """A body's ``flexible`` table: a built-in beam or a finite-element file, reduced to its
@@ -311,7 +319,7 @@ class _Item:
     spec: dict
     parent: str
     names: list[str]
-    robot: UrdfRobot | None = None
+    robot: UrdfRobot | MjcfModel | None = None
 
 
 def load_native(path: str | os.PathLike, floating_base: bool = False, strict: bool = True) -> Model:
@@ -435,13 +443,20 @@ def _contact_error(rd: _Reader, where: str, key: str | None, problem: str) -> Mo
 
 
 def _include_item(rd: _Reader, where: str, spec: dict) -> _Item:
-    """Parse an included URDF (its link names are needed to order the tree)."""
-    file = rd.get(spec, "urdf", where, str)
+    """Parse an included URDF or MJCF file (its body names are needed to order the tree)."""
+    if ("urdf" in spec) == ("mjcf" in spec):
+        raise rd.error(where, "give exactly one of 'urdf' and 'mjcf' (the file to include)")
+    kind = "urdf" if "urdf" in spec else "mjcf"
+    file = Path(rd.path).parent / rd.get(spec, kind, where, str)   # an absolute file stays absolute
     prefix = rd.get(spec, "prefix", where, str, "")
     try:
-        robot = parse_urdf(Path(rd.path).parent / file, rd.strict)   # an absolute file stays absolute
+        robot = parse_urdf(file, rd.strict) if kind == "urdf" else parse_mjcf(file)
     except ModelError as e:
         raise rd.error(where, str(e)) from None
+    if kind == "mjcf":
+        warn_unsupported(robot, str(rd.error(where, "")))
+        return _Item(where, spec, rd.name(spec, "parent", where, WORLD),
+                     [prefix + n for n in robot.names], robot)
     warn_unphysical(robot, str(rd.error(where, "")))
     names = [prefix + n for n in robot.links if n != WORLD or robot.root != WORLD]
     return _Item(where, spec, rd.name(spec, "parent", where, WORLD), names, robot)
