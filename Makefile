@@ -14,7 +14,7 @@ venv: $(EXT)
 $(STAMP): pyproject.toml
 	$(PY) -m venv $(VENV)
 	$(BIN)/pip install --quiet --upgrade pip "setuptools>=77" wheel
-	$(BIN)/pip install --quiet -e ".[test,bench,plot]"
+	$(BIN)/pip install --quiet -e ".[test,bench,plot,view]"
 	touch $(STAMP)
 
 $(EXT): $(STAMP) $(CSRC) setup.py

@@ -27,6 +27,7 @@ from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,
                           project_velocities)
 
 from .sweep import Feedback, sample, sweep
+from .view import animate
 
 __version__ = "0.1.0"
 
@@ -46,4 +47,5 @@ __all__ = [
     "constrained_forward_dynamics", "constraint_residuals", "constraint_jacobian",
     "project_velocities", "ConstrainedResult", "ConstraintError", "ConstraintWarning",
     "sweep", "sample", "Feedback",
+    "animate",
 ]
