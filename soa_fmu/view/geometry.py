@@ -75,7 +75,12 @@ def _floats(text: str | None, n: int, what: str) -> list[float]:
 
 
 def resolve_uri(uri: str, base: Path) -> Path | None:
-    """A URDF mesh filename as a local path (None when not found)."""
+    """A URDF mesh filename as a local, resolved path (None when not found)."""
+    p = _find(uri, base)
+    return None if p is None else p.resolve()
+
+
+def _find(uri: str, base: Path) -> Path | None:
     if uri.startswith("file://"):
         p = Path(uri[7:])
         return p if p.is_file() else None
@@ -262,6 +267,10 @@ def load_mesh(file: Path) -> Mesh | None:
         if c.shape == (4,) and not np.allclose(c[:3], 102 / 255.0):     # trimesh's default grey
             color = tuple(c)
     except Exception:  # noqa: BLE001 — a mesh without colour information
+        pass
+    try:
+        mesh.merge_vertices(merge_tex=True, merge_norm=True)      # DAE repeats corners per face
+    except Exception:  # noqa: BLE001 — keep the mesh as read
         pass
     return Mesh(np.asarray(mesh.vertices, dtype=np.float32), np.asarray(mesh.faces, dtype=np.uint32),
                 color)

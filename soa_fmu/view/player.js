@@ -12,13 +12,13 @@
     return u.buffer;
   }
   function f32(b64) { return new Float32Array(bytes(b64)); }
-  function u32(b64) { return new Uint32Array(bytes(b64)); }
+  function indices(m) { return m.wide ? new Uint32Array(bytes(m.indices)) : new Uint16Array(bytes(m.indices)); }
 
   var viewer = new MeshCat.Viewer(document.getElementById("meshcat-pane"));
   var geometries = scene.meshes.map(function (m) {
     var g = new THREE.BufferGeometry();
     g.setAttribute("position", new THREE.BufferAttribute(f32(m.positions), 3));
-    g.setIndex(new THREE.BufferAttribute(u32(m.indices), 1));
+    g.setIndex(new THREE.BufferAttribute(indices(m), 1));
     g.computeVertexNormals();
     return g;
   });

@@ -305,7 +305,8 @@ class SceneBuilder:
         return {"title": title, "t0": float(self.t[0]), "duration": float(self.t[-1] - self.t[0]),
                 "times": _b64(self.t - self.t[0], np.float32), "camera": self.camera(),
                 "meshes": [{"positions": _b64(m.vertices, np.float32),
-                            "indices": _b64(m.faces, np.uint32)} for m in self.meshes],
+                            "indices": _b64(m.faces, np.uint16 if len(m.vertices) < 65536 else np.uint32),
+                            "wide": len(m.vertices) >= 65536} for m in self.meshes],
                 "nodes": nodes}
 
 
