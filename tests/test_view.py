@@ -17,7 +17,7 @@ from model_descriptions import example_path  # noqa: E402
 from soa_fmu.view import ResultError, ViewWarning, load_result  # noqa: E402
 from soa_fmu.view import cli  # noqa: E402
 from soa_fmu.view.scene import keyframe_rows, quaternions  # noqa: E402
-from view_fixtures import f32, node, rotation, scene_of, swing  # noqa: E402
+from view_fixtures import TOML, f32, node, rotation, scene_of, swing  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -197,28 +197,6 @@ def test_urdf_meshes_resolved_deduplicated_and_missing_drawn_as_boxes(tmp_path):
     assert hand[0]["kind"] == "box"
 
 
-TOML = """name = "pend"
-[[bodies]]
-name = "upper"
-mass = 1.0
-com = [0.0, 0.0, -0.5]
-inertia = [0.08, 0.08, 0.001]
-joint = { type = "revolute", name = "shoulder", axis = [0.0, 1.0, 0.0] }
-visual = { shape = "cylinder", radius = 0.03, length = 1.0, xyz = [0, 0, -0.5], color = [0.2, 0.4, 0.9] }
-[[bodies]]
-name = "lower"
-parent = "upper"
-mass = 1.0
-com = [0.0, 0.0, -0.5]
-inertia = [0.08, 0.08, 0.001]
-joint = { type = "revolute", name = "elbow", axis = [0.0, 1.0, 0.0], xyz = [0.0, 0.0, -1.0] }
-visual = [{ shape = "box", size = [0.05, 0.05, 1.0], xyz = [0, 0, -0.5] },
-          { shape = "sphere", radius = 0.08, xyz = [0, 0, -1.0], color = [1.0, 0.0, 1.0] }]
-[[frames]]
-name = "tip"
-body = "lower"
-xyz = [0.0, 0.0, -1.0]
-"""
 
 
 def test_toml_visuals_and_their_errors(tmp_path):

@@ -9,6 +9,30 @@ import numpy as np
 
 EXAMPLE_ROBOTS = "cmeel.prefix/share/example-robot-data/robots"
 
+# a double pendulum with native visuals; the magenta ball at the tip is what the browser test finds
+TOML = """name = "pend"
+[[bodies]]
+name = "upper"
+mass = 1.0
+com = [0.0, 0.0, -0.5]
+inertia = [0.08, 0.08, 0.001]
+joint = { type = "revolute", name = "shoulder", axis = [0.0, 1.0, 0.0] }
+visual = { shape = "cylinder", radius = 0.03, length = 1.0, xyz = [0, 0, -0.5], color = [0.2, 0.4, 0.9] }
+[[bodies]]
+name = "lower"
+parent = "upper"
+mass = 1.0
+com = [0.0, 0.0, -0.5]
+inertia = [0.08, 0.08, 0.001]
+joint = { type = "revolute", name = "elbow", axis = [0.0, 1.0, 0.0], xyz = [0.0, 0.0, -1.0] }
+visual = [{ shape = "box", size = [0.05, 0.05, 1.0], xyz = [0, 0, -0.5] },
+          { shape = "sphere", radius = 0.08, xyz = [0, 0, -1.0], color = [1.0, 0.0, 1.0] }]
+[[frames]]
+name = "tip"
+body = "lower"
+xyz = [0.0, 0.0, -1.0]
+"""
+
 
 def scene_of(html_path) -> dict:
     """The JSON scene embedded in a page written by sf.animate."""
