@@ -260,3 +260,25 @@ def test_constraint_force_arrows_point_along_the_force(tmp_path):
     np.testing.assert_allclose(R[:, 1], Ra @ F / 13.0, atol=1e-6)        # the arrow's axis is y
     np.testing.assert_allclose(f32(arrow["position"], 3)[0], sf.frame_pose(model, q0, c.frame_b)[1],
                                atol=2e-6)
+
+
+def test_soa_sweep_view_animates_sample_k_of_the_fmu(tmp_path, capsys):
+    pytest.importorskip("dask.distributed")
+    from fmu_fixtures import build
+    from soa_fmu.sweep import main
+    fmu = build("double_pendulum.toml", runtime="native")
+    out = tmp_path / "r.nc"
+    assert main([str(fmu), "--vary", "q0[1]=uniform(0.2,1)", "--n", "3", "--seed", "2",
+                 "--stop-time", "0.3", "--step", "0.01", "--workers", "1", "--out", str(out),
+                 "--no-progress", "--view", "2"]) == 0
+    assert "r.sample2.html" in capsys.readouterr().out
+    import xarray as xr
+    with xr.open_dataset(out, engine="h5netcdf") as ds:
+        q = np.stack([ds[f"q[{i}]"].values[2] for i in (1, 2)], axis=1)
+    model = sf.load_model(example_path("double_pendulum.toml"))
+    sc = scene_of(tmp_path / "r.sample2.html")
+    P = f32(node(sc, "bodies", "lower")["position"], 3)
+    np.testing.assert_allclose(P[-1], sf.frame_pose(model, q[-1], "lower")[1], atol=2e-6)
+    assert main([str(fmu), "--vary", "q0[1]=uniform(0.2,1)", "--n", "3", "--stop-time", "0.3",
+                 "--out", str(tmp_path / "x.nc"), "--view", "3"]) == 1
+    assert "--view 3: no such sample (0..2)" in capsys.readouterr().err

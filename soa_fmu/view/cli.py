@@ -38,6 +38,16 @@ def load_any_model(path: str | Path, tmp: str, floating_base: bool = False) -> M
     return load_model(path, floating_base=floating_base)
 
 
+def view_sample(fmu, result, sample: int, out=None) -> Path:
+    """Animate sample ``sample`` of a soa-sweep result (``.nc``/``.zarr``) of ``fmu`` (its model
+    read from the FMU) into ``out`` (default ``<result>.sample<K>.html`` beside the result)."""
+    from .scene import animate
+    result = Path(result)
+    out = Path(out) if out else result.with_name(f"{result.stem}.sample{sample}.html")
+    with tempfile.TemporaryDirectory() as tmp:
+        return animate(model_from_fmu(Path(fmu), tmp), result, out, sample=sample)
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message):            # one line, not usage + message
         print(f"soa-view: error: {message} (see --help)", file=sys.stderr)

@@ -70,13 +70,13 @@
     animations.push({path: path, clip: {fps: 1, name: "default", tracks: tracks}});
   });
 
-  // camera: looking at the mechanism's centre (MeshCat's camera lives in a y-up frame rotated
-  // by +90° about x: world (x, y, z) = local (x, -z, y))
+  // camera: orbiting the mechanism's centre.  MeshCat's scene is three.js' y-up world turned to
+  // z-up (world (x, y, z) -> three.js (x, z, -y)); its camera sits in that y-up frame and
+  // OrbitControls' target is in it too
   var c = scene.camera.target, p = scene.camera.position;
-  var T = new THREE.Matrix4().makeTranslation(c[0], c[1], c[2]);
-  viewer.set_transform(["Cameras", "default"], T.toArray());
-  viewer.set_property(["Cameras", "default", "rotated", "<object>"], "position",
-                      [p[0] - c[0], p[2] - c[2], -(p[1] - c[1])]);
+  viewer.set_property(["Cameras", "default", "rotated", "<object>"], "position", [p[0], p[2], -p[1]]);
+  viewer.controls.target.set(c[0], c[2], -c[1]);
+  viewer.controls.update();
 
   if (animations.length === 0 && scene.duration > 0) {   // nothing moves: the clock still runs
     animations.push({path: ["soa"], clip: {fps: 1, name: "default", tracks: [{name: ".position",

@@ -191,8 +191,8 @@ def load_result(result, model: Model, sample: int | None = None) -> Result:
         if t is None or "q" not in result:
             raise ResultError(f"result: a mapping needs 't' (or 'time') and 'q', got keys "
                               f"{sorted(map(str, result.keys()))}")
-        outputs = {k: v for k, v in result.items() if k not in ("t", "time", "q")
-                   and np.ndim(v) == 1}
+        outputs = {str(k): v for k, v in result.items() if k not in ("t", "time", "q")
+                   and isinstance(v, np.ndarray) and v.ndim == 1 and v.dtype.kind in "fiu"}
         return check(Result(np.asarray(t), np.asarray(result["q"]), outputs, "result"), model)
     path = Path(result)
     where = str(path)

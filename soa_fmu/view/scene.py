@@ -127,7 +127,7 @@ class SceneBuilder:
         ext = np.abs(self.pw.reshape(-1, 3) - self.pw.reshape(-1, 3).mean(axis=0)).max() if nb else 0.0
         lengths = [np.linalg.norm(b.translation) for b in model.bodies]
         self.size = max([ext, *lengths, 0.2])                  # the mechanism's size, m
-        self.r = 0.012 * self.size                            # stick radius
+        self.r = 0.016 * self.size                            # stick radius
 
     # ---- items
     def mesh_item(self, v: Visual) -> dict | None:
@@ -284,7 +284,7 @@ class SceneBuilder:
         c = (lo + hi) / 2
         r = max(0.5 * float(np.linalg.norm(hi - lo)), 0.25)
         d = np.array([1.0, 0.75, 0.55])
-        return {"target": c.tolist(), "position": (c + 2.0 * r * d / np.linalg.norm(d)).tolist()}
+        return {"target": c.tolist(), "position": (c + 1.5 * r * d / np.linalg.norm(d)).tolist()}
 
     def payload(self, title: str) -> dict:
         K = len(self.t)
@@ -359,6 +359,9 @@ def write_atomic(path: Path, text: str) -> None:
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)               # as an ordinary new file (mkstemp: 0600)
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
