@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import soa_fmu as sf
-from view_fixtures import TOML, robot_file, scene_of, swing
+from view_fixtures import TOML, mesh_bytes, robot_file, scene_of, swing
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -160,8 +160,7 @@ def test_real_robots_from_an_fmi_host_csv(browser, tmp_path, folder, file, float
         files.add(m.group(1))
     visual = {f for f in files if "collision" not in f}
     assert 0 < len(sc["meshes"]) <= len(visual)               # each mesh file embedded once
-    mesh_bytes = sum(len(m["positions"]) + len(m["indices"]) for m in sc["meshes"])
-    assert out.stat().st_size - mesh_bytes <= 1_000_000       # ≤ 1 MB plus the meshes
+    assert out.stat().st_size - mesh_bytes(sc) <= 1_000_000    # ≤ 1 MB plus the meshes
     pg = Page(browser, out)
     assert pg.offline() == [] and pg.errors == []
     print(f"{folder}: {out.stat().st_size / 1e6:.2f} MB, playing {pg.to_play:.1f} s after opening")

@@ -36,9 +36,17 @@ xyz = [0.0, 0.0, -1.0]
 
 def scene_of(html_path) -> dict:
     """The JSON scene embedded in a page written by sf.animate."""
+    import gzip
     s = Path(html_path).read_text(encoding="utf-8")
     i = s.index('id="soa-scene">') + len('id="soa-scene">')
-    return json.loads(s[i:s.index("</script>", i)])
+    return json.loads(gzip.decompress(base64.b64decode(s[i:s.index("</script>", i)])))
+
+
+def mesh_bytes(scene: dict) -> int:
+    """What the scene's meshes take in the page (gzip + base64, as the page packs them)."""
+    import gzip
+    raw = b"".join(base64.b64decode(m[k]) for m in scene["meshes"] for k in ("positions", "indices"))
+    return len(base64.b64encode(gzip.compress(raw, 9))) if raw else 0
 
 
 def f32(b64: str, cols: int) -> np.ndarray:

@@ -1,10 +1,9 @@
-// soa_fmu's player: builds the scene described by the JSON in #soa-scene (written by
-// soa_fmu/view/scene.py) in MeshCat's viewer, and hands the keyframe tracks to MeshCat's animator
-// (play/pause, time scrubber and speed in its Animations panel; orbit camera with the mouse).
-(function () {
+// soa_fmu's player: window.soaPlay(scene) builds the scene written by soa_fmu/view/scene.py in
+// MeshCat's viewer, and hands the keyframe tracks to MeshCat's animator (play/pause, time
+// scrubber and speed in its Animations panel; orbit camera with the mouse).
+window.soaPlay = function (scene) {
   "use strict";
   var THREE = MeshCat.THREE;
-  var scene = JSON.parse(document.getElementById("soa-scene").textContent);
 
   function bytes(b64) {
     var s = atob(b64), u = new Uint8Array(s.length);
@@ -104,4 +103,4 @@
     seek: function (t) { animator.seek(t - scene.t0); animator.display_progress(t - scene.t0); },
     play: function () { animator.play(); }, pause: function () { animator.pause(); }
   };
-})();
+};

@@ -6,11 +6,13 @@ sweep of seed 000 (2.8)) at the result's own sample times; each drawn node gets 
 in real time (1 s of result = 1 s of playback at speed 1).  The page is MeshCat's viewer
 (``meshcat/viewer/dist/main.min.js`` from the ``meshcat`` package: three.js, orbit controls, and the
 Animations panel with play/pause, time scrubber and speed) plus this package's ``player.js``,
-inlined into one file: it opens from ``file://`` with no network request.
+inlined into one file (the bundle and the scene gzip-compressed, unpacked by the browser): it
+opens from ``file://`` with no network request.
 """
 from __future__ import annotations
 
 import base64
+import gzip
 import html
 import importlib.util
 import json
@@ -332,9 +334,32 @@ def viewer_js() -> str:
     return path.read_text(encoding="utf-8")
 
 
+def _packed(data: bytes) -> str:
+    """gzip (deterministic) + base64: what the page's boot script unpacks with DecompressionStream."""
+    return base64.b64encode(gzip.compress(data, compresslevel=9, mtime=0)).decode("ascii")
+
+
+BOOT = """(async function () {
+  async function unpack(id) {
+    var s = atob(document.getElementById(id).textContent.trim()), u = new Uint8Array(s.length);
+    for (var i = 0; i < s.length; i++) u[i] = s.charCodeAt(i);
+    var stream = new Blob([u]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return await new Response(stream).text();
+  }
+  try {
+    (0, eval)(await unpack("soa-viewer"));            // MeshCat's viewer bundle: defines MeshCat
+    window.soaPlay(JSON.parse(await unpack("soa-scene")));
+  } catch (e) {
+    document.getElementById("soa-clock").textContent = "cannot show the animation: " + e;
+    throw e;
+  }
+})();"""
+
+
 def page(payload: dict) -> str:
-    """The HTML document: viewer bundle, scene data and player, all inline."""
-    data = json.dumps(payload, separators=(",", ":")).replace("</", "<\\/")
+    """The HTML document: viewer bundle and scene data (both gzip + base64, unpacked by the
+    browser's DecompressionStream), player and boot script, all inline."""
+    data = json.dumps(payload, separators=(",", ":")).encode("utf-8")
     player = (Path(__file__).parent / "player.js").read_text(encoding="utf-8")
     title = html.escape(payload["title"])
     return f"""<!DOCTYPE html>
@@ -343,9 +368,10 @@ def page(payload: dict) -> str:
 <style>body{{margin:0;overflow:hidden;font-family:sans-serif}}#meshcat-pane{{width:100vw;height:100vh;overflow:hidden}}
 #soa-clock{{position:absolute;left:12px;bottom:10px;font:14px monospace;color:#222;background:rgba(255,255,255,.7);padding:3px 6px;border-radius:3px}}</style>
 </head><body><div id="meshcat-pane"></div><div id="soa-clock"></div>
-<script>{viewer_js()}</script>
-<script type="application/json" id="soa-scene">{data}</script>
+<script type="application/octet-stream" id="soa-viewer">{_packed(viewer_js().encode("utf-8"))}</script>
+<script type="application/octet-stream" id="soa-scene">{_packed(data)}</script>
 <script>{player}</script>
+<script>{BOOT}</script>
 </body></html>
 """
 
