@@ -246,11 +246,13 @@ def test_flexible_centreline_passes_through_the_deformed_nodes(tmp_path):
 
 
 def test_constraint_force_arrows_point_along_the_force(tmp_path):
-    model = sf.load_model(example_path("four_bar.toml"))
+    model = sf.load_model(example_path("two_arms_box.toml"))
     c = model.constraints[0]
+    assert c.kind == "weld"                                   # rows: moment (3), then force (3)
     res = swing(model, 0.5, amplitude=0.0)
-    F = np.array([3.0, -4.0, 12.0])
-    res.update({f"{c.name}.f[{i + 1}]": np.full(res["t"].size, F[i]) for i in range(3)})
+    res["q"][:] = model.initial_q
+    N, F = np.array([7.0, 7.0, -7.0]), np.array([3.0, -4.0, 12.0])
+    res.update({f"{c.name}.f[{i + 1}]": np.full(res["t"].size, x) for i, x in enumerate(np.r_[N, F])})
     sc = scene_of(sf.animate(model, res, tmp_path / "c.html"))
     arrow = node(sc, "forces", c.name)
     q0 = res["q"][0]
