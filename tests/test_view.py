@@ -225,6 +225,8 @@ def test_stick_figure_links_joint_origins_and_com(tmp_path):
                                 for s in (-1, 1)]))
     assert sorted([(0.0, 0.0, -1.0), (0.0, 0.0, 0.0)]) in ends      # to the elbow
     assert sorted([(0.0, 0.0, -0.5), (0.0, 0.0, 0.0)]) in ends      # to the CoM
+    axis = [e for e in ends if abs(e[0][1] + e[1][1]) < 1e-12 and e[0][1] != 0]   # ± along y
+    assert len(axis) == 1 and axis[0][0][0] == axis[0][0][2] == 0.0              # the hinge axis
 
 
 # ---------------------------------------------------------------- flexible bodies and forces

@@ -172,9 +172,14 @@ class SceneBuilder:
         return {"kind": "sphere", "size": [radius], "matrix": _matrix(p=p), "color": _color(color, None)}
 
     def stick(self, k: int) -> list[dict]:
-        """Links from the body origin to its children's joint origins and its CoM, a joint ball."""
+        """Links from the body origin to its children's joint origins and its CoM, a joint ball
+        and the joint's axis."""
         m, b = self.model, self.model.bodies[k]
         items = [self.ball(np.zeros(3), 2.2 * self.r, JOINT_COLOR)]
+        axis = getattr(b.joint, "axis", None)               # revolute / prismatic: the joint axis
+        if axis is not None:
+            a = 4.0 * self.r * np.asarray(axis, dtype=float)
+            items.append(self.segment(-a, a, JOINT_COLOR, 1.2 * self.r))
         for c in m.bodies:
             if c.parent == k and not c.frame_only:
                 items.append(self.segment(np.zeros(3), c.translation, STICK_COLOR))
