@@ -285,3 +285,32 @@ def test_soa_sweep_view_animates_sample_k_of_the_fmu(tmp_path, capsys):
     assert main([str(fmu), "--vary", "q0[1]=uniform(0.2,1)", "--n", "3", "--stop-time", "0.3",
                  "--out", str(tmp_path / "x.nc"), "--view", "3"]) == 1
     assert "--view 3: no such sample (0..2)" in capsys.readouterr().err
+
+
+def test_contact_spheres_planes_and_force_arrows(tmp_path):
+    from types import SimpleNamespace
+    model = sf.load_model(example_path("double_pendulum.toml"))
+    k = model.body_index("lower")            # the model's contact spheres and planes (issue 19)
+    model.contact_spheres = [SimpleNamespace(name="foot", body=k, center=np.array([0.0, 0.0, -1.0]),
+                                             radius=0.05)]
+    model.contact_planes = [SimpleNamespace(name="ground", normal=np.array([0.0, 0.0, 1.0]), offset=-2.0)]
+    res = swing(model, 0.5)
+    F = np.stack([np.zeros_like(res["t"]), np.zeros_like(res["t"]), 10 + res["t"]], axis=1)
+    res.update({f"foot.force[{i + 1}]": F[:, i] for i in range(3)})
+    sc = scene_of(sf.animate(model, res, tmp_path / "c.html"))
+    ball = [i for i in node(sc, "bodies", "lower")["items"] if i["kind"] == "sphere"
+            and i["size"] == [0.05]]
+    assert len(ball) == 1 and ball[0]["matrix"][12:15] == [0, 0, -1.0]
+    rows = keyframe_rows(res["t"])
+    arrow = node(sc, "forces", "foot")
+    for j in (0, rows.size - 1):
+        np.testing.assert_allclose(f32(arrow["position"], 3)[j],
+                                   sf.frame_pose(model, res["q"][rows[j]], "tip")[1], atol=2e-6)
+    R = rotation(f32(arrow["quaternion"], 4))
+    np.testing.assert_allclose(R[:, :, 1], np.tile([0, 0, 1.0], (rows.size, 1)), atol=1e-6)
+    L = f32(arrow["scale"], 3)[:, 1]                          # length ∝ |F|, the largest 0.35 × size
+    np.testing.assert_allclose(L / L[-1], F[rows, 2] / F[rows[-1], 2], rtol=1e-6)
+    plane = node(sc, "contact", "ground")
+    np.testing.assert_allclose(f32(plane["position"], 3)[0], [0, 0, -2.0])
+    Rp = rotation(f32(plane["quaternion"], 4))[0]
+    np.testing.assert_allclose(Rp[:, 2], [0, 0, 1.0], atol=1e-6)       # the square's normal

@@ -33,6 +33,7 @@ STICK_COLOR = (0.55, 0.60, 0.68, 1.0)
 JOINT_COLOR = (0.95, 0.62, 0.15, 1.0)
 COM_COLOR = (0.15, 0.45, 0.85, 1.0)
 FLEX_COLOR = (0.20, 0.65, 0.35, 1.0)
+CONTACT_COLOR = (0.95, 0.45, 0.05, 0.6)
 FORCE_COLORS = {"constraint": (0.85, 0.15, 0.15, 1.0), "contact": (0.95, 0.45, 0.05, 1.0)}
 _RX90 = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # three.js y axis -> z
 
@@ -192,6 +193,8 @@ class SceneBuilder:
     def add_bodies(self) -> None:
         m = self.model
         visuals = model_visuals(m)
+        spheres = [(n, m.body_index(b) if isinstance(b, str) else int(b), c, r)
+                   for n, b, c, r in _contact_spheres(m)]
         frames_on: dict[int, list] = {}
         for name in m.frames:
             k, R, p = m.frame_placement(name)
@@ -209,8 +212,17 @@ class SceneBuilder:
             else:
                 items = self.stick(k)
             items += frames_on.get(k, [])
+            items += [self.ball(c, max(r, self.r), CONTACT_COLOR) for _, body, c, r in spheres
+                      if body == k]
             if items:
                 self.nodes.append(Node("bodies", b.name, items, self.pw[:, k], self.Rw[:, k]))
+        for plane in getattr(m, "contact_planes", None) or []:    # a translucent square, still
+            n = np.asarray(plane.normal, dtype=float)
+            R = _align_y(n[None])[0] @ _RX90.T                    # the box's z along the normal
+            side = 3.0 * self.size
+            item = {"kind": "box", "size": [side, side, 0.002 * side], "matrix": _matrix(),
+                    "color": [0.5, 0.5, 0.5, 0.35]}
+            self.nodes.append(Node("contact", str(plane.name), [item], n * float(plane.offset), R))
 
     def add_flexible(self, k: int) -> None:
         """The deformed centreline of flexible body k: node j at Q(j) + Ψ_j η in the body frame
@@ -261,7 +273,7 @@ class SceneBuilder:
                 at = np.broadcast_to(pb, (len(self.t), 3)) if kb < 0 else \
                     self.pw[:, kb] + np.einsum("kab,b->ka", self.Rw[:, kb], pb)
                 found.append(("constraint", c.name, at, Fw))
-        for name, body, center in _contact_spheres(m):
+        for name, body, center, _ in _contact_spheres(m):
             cols = [f"{name}.force[{i}]" for i in (1, 2, 3)]
             if all(col in out for col in cols):
                 k = m.body_index(body) if isinstance(body, str) else int(body)
@@ -317,8 +329,8 @@ class SceneBuilder:
                 "nodes": nodes}
 
 
-def _contact_spheres(model: Model) -> list[tuple[str, object, np.ndarray]]:
-    """(name, body, centre) of the model's contact spheres, when it has any (issue 19)."""
+def _contact_spheres(model: Model) -> list[tuple[str, object, np.ndarray, float]]:
+    """(name, body, centre, radius) of the model's contact spheres, when it has any (issue 19)."""
     spheres = getattr(model, "contact_spheres", None) or []
     items = spheres.items() if hasattr(spheres, "items") else ((getattr(s, "name", None), s) for s in spheres)
     out = []
@@ -326,7 +338,8 @@ def _contact_spheres(model: Model) -> list[tuple[str, object, np.ndarray]]:
         body = getattr(s, "body", None)
         center = getattr(s, "center", (0.0, 0.0, 0.0))
         if name is not None and body is not None:
-            out.append((str(name), body, np.asarray(center, dtype=float)))
+            out.append((str(name), body, np.asarray(center, dtype=float),
+                        float(getattr(s, "radius", 0.0))))
     return out
 
 
