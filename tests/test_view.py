@@ -20,6 +20,11 @@ from soa_fmu.view.scene import keyframe_rows, quaternions  # noqa: E402
 from view_fixtures import TOML, f32, node, rotation, scene_of, swing  # noqa: E402
 
 
+@pytest.fixture(autouse=True)
+def _mesh_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("SOA_FMU_CACHE", str(tmp_path / "cache"))
+
+
 @pytest.fixture(scope="module")
 def arm():
     return sf.load_model(example_path("arm7.urdf"))
@@ -194,6 +199,15 @@ def test_urdf_meshes_resolved_deduplicated_and_missing_drawn_as_boxes(tmp_path):
     C = np.array(arm_[1]["matrix"]).reshape(4, 4).T         # three.js cylinders lie along y: URDF's z
     np.testing.assert_allclose(C[:3, :3] @ [0, 1, 0], [0, 0, 1], atol=1e-12)
     assert hand[0]["kind"] == "box"
+    assert len(list((tmp_path / "cache" / "meshes").glob("*.npz"))) == 1     # what trimesh read, kept
+    with pytest.MonkeyPatch.context() as mp, pytest.warns(ViewWarning):
+        mp.setattr(trimesh, "load", lambda *a, **k: 1 / 0)        # a second conversion: no trimesh
+        again = scene_of(sf.animate(model, swing(model, 0.5), tmp_path / "two2.html"))
+    assert again["meshes"] == sc["meshes"]
+    (pkg / "meshes" / "part.stl").write_bytes(trimesh.creation.box((1, 1, 1)).export(file_type="stl"))
+    with pytest.warns(ViewWarning):                                            # a changed file
+        bigger = scene_of(sf.animate(model, swing(model, 0.5), tmp_path / "two3.html"))
+    np.testing.assert_allclose(np.ptp(f32(bigger["meshes"][0]["positions"], 3), axis=0), [1, 1, 1])
 
 
 

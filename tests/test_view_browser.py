@@ -144,7 +144,8 @@ def fmpy_csv(path, model, res) -> None:
     ("panda_description", "urdf/panda.urdf", False),          # an arm with DAE meshes
     ("solo_description", "robots/solo12.urdf", True),         # a quadruped sharing STL meshes
 ])
-def test_real_robots_from_an_fmi_host_csv(browser, tmp_path, folder, file, floating):
+def test_real_robots_from_an_fmi_host_csv(browser, tmp_path, folder, file, floating, monkeypatch):
+    monkeypatch.setenv("SOA_FMU_CACHE", str(tmp_path / "cache"))
     path = robot_file(folder, file)
     if path is None:
         pytest.skip(f"example-robot-data {folder}/{file} not installed")

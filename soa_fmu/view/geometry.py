@@ -15,11 +15,12 @@ meshes read by trimesh.
   RGB or RGBA in 0..1.  URDF includes bring their links' visuals, prefixed.
 
 A mesh that cannot be found or read gives a :class:`ViewWarning` and a primitive in its place (a
-box of the link's size); meshes are cached by resolved path, so a mesh shared by several links is
-read — and embedded — once.
+small box); a mesh shared by several links is read — and embedded — once, and what trimesh read is
+kept in a cache folder (:func:`cache_dir`) for the next conversion.
 """
 from __future__ import annotations
 
+import hashlib
 import math
 import os
 import tomllib
@@ -36,7 +37,7 @@ SHAPES = {"box": {"size"}, "cylinder": {"radius", "length"}, "sphere": {"radius"
           "mesh": {"file", "scale"}}
 TOML_KEYS = {"shape", "xyz", "rpy", "color"}
 DEFAULT_COLOR = (0.72, 0.74, 0.78, 1.0)
-MESH_SUFFIXES = (".stl", ".dae", ".obj")
+MESH_CACHE_VERSION = 1                # bump when read_mesh changes what it returns
 
 
 class ViewWarning(UserWarning):
@@ -245,7 +246,41 @@ def model_visuals(model: Model) -> dict[str, list[Visual]]:
 
 
 # ---------------------------------------------------------------- meshes
+def cache_dir() -> Path:
+    """Where read meshes are kept: ``$SOA_FMU_CACHE`` or ``~/.cache/soa_fmu``, then ``meshes/``."""
+    root = os.environ.get("SOA_FMU_CACHE") or Path(os.environ.get("XDG_CACHE_HOME") or
+                                                   Path.home() / ".cache") / "soa_fmu"
+    return Path(root) / "meshes"
+
+
+def _cache_file(file: Path) -> Path:
+    st = file.stat()
+    key = hashlib.sha1(f"{MESH_CACHE_VERSION}|{file}|{st.st_size}|{st.st_mtime_ns}".encode()).hexdigest()
+    return cache_dir() / f"{key}.npz"
+
+
 def load_mesh(file: Path) -> Mesh | None:
+    """A mesh file's triangles (cached by path, size and modification time: a DAE file takes
+    trimesh and pycollada a good fraction of a second to read), None when unreadable."""
+    try:
+        cached = _cache_file(file)
+        with np.load(cached) as z:
+            return Mesh(z["vertices"], z["faces"], tuple(z["color"].tolist()))
+    except (OSError, KeyError, ValueError):
+        pass
+    mesh = read_mesh(file)
+    if mesh is not None:
+        try:
+            cached.parent.mkdir(parents=True, exist_ok=True)
+            tmp = cached.with_name(f".{cached.stem}.{os.getpid()}.npz")
+            np.savez(tmp, vertices=mesh.vertices, faces=mesh.faces, color=np.array(mesh.color))
+            os.replace(tmp, cached)
+        except OSError:                 # a read-only home: no cache, no harm
+            pass
+    return mesh
+
+
+def read_mesh(file: Path) -> Mesh | None:
     """A mesh file's triangles through trimesh (STL, DAE via pycollada, OBJ), None when unreadable."""
     import trimesh
     try:
