@@ -328,3 +328,16 @@ def test_contact_spheres_planes_and_force_arrows(tmp_path):
     np.testing.assert_allclose(f32(plane["position"], 3)[0], [0, 0, -2.0])
     Rp = rotation(f32(plane["quaternion"], 4))[0]
     np.testing.assert_allclose(Rp[:, 2], [0, 0, 1.0], atol=1e-6)       # the square's normal
+
+
+def test_cli_reports_a_missing_mesh_as_a_warning_line(tmp_path, capsys):
+    (tmp_path / "two.urdf").write_text(URDF)                 # no mesh next to it at all
+    model = sf.load_model(tmp_path / "two.urdf")
+    np.savez(tmp_path / "r.npz", **swing(model, 0.2))
+    assert cli.main([str(tmp_path / "two.urdf"), str(tmp_path / "r.npz"), "-o",
+                     str(tmp_path / "two.html")]) == 0
+    err = capsys.readouterr().err.splitlines()
+    assert len(err) == 3 and all(e.startswith("soa-view: warning: ") for e in err)
+    assert any("gone.dae" in e for e in err) and any("part.stl" in e for e in err)
+    kinds = [i["kind"] for i in node(scene_of(tmp_path / "two.html"), "bodies", "arm")["items"]]
+    assert kinds == ["box", "cylinder"]
