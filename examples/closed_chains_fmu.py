@@ -58,7 +58,7 @@ def run(name: str, t_end: float) -> dict:
     fmu.exitInitializationMode()
 
     arm_dofs = [i for i, v in enumerate(model.velocity_names) if not v.startswith("box")]
-    t, rows = 0.0, []
+    t, rows, qs = 0.0, [], []
     for k in range(int(round(t_end / H))):
         tau = np.zeros(n)
         if name == "slider_crank":           # a motor: 1 N·m at rest, idle at 20 rad/s
@@ -76,11 +76,12 @@ def run(name: str, t_end: float) -> dict:
         for c in closures:
             row += [np.linalg.norm(fmu.getReal(force_vr[c])), fmu.getReal([vr[c + ".err"]])[0]]
         rows.append(row)
+        qs.append(fmu.getReal(q_vr))
     fmu.terminate()
     fmu.freeInstance()
     shutil.rmtree(unzip, ignore_errors=True)
     data = np.array(rows)
-    return {"t": data[:, 0], "closures": closures,
+    return {"t": data[:, 0], "closures": closures, "model": model, "q": np.array(qs),
             "force": data[:, 1::2], "residual": data[:, 2::2]}
 
 
@@ -90,6 +91,7 @@ def main() -> int:
     fig, ax = plt.subplots(2, len(cases), figsize=(15, 7), sharex="col")
     for j, (name, t_end) in enumerate(cases):
         r = run(name, t_end)
+        sf.animate(r["model"], r, OUT / f"{name}_fmu.html")       # the FMU's q outputs, animated
         for c, closure in enumerate(r["closures"]):
             ax[0, j].plot(r["t"], r["force"][:, c], label=closure)
             ax[1, j].semilogy(r["t"], np.maximum(r["residual"][:, c], 1e-18), label=closure)

@@ -130,6 +130,7 @@ def main() -> int:
                  f"integrator auto: {used}, {1e6 * loop_s / steps:.0f} µs per step incl. controller)")
     fig.tight_layout()
     fig.savefig(OUT / "demo.png", dpi=110)
+    sf.animate(model, {"t": T, "q": Q}, OUT / "demo.html")     # the arm moving (docs/viewing.md)
     err = np.abs(QR - Q).max()
     print(f"wrote {OUT / 'demo.csv'} and {OUT / 'demo.png'}: max tracking error {1e3 * err:.3f} "
           f"mrad; {time.perf_counter() - t0:.1f} s in total")

@@ -113,7 +113,7 @@ def slew(model: sf.Model, angle: float = ANGLE, duration: float = T_SLEW,
                                         np.where(r["t"] < 2 * half - dt / 2, -torque, 0.0)),
             "hub": r["q"][:, model.position_names.index(JOINT)], "deflection": deflection,
             "eta": r["q"][:, eta], "eta_names": [model.position_names[i] for i in eta],
-            "t_slew": 2 * half, "torque": torque}
+            "t_slew": 2 * half, "torque": torque, "q": r["q"]}
 
 
 def upward_crossings(t: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -158,7 +158,8 @@ def main() -> int:
         a.grid(alpha=0.3)
     fig.tight_layout()
     fig.savefig(OUT / "flexible_slew.png", dpi=100)
-    print(f"wrote {OUT / 'flexible_slew.png'}")
+    sf.animate(flex, {"t": t, "q": res["q"]}, OUT / "flexible_slew.html")   # the beam bending
+    print(f"wrote {OUT / 'flexible_slew.png'} and {OUT / 'flexible_slew.html'}")
     print(f"peak tip deflection {np.abs(d[~after]).max():.2f} mm during the slew; residual "
           f"vibration ±{np.abs(residual).max():.2f} mm at {1 / period:.2f} Hz after it "
           f"(beam clamped: {f1:.2f} Hz); "

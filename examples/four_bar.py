@@ -37,12 +37,13 @@ def main(t_end: float = 5.0, h: float = 1e-3) -> dict:
     n = int(round(t_end / h))
     t, F, R, dE, crank = (np.empty(n) for _ in range(5))
     F = np.empty((n, 3))
+    Q = np.empty((n, model.nq))
     for i in range(n):
         sim.step(h)
         t[i], F[i] = sim.t, sim.constraint_forces["closure_D"]
         R[i] = sim.constraint_residuals["closure_D"]
         dE[i] = sf.total_energy(model, sim.q, sim.qd) - E0
-        crank[i] = sim.q[0]
+        crank[i], Q[i] = sim.q[0], sim.q
     print(f"four-bar, {t_end:g} s, RK4 h = {h:g} s: max residual {R.max():.2e} m, "
           f"max |ΔE| {np.abs(dE).max():.2e} J (E0 = {E0:.4f} J), max |f| {np.abs(F).max():.2f} N")
 
@@ -63,7 +64,9 @@ def main(t_end: float = 5.0, h: float = 1e-3) -> dict:
     fig.tight_layout()
     OUT.mkdir(exist_ok=True)
     fig.savefig(OUT / "four_bar.png", dpi=110)
-    print(f"wrote {OUT / 'four_bar.png'}")
+    sf.animate(model, {"t": t, "q": Q, **{f"closure_D.f[{k + 1}]": F[:, k] for k in range(3)}},
+               OUT / "four_bar.html")                     # the mechanism moving, force arrow at D
+    print(f"wrote {OUT / 'four_bar.png'} and {OUT / 'four_bar.html'}")
     return {"t": t, "force": F, "residual": R, "energy_error": dE}
 
 

@@ -113,11 +113,13 @@ def main() -> None:
     ax.legend()
     ax.grid(alpha=0.3, which="both")
     print(f"{model.name}: final |θ ⊖ θ₀| = {np.linalg.norm(err[-1]):.1e} rad")
+    OUT.mkdir(exist_ok=True)                   # revolute joints: θ = θ₀ + (θ ⊖ θ₀)
+    sf.animate(model, {"t": t, "q": q0 + err}, OUT / "lqr.html")
 
     fig.tight_layout()
     OUT.mkdir(exist_ok=True)
     fig.savefig(OUT / "lqr.png", dpi=120)
-    print(f"wrote {OUT / 'lqr.png'}")
+    print(f"wrote {OUT / 'lqr.png'} and {OUT / 'lqr.html'}")
 
 
 if __name__ == "__main__":

@@ -111,6 +111,9 @@ def main() -> int:
                  f"{RUNS} runs on Dask (payload mass and joint friction ±20 %)")
     fig.tight_layout()
     fig.savefig(OUT / "monte_carlo.png", dpi=110)
+    worst = int(np.argmax(err[:, -1]))                     # the run to look at: the worst one
+    sf.animate(model, {"t": t, "q": q[worst]}, OUT / "monte_carlo.html",
+               title=f"Monte Carlo: worst of {ok.sum()} runs (sample {np.flatnonzero(ok)[worst]})")
     print(f"wrote {OUT / 'monte_carlo.png'}: {ok.sum()}/{RUNS} runs, tracking error at "
           f"t = {T_END:g} s: median {p[2, -1]:.2f} mrad, 95 % {p[4, -1]:.2f} mrad, "
           f"{runs.attrs['wall_time_s']:.1f} s on Dask")

@@ -22,11 +22,12 @@ def main(t_end: float = 3.0, h: float = 1e-3) -> dict:
     n = int(round(t_end / h))
     t, R, x, w = (np.empty(n) for _ in range(4))
     F = np.empty((n, 3))
+    Q = np.empty((n, model.nq))
     for i in range(n):
         sim.tau = np.array([1.0 - 0.05 * sim.qd[0], 0.0, 0.0])     # motor torque, held over the step
         sim.step(h)
         t[i], F[i], R[i] = sim.t, sim.constraint_forces["wrist_pin"], sim.constraint_residuals["wrist_pin"]
-        x[i], w[i] = sim.q[2], sim.qd[0]
+        x[i], w[i], Q[i] = sim.q[2], sim.qd[0], sim.q
     print(f"slider-crank, {t_end:g} s: crank at {w[-1]:.1f} rad/s, max residual {R.max():.2e} m, "
           f"max |f| {np.abs(F).max():.2f} N")
 
@@ -48,7 +49,9 @@ def main(t_end: float = 3.0, h: float = 1e-3) -> dict:
     fig.tight_layout()
     OUT.mkdir(exist_ok=True)
     fig.savefig(OUT / "slider_crank.png", dpi=110)
-    print(f"wrote {OUT / 'slider_crank.png'}")
+    sf.animate(model, {"t": t, "q": Q, **{f"wrist_pin.f[{k + 1}]": F[:, k] for k in range(3)}},
+               OUT / "slider_crank.html")
+    print(f"wrote {OUT / 'slider_crank.png'} and {OUT / 'slider_crank.html'}")
     return {"t": t, "force": F, "residual": R, "piston": x}
 
 

@@ -32,6 +32,7 @@ def main(t_end: float = 2.0, h: float = 1e-3, release=(1.0, 1.1)) -> dict:
     t, zbox, held = np.empty(n), np.empty(n), np.empty(n, dtype=bool)
     F = {g: np.empty((n, 6)) for g in GRASPS}
     R = {g: np.empty(n) for g in GRASPS}
+    Q = np.empty((n, model.nq))
     qa0 = q0[:int(arm.sum())]                          # the arms' joints come first (1 dof each)
     for i in range(n):
         on = not (release[0] <= sim.t + 1e-9 < release[1])
@@ -43,6 +44,7 @@ def main(t_end: float = 2.0, h: float = 1e-3, release=(1.0, 1.1)) -> dict:
         sim.tau = tau
         sim.step(h)
         t[i], zbox[i], held[i] = sim.t, sf.frame_pose(model, sim.q, "box")[1][2], on
+        Q[i] = sim.q
         for g in GRASPS:
             F[g][i], R[g][i] = sim.constraint_forces[g], sim.constraint_residuals[g]
     print(f"two arms + box, {t_end:g} s: max residual while held "
@@ -72,7 +74,9 @@ def main(t_end: float = 2.0, h: float = 1e-3, release=(1.0, 1.1)) -> dict:
     fig.tight_layout()
     OUT.mkdir(exist_ok=True)
     fig.savefig(OUT / "two_arms_box.png", dpi=110)
-    print(f"wrote {OUT / 'two_arms_box.png'}")
+    sf.animate(model, {"t": t, "q": Q, **{f"{g}.f[{k + 1}]": F[g][:, k] for g in GRASPS for k in range(6)}},
+               OUT / "two_arms_box.html")                 # grasp forces as arrows
+    print(f"wrote {OUT / 'two_arms_box.png'} and {OUT / 'two_arms_box.html'}")
     return {"t": t, "force": F, "residual": R, "box_height": zbox}
 
 

@@ -28,6 +28,7 @@ from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,
 
 from .sweep import Feedback, sample, sweep
 from .contact import Contacts, contact_forces
+from .view import animate
 
 __version__ = "0.1.0"
 
@@ -48,4 +49,5 @@ __all__ = [
     "project_velocities", "ConstrainedResult", "ConstraintError", "ConstraintWarning",
     "sweep", "sample", "Feedback",
     "contact_forces", "Contacts",
+    "animate",
 ]

@@ -451,6 +451,8 @@ def main(argv=None) -> int:
     ap.add_argument("--out", required=True, help="results: a NetCDF file (.nc) or a Zarr store "
                     "(.zarr, a directory; for large sweeps)")
     ap.add_argument("--no-progress", action="store_true", help="no progress bar")
+    ap.add_argument("--view", type=int, metavar="K", default=None, help="also animate sample K in "
+                    "one offline HTML file beside --out (<out>.sample<K>.html; docs/viewing.md)")
     args = ap.parse_args(argv)
     try:
         if Path(args.out).suffix not in (".nc", ".zarr"):
@@ -474,11 +476,16 @@ def main(argv=None) -> int:
                 name, dist = item.split("=", 1)
                 spec[name.strip()] = dist
             table = sample(spec, args.n, args.seed)
+        if args.view is not None and not 0 <= args.view < len(table):
+            raise ValueError(f"--view {args.view}: no such sample (0..{len(table) - 1})")
         if args.workers is not None and args.workers < 1:
             raise ValueError(f"--workers must be >= 1, got {args.workers}")
         ds = sweep(args.fmu, table, args.stop_time, step=args.step, outputs=args.output,
                    client=args.scheduler, workers=args.workers, progress=not args.no_progress)
         save(ds, args.out)
+        if args.view is not None:
+            from .view.cli import view_sample
+            print(f"animation of sample {args.view} -> {view_sample(args.fmu, args.out, args.view)}")
     except Exception as e:     # noqa: BLE001 — one readable line, non-zero exit
         msg = " ".join(str(e).split()) or type(e).__name__
         print(f"soa-sweep: error: {msg}", file=sys.stderr)

@@ -34,7 +34,8 @@ KEYS = {
     "top": {"name", "gravity", "urdf", "floating_base", "strict", "include", "bodies", "frames",
             "constraints", "initial", "contact"},
     "include": {"urdf", "mjcf", "prefix", "parent", "xyz", "rpy", "floating_base", "contact_spheres"},
-    "body": {"name", "parent", "mass", "com", "inertia", "joint", "flexible", "node"},
+    "body": {"name", "parent", "mass", "com", "inertia", "joint", "flexible", "node",
+             "visual"},     # visual: drawn by soa_fmu.view (checked there), no dynamics
     "frame": {"name", "body", "xyz", "rpy", "node"},
     "flexible": {"kind", "modes", "damping_ratio"},
     "constraint": {"name", "kind", "frame_a", "frame_b", "axis", "active"},

@@ -1,0 +1,106 @@
+// soa_fmu's player: window.soaPlay(scene) builds the scene written by soa_fmu/view/scene.py in
+// MeshCat's viewer, and hands the keyframe tracks to MeshCat's animator (play/pause, time
+// scrubber and speed in its Animations panel; orbit camera with the mouse).
+window.soaPlay = function (scene) {
+  "use strict";
+  var THREE = MeshCat.THREE;
+
+  function bytes(b64) {
+    var s = atob(b64), u = new Uint8Array(s.length);
+    for (var i = 0; i < s.length; i++) u[i] = s.charCodeAt(i);
+    return u.buffer;
+  }
+  function f32(b64) { return new Float32Array(bytes(b64)); }
+  function indices(m) { return m.wide ? new Uint32Array(bytes(m.indices)) : new Uint16Array(bytes(m.indices)); }
+
+  var viewer = new MeshCat.Viewer(document.getElementById("meshcat-pane"));
+  var geometries = scene.meshes.map(function (m) {
+    var g = new THREE.BufferGeometry();
+    g.setAttribute("position", new THREE.BufferAttribute(f32(m.positions), 3));
+    g.setIndex(new THREE.BufferAttribute(indices(m), 1));
+    g.computeVertexNormals();
+    return g;
+  });
+  function material(c) {
+    return new THREE.MeshLambertMaterial({color: new THREE.Color(c[0], c[1], c[2]),
+                                          opacity: c[3], transparent: c[3] < 1});
+  }
+  function build(it) {
+    var obj;
+    if (it.kind === "mesh") {
+      obj = new THREE.Mesh(geometries[it.mesh], material(it.color));
+    } else if (it.kind === "box") {
+      obj = new THREE.Mesh(new THREE.BoxGeometry(it.size[0], it.size[1], it.size[2]), material(it.color));
+    } else if (it.kind === "sphere") {
+      obj = new THREE.Mesh(new THREE.SphereGeometry(it.size[0], 24, 16), material(it.color));
+    } else if (it.kind === "cylinder") {       // along y, centred
+      obj = new THREE.Mesh(new THREE.CylinderGeometry(it.size[0], it.size[0], it.size[1], 20), material(it.color));
+    } else if (it.kind === "axes") {
+      obj = new THREE.AxesHelper(it.size[0]);
+    } else if (it.kind === "arrow") {          // from the origin along y, length 1 (scaled per frame)
+      obj = new THREE.Group();
+      var shaft = new THREE.Mesh(new THREE.CylinderGeometry(it.size[0], it.size[0], 0.8, 12), material(it.color));
+      shaft.position.y = 0.4;
+      var head = new THREE.Mesh(new THREE.ConeGeometry(2.5 * it.size[0], 0.2, 16), material(it.color));
+      head.position.y = 0.9;
+      obj.add(shaft, head);
+    }
+    obj.matrix.fromArray(it.matrix);
+    obj.matrix.decompose(obj.position, obj.quaternion, obj.scale);
+    return obj;
+  }
+
+  var times = f32(scene.times);
+  var animations = [];
+  scene.nodes.forEach(function (node) {
+    var path = ["soa", node.group, node.name];
+    var target = viewer.scene_tree.find(path).object;
+    node.items.forEach(function (it) { target.add(build(it)); });
+    if (node.still) {                          // one pose for the whole result
+      var P = f32(node.position), Q = f32(node.quaternion);
+      target.position.set(P[0], P[1], P[2]);
+      target.quaternion.set(Q[0], Q[1], Q[2], Q[3]);
+      if (node.scale) { var S = f32(node.scale); target.scale.set(S[0], S[1], S[2]); }
+      return;
+    }
+    var tracks = [{name: ".position", type: "vector3", times: times, values: f32(node.position)},
+                  {name: ".quaternion", type: "quaternion", times: times, values: f32(node.quaternion)}];
+    if (node.scale) tracks.push({name: ".scale", type: "vector3", times: times, values: f32(node.scale)});
+    animations.push({path: path, clip: {fps: 1, name: "default", tracks: tracks}});
+  });
+
+  // camera: orbiting the mechanism's centre.  MeshCat's scene is three.js' y-up world turned to
+  // z-up (world (x, y, z) -> three.js (x, z, -y)); its camera sits in that y-up frame and
+  // OrbitControls' target is in it too
+  var c = scene.camera.target, p = scene.camera.position;
+  viewer.set_property(["Cameras", "default", "rotated", "<object>"], "position", [p[0], p[2], -p[1]]);
+  viewer.controls.target.set(c[0], c[2], -c[1]);
+  viewer.controls.update();
+
+  if (animations.length === 0 && scene.duration > 0) {   // nothing moves: the clock still runs
+    animations.push({path: ["soa"], clip: {fps: 1, name: "default", tracks: [{name: ".position",
+      type: "vector3", times: [0, scene.duration], values: [0, 0, 0, 0, 0, 0]}]}});
+  }
+  viewer.set_animation(animations, {play: scene.duration > 0, loopMode: THREE.LoopRepeat,
+                                    repetitions: Infinity});
+  var animator = viewer.animator;
+  viewer.gui.open();                           // the Animations panel: play, pause, time, speed
+  if (scene.duration === 0) animator.seek(0);
+
+  var clock = document.getElementById("soa-clock");
+  function tick() {
+    var t = animator.actions.length ? animator.actions[0].time : 0;
+    clock.textContent = "t = " + (scene.t0 + t).toFixed(3) + " s   speed " +
+      animator.mixer.timeScale.toFixed(2) + (animator.playing ? "" : "   (paused)");
+    requestAnimationFrame(tick);
+  }
+  tick();
+
+  // for scripts and tests: the viewer, and seeking by result time
+  window.soaView = {
+    viewer: viewer, t0: scene.t0, duration: scene.duration,
+    time: function () { return scene.t0 + (animator.actions.length ? animator.actions[0].time : 0); },
+    seek: function (t) { animator.seek(t - scene.t0); animator.display_progress(t - scene.t0); },
+    play: function () { animator.play(); }, pause: function () { animator.pause(); }
+  };
+};
