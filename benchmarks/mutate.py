@@ -126,8 +126,10 @@ def run_mutant(m: Mutant, python: str) -> tuple[str, float, str]:
             return "survived", time.perf_counter() - t0, "no guarding test exists"
         r = subprocess.run([python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
                            cwd=root, env=env, capture_output=True, text=True)
-        tail = (r.stdout.strip().splitlines() or [""])[-1]
-        return ("killed" if r.returncode != 0 else "survived"), time.perf_counter() - t0, tail
+        lines = r.stdout.strip().splitlines() or [""]
+        failed = [ln for ln in lines if ln.startswith(("FAILED", "ERROR"))]
+        detail = (failed[0][:150] + " | " if failed else "") + lines[-1]
+        return ("killed" if r.returncode != 0 else "survived"), time.perf_counter() - t0, detail
 
 
 def main(argv=None) -> int:

@@ -340,3 +340,28 @@ def test_model_file_four_bar():
     assert max(constraint_residuals(model, q0).values()) <= 1e-9
     res = constrained_forward_dynamics(model, q0, np.zeros(model.nv), np.zeros(model.nv))
     assert np.all(np.isfinite(res.qdd))
+
+
+@pytest.mark.parametrize("arms", ["limp", "gravity-compensated"])
+def test_grasp_forces_carry_the_box_by_newtons_law(arms):
+    """docs/closed-chains.md: forces[name] is the force frame_a's body exerts on frame_b's body, in
+    frame_a's axes.  The box's own Newton equation then reads F_left + F_right + m g = m a_C (at rest,
+    a_C = R (v̇ + ω̇ × c)): the grasp forces against m·g, from the documented conventions alone."""
+    from soa_fmu.kinematics import frame_pose
+    model = sf.load_model(example_path("two_arms_box"))
+    q, qd = model.initial_q, np.zeros(model.nv)
+    box = next(b for b in model.bodies if b.name == "box")
+    i = box.v_index
+    tau = np.zeros(model.nv)
+    if arms == "gravity-compensated":
+        tau = sf.gravity_forces(model, q)
+        tau[i:i + 6] = 0.0                                      # the box's free joint is not driven
+    res = sf.constrained_forward_dynamics(model, q, qd, tau)
+    F = sum(frame_pose(model, q, fa)[0] @ res.forces[name][3:]
+            for name, fa in (("grasp_left", "left_tool0"), ("grasp_right", "right_tool0")))
+    R = frame_pose(model, q, "box")[0]
+    a_c = R @ (res.qdd[i + 3:i + 6] + np.cross(res.qdd[i:i + 3], box.com))
+    m_g = box.mass * np.asarray(model.gravity)
+    assert np.linalg.norm(m_g) == pytest.approx(2.0 * 9.81)    # the 2 kg box of the example
+    np.testing.assert_allclose(F + m_g, box.mass * a_c, rtol=0, atol=1e-9 * np.linalg.norm(m_g))
+    assert abs(F[2]) > 0.1 * np.linalg.norm(m_g)                 # the grasps do carry it
