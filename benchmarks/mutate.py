@@ -121,7 +121,7 @@ def run_mutant(m: Mutant, python: str) -> tuple[str, float, str]:
                                env=env, capture_output=True, text=True)
             if b.returncode != 0:
                 return "killed (build)", time.perf_counter() - t0, b.stderr[-300:]
-        tests = [t for t in m.tests if not t.startswith("tests/") or (root / t).exists()]
+        tests = [t for t in m.tests if not t.startswith("tests/") or (root / t.split("::")[0]).exists()]
         if not tests:
             return "survived", time.perf_counter() - t0, "no guarding test exists"
         r = subprocess.run([python, "-m", "pytest", "-x", "-q", "-p", "no:cacheprovider", *tests],
