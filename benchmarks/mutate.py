@@ -155,6 +155,7 @@ def main(argv=None) -> int:
     for m, outcome, secs, detail in rows:
         lines.append(f"{m.name:34s}  {outcome + (' *' if m.pending else ''):14s}  {secs:5.0f}  {m.what}")
         lines.append(f"{'':34s}  {'':14s}  {'':5s}  {' '.join(m.tests)}")
+        lines.append(f"{'':34s}  {'':14s}  {'':5s}  -> {detail.split(' | ')[0]}")
         if m.pending:
             lines.append(f"{'':34s}  {'':14s}  {'':5s}  * pending: {m.pending}")
     lines.append(f"kill rate: {killed} of {len(counted)} counted mutants"
