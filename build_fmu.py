@@ -1,7 +1,8 @@
 """Build an FMU from a model file (SPEC §1 step 2).
 
     python build_fmu.py model.urdf -o Arm.fmu [--name Arm] [--floating-base]
-                        [--integrator rk4|euler|dop853] [--step 0.001]
+                        [--integrator auto|rk4|euler|implicit|dop853] [--step 0.001]
+                        [--no-stops]
                         [--runtime native|python] [--fmi 2|3] [--interface cs|me|both]
 
 (also installed as ``soa-build-fmu``).  The default is a native FMU (a shared library compiled
@@ -275,12 +276,15 @@ FMI_VERSIONS = (2, 3)
 INTERFACES = {"cs": ("cs",), "me": ("me",), "both": ("cs", "me")}
 
 
-def build(model_path, output=None, name=None, floating_base=False, integrator="rk4",
-          step=1e-3, runtime="native", strict=True, fmi=2, interface=None) -> Path:
+def build(model_path, output=None, name=None, floating_base=False, integrator="auto",
+          step=1e-3, runtime="native", strict=True, fmi=2, interface=None,
+          stops=True) -> Path:
     """Build the FMU; returns its path.  Raises BuildError (or ModelError) for bad input.
     ``strict=False`` (``--lenient``) accepts inertias that fail only the physical checks, with a
     ModelWarning each (see soa_fmu.load_model).  ``fmi``: 2 or 3; ``interface``: ``cs``, ``me``
-    or ``both`` (default: both for the native runtime; the python runtime is FMI 2.0 ``cs``)."""
+    or ``both`` (default: both for the native runtime; the python runtime is FMI 2.0 ``cs``).
+    ``stops=False`` (``--no-stops``): the joint stops start switched off (parameter
+    ``stops_enabled``)."""
     import soa_fmu
     from model_descriptions import generator, generator_fmi3
     from soa_fmu.fmu.variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
@@ -314,6 +318,7 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
     output = Path(output) if output else Path(f"{identifier}.fmu")
 
     model = load_model(model_path, floating_base=floating_base, strict=strict)
+    model.stops_enabled = bool(stops)
     table = build_table(model, integrator, step, states="me" in interfaces)
 
     bundled, top = bundle_model(model_path)             # the model files, as the FMU holds them
@@ -323,6 +328,7 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="r
     cfg = {"format": FORMAT_VERSION, "identifier": identifier, "model_name": model.name,
            "runtime": runtime, "model_file": "model/" + top,
            "floating_base": bool(floating_base), "strict": bool(strict), "integrator": integrator,
+           "stops": bool(stops),
            "max_step": float(step), "step": float(step), "engine_version": soa_fmu.__version__,
            "engine_hash": ehash, "table_digest": table.digest(), "fmi": fmi,
            "interfaces": list(interfaces), "states": table.states}
@@ -462,6 +468,7 @@ def _check_bundle(members, cfg, floating_base) -> None:
             warnings.simplefilter("ignore")
             model = load_model(Path(d, "resources", cfg["model_file"]),
                                floating_base=floating_base, strict=cfg["strict"])
+        model.stops_enabled = cfg["stops"]
         if build_table(model, cfg["integrator"], cfg["max_step"],
                        states=cfg["states"]).digest() != cfg["table_digest"]:
             raise BuildError("the model read back from the FMU differs from the original (does it "
@@ -484,8 +491,14 @@ def main(argv=None) -> int:
     parser.add_argument("--name", help="model identifier (default: from the file name)")
     parser.add_argument("--floating-base", action="store_true",
                         help="attach the root body to world by a free joint")
-    parser.add_argument("--integrator", default="rk4", choices=("rk4", "euler", "dop853"),
-                        help="default integrator (parameter 'integrator'; default rk4)")
+    parser.add_argument("--integrator", default="auto",
+                        choices=("auto", "rk4", "euler", "implicit", "dop853"),
+                        help="default integrator (parameter 'integrator'; default auto: rk4 where "
+                        "its explicit bound holds for the joints' dissipation and stops, else "
+                        "implicit; docs/joints.md)")
+    parser.add_argument("--no-stops", action="store_true",
+                        help="start with the joint stops (URDF <limit>, limits.lower/upper) "
+                        "switched off (parameter stops_enabled)")
     parser.add_argument("--step", type=float, default=1e-3,
                         help="default communication step and max_step in s (default 0.001)")
     parser.add_argument("--lenient", action="store_true",
@@ -501,6 +514,7 @@ def main(argv=None) -> int:
                         help="cs (Co-Simulation), me (Model Exchange) or both in one FMU (the "
                         "default for the native runtime; the python runtime is cs only)")
     args = parser.parse_args(argv)
+    from soa_fmu.io.checks import cli_error, for_cli
     from soa_fmu.model import ModelError
     t0 = time.perf_counter()
     with warnings.catch_warnings(record=True) as caught:   # reported in one line, below
@@ -508,13 +522,16 @@ def main(argv=None) -> int:
         try:
             path = build(args.model, args.output, args.name, args.floating_base, args.integrator,
                          args.step, args.runtime, strict=not args.lenient, fmi=args.fmi,
-                         interface=args.interface)
+                         interface=args.interface, stops=not args.no_stops)
         except (BuildError, ModelError, OSError, ValueError) as e:   # ValueError: a TableError
             msg = str(e).strip().splitlines()
-            print(f"soa-build-fmu: error: {msg[0] if msg else type(e).__name__}", file=sys.stderr)
+            first = msg[0] if msg else type(e).__name__
+            if isinstance(e, ModelError):
+                first = cli_error(first, args.model, args.floating_base, args.lenient)
+            print(f"soa-build-fmu: error: {first}", file=sys.stderr)
             return 1
     if caught:
-        first = str(caught[0].message).strip().splitlines()[0]
+        first = for_cli(str(caught[0].message).strip().splitlines()[0])
         more = f" (and {len(caught) - 1} more warnings)" if len(caught) > 1 else ""
         print(f"soa-build-fmu: warning: {first}{more}", file=sys.stderr)
     print(f"wrote {path} ({path.stat().st_size // 1024} KiB, {time.perf_counter() - t0:.2f} s)")

@@ -1,7 +1,10 @@
 /* Real-time timing of a native FMU in a C host (SPEC sec. 6): the role of a HIL rig's 1 kHz loop.
  *
  *   fmu_step_host <unzip dir> <identifier> <guid> <h> <steps> <vr_tau0> <nv> <vr_q0> <nout>
+ *                 [<vr_integrator> <integrator>]
  *
+ * (the optional pair sets the String parameter `integrator` before initialization: rk4, euler,
+ * implicit, ...)
  * Instantiates the FMU (dlopen), initializes it, takes 1000 warm-up steps, then times
  * `steps` iterations of setReal(tau) + doStep(h) + getReal(q, qd, qdd) with CLOCK_MONOTONIC and
  * counts the heap allocations made during them (malloc/calloc/realloc are interposed here; link
@@ -98,6 +101,8 @@ typedef fmi2Status (*Call)(fmi2Component);
 typedef fmi2Status (*SetReal)(fmi2Component, const fmi2ValueReference *, size_t, const double *);
 typedef fmi2Status (*GetReal)(fmi2Component, const fmi2ValueReference *, size_t, double *);
 typedef fmi2Status (*DoStep)(fmi2Component, double, double, int);
+typedef fmi2Status (*SetString)(fmi2Component, const fmi2ValueReference *, size_t,
+                                const char *const *);
 typedef void (*FreeInstance)(fmi2Component);
 
 #define LOAD(var, type, name) type var = (type)dlsym(lib, name); \
@@ -105,8 +110,9 @@ typedef void (*FreeInstance)(fmi2Component);
 
 int main(int argc, char **argv)
 {
-    if (argc != 10) {
-        fprintf(stderr, "usage: fmu_step_host dir identifier guid h steps vr_tau0 nv vr_q0 nout\n");
+    if (argc != 10 && argc != 12) {
+        fprintf(stderr, "usage: fmu_step_host dir identifier guid h steps vr_tau0 nv vr_q0 nout "
+                "[vr_integrator integrator]\n");
         return 2;
     }
     const char *dir = argv[1], *ident = argv[2], *guid = argv[3];
@@ -128,10 +134,16 @@ int main(int argc, char **argv)
     LOAD(getr, GetReal, "fmi2GetReal")
     LOAD(step, DoStep, "fmi2DoStep")
     LOAD(freei, FreeInstance, "fmi2FreeInstance")
+    LOAD(sets, SetString, "fmi2SetString")
 
     fmi2CallbackFunctions cb = {logger, calloc, free, NULL, NULL};
     fmi2Component c = inst("timing", 1, guid, uri, &cb, 0, 0);
     if (!c) return 3;
+    if (argc == 12) {
+        const fmi2ValueReference vi = (fmi2ValueReference)atoi(argv[10]);
+        const char *name = argv[11];
+        if (sets(c, &vi, 1, &name) > 1) return 4;
+    }
     if (setup(c, 0, 0.0, 0.0, 0, 0.0) > 1 || enter(c) > 1 || leave(c) > 1) return 4;
     const double t1 = now();
 

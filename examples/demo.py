@@ -4,7 +4,9 @@
    model_descriptions/examples/arm7.urdf (build_fmu.py);
 2. runs it with fmpy's FMU2Slave for 4 s at h = 1 ms — a co-simulation master loop: read q, q̇,
    compute the computed-torque PD law τ = M(q) (q̈_ref + Kp (q_ref − q) + Kd (q̇_ref − q̇)) + b(q, q̇)
-   with the engine's own Python API (mass matrix, bias forces), setReal(τ), doStep;
+   − T_j(q_ref, q̇_ref) with the engine's own Python API (mass matrix with the armature, bias
+   forces, and T_j the joint forces the plant applies — damping, friction, stops, docs/joints.md —
+   along the reference: a feed-forward that a 1 ms hold cannot make stiff), setReal(τ), doStep;
 3. writes out/demo.csv and out/demo.png (joint tracking, torques, tool path).
 """
 from __future__ import annotations
@@ -73,8 +75,10 @@ def main() -> int:
     fmu.setReal([vr[f"qd0[{i}]"] for i in range(1, n + 1)], list(qd0))
     fmu.enterInitializationMode()
     fmu.exitInitializationMode()
+    used = ("rk4", "euler", "dop853", "implicit")[int(fmu.getReal([vr["integrator_used"]])[0])]
 
     rows = []
+    zero = np.zeros(n)
     t = 0.0
     steps = int(round(T_END / H))
     t_loop = time.perf_counter()
@@ -83,7 +87,8 @@ def main() -> int:
         q, qd = y[:n], y[n:]
         q_ref, qd_ref, qdd_ref = reference(t, n)
         a = qdd_ref + KP * (q_ref - q) + KD * (qd_ref - qd)
-        tau = sf.mass_matrix(model, q) @ a + sf.bias_forces(model, q, qd)
+        tau = (sf.mass_matrix(model, q) @ a + sf.bias_forces(model, q, qd)
+               - sf._core.joint_forces(model.data, q_ref, qd_ref, zero))   # what the plant applies
         tool = fmu.getReal(tool_vr) if tool_vr else [np.nan] * 3
         rows.append([t, *q, *q_ref, *tau, *tool])
         if t >= T_END - H / 2:
@@ -116,13 +121,13 @@ def main() -> int:
     ax[0, 0].legend(ncol=4, fontsize=7)
     ax[0, 1].set(title="tracking error e = q_ref − q (1 ms zero-order hold)", xlabel="t [s]",
                  ylabel="mrad")
-    ax[1, 0].set(title="joint torques τ = M(q)(q̈_ref + Kp e + Kd ė) + b(q, q̇)",
+    ax[1, 0].set(title="joint torques τ = M(q)(q̈_ref + Kp e + Kd ė) + b(q, q̇) + d q̇ + f_c s(q̇) − τ_stop",
                  xlabel="t [s]", ylabel="N·m")
     ax[1, 1].plot(TOOL[:, 0], TOOL[:, 2])
     ax[1, 1].set(title="tool0 path (output tool0.position)", xlabel="x [m]", ylabel="z [m]")
     ax[1, 1].axis("equal")
     fig.suptitle(f"soa_fmu: 7-dof arm FMU under computed-torque PD control via fmpy ({steps} steps of 1 ms, "
-                 f"{1e6 * loop_s / steps:.0f} µs per step incl. controller)")
+                 f"integrator auto: {used}, {1e6 * loop_s / steps:.0f} µs per step incl. controller)")
     fig.tight_layout()
     fig.savefig(OUT / "demo.png", dpi=110)
     err = np.abs(QR - Q).max()

@@ -31,6 +31,7 @@ from lxml import etree
 from soa_fmu.fmu.variables import UNITS, VariableTable
 
 FMI2_XSD = "fmi2ModelDescription.xsd"
+DENSE_LIMIT = 64     # a dependency list longer than this is written as "depends on all knowns"
 SI_BASE = ("kg", "m", "s", "A", "K", "mol", "cd", "rad")
 
 COSIMULATION_FLAGS = {
@@ -102,6 +103,9 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
         raise ValueError("a Model Exchange FMU needs the variable table with states")
     root = description_root("2.0", {"guid": guid}, model_name, description, generation_tool,
                             version, timestamp)
+    nz = table.n_event_indicators if "me" in interfaces else 0
+    if nz:                       # one per joint stop limit (CVode lands on the contact instant)
+        root.set("numberOfEventIndicators", str(nz))
     kinds = []
     if "me" in interfaces:
         kinds.append(("ModelExchange", dict(MODEL_EXCHANGE_FLAGS, providesDirectionalDerivative=_fmt(
@@ -160,21 +164,28 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
     if outputs:
         node = etree.SubElement(structure, "Outputs")
         for vr, deps in outputs.items():
-            etree.SubElement(node, "Unknown", {"index": str(vr + 1),
-                                               "dependencies": " ".join(str(d + 1) for d in deps)})
+            etree.SubElement(node, "Unknown", unknown({"index": str(vr + 1)}, deps, 1))
     derivatives = table.derivative_dependencies()
     if derivatives:
         node = etree.SubElement(structure, "Derivatives")
         for vr in sorted(derivatives, key=lambda r: table.variables[r].derivative):
-            etree.SubElement(node, "Unknown", {"index": str(vr + 1), "dependencies": " ".join(
-                str(d + 1) for d in derivatives[vr])})
+            etree.SubElement(node, "Unknown", unknown({"index": str(vr + 1)}, derivatives[vr], 1))
     initial = table.initial_dependencies()
     if initial:
         node = etree.SubElement(structure, "InitialUnknowns")
         for vr, deps in sorted(initial.items()):
-            etree.SubElement(node, "Unknown", {"index": str(vr + 1),
-                                               "dependencies": " ".join(str(d + 1) for d in deps)})
+            etree.SubElement(node, "Unknown", unknown({"index": str(vr + 1)}, deps, 1))
     return root
+
+
+def unknown(attrs: dict[str, str], deps: list[int] | None, base: int) -> dict[str, str]:
+    """The attributes of a ModelStructure unknown (FMI 2.0 and 3.0): its ``dependencies`` (value
+    references or indices, numbered from ``base``) when the list is sparse; a dense list (ALL, or
+    more than DENSE_LIMIT knowns) is left out, which both standards define as "depends on all
+    knowns" — a superset, so the description grows O(N) with the model, not O(N²)."""
+    if deps is not None and len(deps) <= DENSE_LIMIT:
+        attrs["dependencies"] = " ".join(str(d + base) for d in deps)
+    return attrs
 
 
 def to_bytes(root: etree._Element) -> bytes:

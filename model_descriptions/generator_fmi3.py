@@ -22,7 +22,7 @@ from lxml import etree
 
 from soa_fmu.fmu.variables import UNITS, VariableTable
 
-from .generator import SI_BASE, _fmt, description_root, schema_problems
+from .generator import SI_BASE, _fmt, description_root, schema_problems, unknown
 
 FMI3_XSD = "fmi3ModelDescription.xsd"
 TYPES = {"Real": "Float64", "Boolean": "Boolean", "String": "String"}
@@ -128,12 +128,15 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
         if is_array:
             etree.SubElement(element, "Dimension", {"start": str(n)})
 
-    def grouped(deps: dict[int, list[int]]) -> dict[int, list[int]]:
-        """Scalar dependencies as dependencies between FMI 3.0 variables."""
-        out: dict[int, set[int]] = {}
+    def grouped(deps: dict[int, list[int] | None]) -> dict[int, list[int] | None]:
+        """Scalar dependencies as dependencies between FMI 3.0 variables (None: all knowns)."""
+        out: dict[int, set[int] | None] = {}
         for vr, ds in deps.items():
-            out.setdefault(owner[vr], set()).update(owner[d] for d in ds)
-        return {vr: sorted(ds) for vr, ds in out.items()}
+            if ds is None or out.get(owner[vr], set()) is None:
+                out[owner[vr]] = None
+            else:
+                out.setdefault(owner[vr], set()).update(owner[d] for d in ds)
+        return {vr: None if ds is None else sorted(ds) for vr, ds in out.items()}
 
     structure = etree.SubElement(root, "ModelStructure")
     for tag, deps in (("Output", grouped(table.output_dependencies())),
@@ -142,8 +145,7 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
         order = sorted(deps, key=lambda r: table.variables[r].derivative or 0) \
             if tag == "ContinuousStateDerivative" else sorted(deps)
         for vr in order:
-            etree.SubElement(structure, tag, {"valueReference": str(vr),
-                                              "dependencies": " ".join(map(str, deps[vr]))})
+            etree.SubElement(structure, tag, unknown({"valueReference": str(vr)}, deps[vr], 0))
     return root
 
 

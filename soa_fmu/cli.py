@@ -13,6 +13,7 @@ import warnings
 import numpy as np
 
 from .io import load_model
+from .io.checks import cli_error, for_cli
 from .model import WORLD, Model, ModelError
 
 
@@ -112,10 +113,11 @@ def describe_main(argv: list[str] | None = None) -> int:
             model = load_model(args.model_file, floating_base=args.floating_base,
                                strict=not args.lenient)
     except ModelError as e:
-        print(f"soa-describe: error: {' '.join(str(e).split())}", file=sys.stderr)
+        print(f"soa-describe: error: {cli_error(str(e), args.model_file, args.floating_base, args.lenient)}",
+              file=sys.stderr)
         return 1
     for w in caught:
-        print(f"soa-describe: warning: {' '.join(str(w.message).split())}", file=sys.stderr)
+        print(f"soa-describe: warning: {for_cli(' '.join(str(w.message).split()))}", file=sys.stderr)
     print(describe(model))
     return 0
 

@@ -271,7 +271,7 @@ def project_velocities(model: Model, q, qd, active=None, u=None) -> np.ndarray:
     return out
 
 
-METHODS = {"rk4": 0, "euler": 1, "dop853": 2}        # soa.h: SOA_RK4, SOA_EULER, SOA_DOP853
+METHODS = {"rk4": 0, "euler": 1, "dop853": 2, "implicit": 3}   # soa.h: SOA_RK4 ... SOA_IMPLICIT
 
 
 def closure_step(model: Model, q: np.ndarray, qd: np.ndarray, tau, f_ext, active: dict,

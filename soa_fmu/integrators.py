@@ -1,10 +1,16 @@
 """Time integration of (θ, β) with θ̇ = f(θ) β and β̇ from the forward dynamics.
 
-Methods (all in the C core: ``soa_rk4``, ``soa_euler``, ``soa_dop853``; a model with closure
-constraints steps through ``soa_closure_step``, constraint_time.c, over the same integrators — the
-native FMU takes the very same steps)
-    ``rk4``        classical fixed-step Runge–Kutta 4 (default)
+Methods (all in the C core: ``soa_rk4``, ``soa_euler``, ``soa_dop853``, ``soa_implicit``; a model
+with closure constraints steps through ``soa_closure_step``, constraint_time.c, over the same
+integrators — the native FMU takes the very same steps)
+    ``auto``       (default) ``rk4`` where its explicit bound holds for the joints' dissipation and
+                   stops at max_step, else ``implicit``: decided once, when the Simulator is made
+                   (``soa_auto_method``; :attr:`Simulator.integrator_used`; docs/joints.md)
+    ``rk4``        classical fixed-step Runge–Kutta 4
     ``euler``      semi-implicit (symplectic) Euler: β ← β + h β̇, θ ← θ ⊕ h β (exponential map)
+    ``implicit``   linearly implicit Euler (first order), implicit in the joint damping, friction
+                   and stops: (M + diag(a + h B + h² K)) β̇ = T − h K β − C − g by one articulated
+                   sweep; stable for any joint dissipation at any step
     ``dop853``     adaptive, error-controlled Dormand–Prince 8(5,3), rtol/atol, step for step as
                    scipy's ``solve_ivp(method="DOP853")``
 
@@ -26,7 +32,8 @@ from .articulated import forward_dynamics
 from .kinematics import as_vector, external_forces
 from .model import Model
 
-METHODS = ("rk4", "euler", "dop853")
+METHODS = ("rk4", "euler", "dop853", "implicit", "auto")
+METHOD_CODES = {"rk4": 0, "euler": 1, "dop853": 2, "implicit": 3}   # soa.h SOA_RK4 ...
 _IDENTITY = np.eye(4)          # the default constraint anchor (shared, read-only)
 _IDENTITY.flags.writeable = False
 _constraints = None            # soa_fmu.constraints, imported on first use (tree models never load it)
@@ -38,6 +45,10 @@ def constraints_module():
         from . import constraints
         _constraints = constraints
     return _constraints
+
+
+MAX_SUBSTEPS = _core.MAX_SUBSTEPS     # sub-steps of a fixed-step method per step, at most
+MIN_MAX_STEP = _core.MIN_MAX_STEP     # the smallest max_step (s)
 
 
 class IntegrationError(RuntimeError):
@@ -63,7 +74,7 @@ def normalize_quaternions(model: Model, q: np.ndarray) -> None:
 # ---------------------------------------------------------------- the simulator
 @dataclass
 class IntegratorOptions:
-    method: str = "rk4"
+    method: str = "auto"
     max_step: float = 1e-3      # fixed-step methods: sub-step ≤ max_step inside one step(h)
     rtol: float = 1e-8          # adaptive method
     atol: float = 1e-10
@@ -72,7 +83,7 @@ class IntegratorOptions:
 class Simulator:
     """Integrates a model with held inputs; owns the full evolving state (see module docstring)."""
 
-    def __init__(self, model: Model, q0=None, qd0=None, method: str = "rk4", max_step: float = 1e-3,
+    def __init__(self, model: Model, q0=None, qd0=None, method: str = "auto", max_step: float = 1e-3,
                  rtol: float = 1e-8, atol: float = 1e-10):
         self.model = model
         self.options = IntegratorOptions(method, max_step, rtol, atol)
@@ -99,6 +110,7 @@ class Simulator:
         self.reanchor_on_activate = True
         self._was_active = dict(self.active)
         _core.check_state(model.core, self.q, self.qd)
+        self.integrator_used = self._resolve(self.options.method)
         self.update_outputs()
 
     # -------------------------------------------------------------- configuration
@@ -110,12 +122,37 @@ class Simulator:
             v = getattr(o, name)
             if not (np.isfinite(v) and v > 0):
                 raise ValueError(f"integrator option {name} must be finite and > 0, got {v}")
+        if o.max_step < MIN_MAX_STEP:
+            raise ValueError(f"integrator option max_step must be ≥ {MIN_MAX_STEP:g} s (the floor "
+                             f"of every step's sub-steps), got {o.max_step}")
+
+    def _substeps(self, h: float) -> int:
+        """The equal sub-steps of a fixed-step method for step h (``soa_substeps``); at most
+        MAX_SUBSTEPS, else IntegrationError naming h, max_step and the count."""
+        max_step = self.options.max_step
+        nsub = max(1, math.ceil(h / max_step - 1e-9))
+        if nsub > MAX_SUBSTEPS:
+            raise IntegrationError(
+                f"h / max_step = {h!r} / {max_step!r} needs {nsub:.6g} sub-steps, more than the "
+                f"{MAX_SUBSTEPS} one step may take: raise max_step to at least "
+                f"{h / MAX_SUBSTEPS:.6g} s or make shorter steps")
+        return nsub
 
     def set_method(self, method: str, **options) -> None:
         for k, v in options.items():
             setattr(self.options, k, v)
         self.options.method = method
         self._check_options()
+        if method != "auto":            # auto keeps what it decided at the start: no switching
+            self.integrator_used = method
+
+    def _resolve(self, method: str) -> str:
+        """The integrator a method name runs: ``auto`` picks rk4 or implicit at the current state
+        for sub-steps of max_step (``soa_auto_method``, docs/joints.md)."""
+        if method != "auto":
+            return method
+        code = _core.auto_method(self.model.data, self.q, float(self.options.max_step))
+        return "implicit" if code == METHOD_CODES["implicit"] else "rk4"
 
     # -------------------------------------------------------------- dynamics
     def constrained(self) -> bool:
@@ -126,7 +163,7 @@ class Simulator:
         """β̇ at (θ, β) and time t (default: self.t) with the held inputs and the joints'
         dissipation τ − d q̇ − f_c tanh(q̇/v_s) (``soa_joint_forces``, as in every step), and active
         constraints (updating their forces and residuals)."""
-        tau = _core.joint_forces(self.model.data, qd, self.tau)
+        tau = _core.joint_forces(self.model.data, q, qd, self.tau)
         if not self.constrained():
             self._clear_constraint_outputs()
             return forward_dynamics(self.model, q, qd, tau, self.f_ext or None)
@@ -167,16 +204,20 @@ class Simulator:
         if not (math.isfinite(h) and h > 0):
             raise ValueError(f"step size must be finite and > 0, got {h}")
         q, qd = self.q.copy(), self.qd.copy()
-        method = self.options.method
+        method = self.integrator_used
         if not self.model.constraints:
             if method == "dop853":
                 qdd = self._step_adaptive(q, qd, h)
             else:
-                nsub = max(1, math.ceil(h / self.options.max_step - 1e-9))
+                nsub = self._substeps(h)
                 qdd = self._step_fixed(method, q, qd, h / nsub, nsub)
         else:
+            if method != "dop853":
+                self._substeps(h)
             qd, qdd = self._step_with_constraints(method, q, qd, h)
         self.q, self.qd, self.qdd = q, qd, qdd
+        if method == "implicit":       # its qdd is the step's mean acceleration: β̇ at t + h
+            self.qdd = self.acceleration(q, qd)
         self.t += h
 
     def _step_with_constraints(self, method, q, qd, h):
@@ -206,7 +247,7 @@ class Simulator:
         """``nsub`` steps of a fixed-step method in the C core, q and qd in place."""
         model = self.model
         use = external_forces(model, None, self.f_ext) if self.f_ext else False
-        kernel = _core.rk4 if method == "rk4" else _core.euler
+        kernel = {"rk4": _core.rk4, "euler": _core.euler, "implicit": _core.implicit}[method]
         try:
             return kernel(model.data, q, qd, self.tau, use, hs, nsub)
         except _core.StatusError as e:
@@ -238,7 +279,7 @@ class Simulator:
                 "anchors": {k: v.copy() for k, v in self.anchors.items()},
                 "was_active": dict(self._was_active),
                 "reanchor_on_activate": self.reanchor_on_activate,
-                "method": self.options.method,
+                "method": self.options.method, "integrator_used": self.integrator_used,
                 "max_step": self.options.max_step, "rtol": self.options.rtol,
                 "atol": self.options.atol}
 
@@ -258,17 +299,22 @@ class Simulator:
         self._was_active = dict(s["was_active"])
         self.reanchor_on_activate = bool(s["reanchor_on_activate"])
         self.options = IntegratorOptions(s["method"], s["max_step"], s["rtol"], s["atol"])
+        self.integrator_used = s.get("integrator_used") or self._resolve(s["method"])
 
 
 def simulate(model: Model, t_end: float, dt: float = 1e-3, q0=None, qd0=None, tau=None,
-             method: str = "rk4", max_step: float | None = None, rtol: float = 1e-8,
+             method: str = "auto", max_step: float | None = None, rtol: float = 1e-8,
              atol: float = 1e-10) -> dict:
     """Simulate from t = 0 to t_end with output every dt.
 
     ``tau``: None (zero), a constant vector, or a callable tau(t, q, qd) -> vector held over each
     output interval.  Returns {"t", "q", "qd", "qdd"} arrays (rows = output times).
     """
-    sim = Simulator(model, q0, qd0, method, max_step or dt, rtol, atol)
+    if not (math.isfinite(dt) and dt > 0):
+        raise ValueError(f"simulate: dt must be finite and > 0, got {dt}")
+    if not (math.isfinite(t_end) and t_end >= 0):
+        raise ValueError(f"simulate: t_end must be finite and ≥ 0, got {t_end}")
+    sim = Simulator(model, q0, qd0, method, dt if max_step is None else max_step, rtol, atol)
     n = int(round(t_end / dt))
     T = np.arange(n + 1) * dt
     Q = np.empty((n + 1, model.nq))

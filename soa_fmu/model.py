@@ -15,6 +15,7 @@ per thread (the tree kernels release the GIL; docs/engine.md, "Threads").
 """
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field
 from types import SimpleNamespace
 
@@ -46,7 +47,8 @@ class Body:
     inertia: np.ndarray          # 3×3 rotational inertia about the centre of mass, body axes
     q_index: int = 0
     v_index: int = 0
-    limits: dict = field(default_factory=dict)   # lower, upper, velocity, effort, damping, friction
+    limits: dict = field(default_factory=dict)   # lower, upper, velocity, effort, damping, friction,
+    #                                             armature, stop_stiffness, stop_damping
     flexible: Reduced | None = None   # a flexible link (seed 000 §4): its modes follow the joint's dofs
     node: int | None = None           # the node of the flexible parent carrying the joint frame
     frame_only: bool = False          # the massless carrier of a frame on a node (add_frame(node=))
@@ -158,6 +160,14 @@ class Model:
         self._damping = np.zeros(0)
         self._friction = np.zeros(0)
         self._friction_velocity = FRICTION_VELOCITY
+        # ---- rotor inertia (M + diag(a)) and joint stops (core/dissipation.c), per velocity dof;
+        # stop limits NaN where none, stop gains NaN where the model derives them
+        self._armature = np.zeros(0)
+        self._stop_lower = np.zeros(0)
+        self._stop_upper = np.zeros(0)
+        self._stop_k = np.zeros(0)
+        self._stop_b = np.zeros(0)
+        self._stops_enabled = True
         self._core: _core.Model | None = None        # built on first use, see :attr:`core`
         self._data: _core.Data | None = None         # the default workspace
         self._arrays: SimpleNamespace | None = None
@@ -220,13 +230,49 @@ class Model:
             if not (isinstance(x, (int, float)) and np.isfinite(x) and x >= 0):
                 raise ModelError(f"joint {jname!r}: {key} must be finite and ≥ 0, got {x!r}")
             dissipation[key] = np.concatenate((np.full(joint.nv, float(x)), np.zeros(body.nmodes)))
+        joint_keys = self._joint_keys(body, jname)
         self.bodies.append(body)
+        for key, x in joint_keys.items():
+            setattr(self, key, np.concatenate((getattr(self, key), x)))
         self._damping = np.concatenate((self._damping, dissipation["damping"]))
         self._friction = np.concatenate((self._friction, dissipation["friction"]))
         self._nq += body.nq
         self._nv += body.nv
         self._invalidate()
         return len(self.bodies) - 1
+
+    def _joint_keys(self, body: "Body", jname: str) -> dict:
+        """The armature and stop entries of a new body's velocity dofs from its joint's limits
+        (armature ≥ 0; lower/upper of a revolute or prismatic joint, not a continuous one, become
+        its stops; stop_stiffness/stop_damping ≥ 0 override the derived defaults)."""
+        lim, nv, nm = body.limits, body.joint.nv, body.nmodes
+
+        def num(key, default):
+            if key not in lim:
+                return default
+            x = lim[key]
+            if not (isinstance(x, (int, float)) and np.isfinite(x) and x >= 0):
+                raise ModelError(f"joint {jname!r}: {key} must be finite and ≥ 0, got {x!r}")
+            return float(x)
+
+        out = {"_armature": np.concatenate((np.full(nv, num("armature", 0.0)), np.zeros(nm)))}
+        stoppable = body.joint.code in (J.REVOLUTE, J.PRISMATIC) and not lim.get("continuous")
+        lo = hi = math.nan
+        if stoppable:                  # (an infinite limit is no stop on that side)
+            for key in ("lower", "upper"):
+                x = lim.get(key)
+                if x is not None and not isinstance(x, (int, float)) or x != x:
+                    raise ModelError(f"joint {jname!r}: limit {key} must be a number, got {x!r}")
+            lo, hi = (float(lim.get(k, math.nan)) for k in ("lower", "upper"))
+            lo, hi = (x if math.isfinite(x) else math.nan for x in (lo, hi))
+            if lo > hi:
+                raise ModelError(f"joint {jname!r}: lower limit {lo} is above upper limit {hi}")
+        nan = np.full(nm, math.nan)
+        out["_stop_lower"] = np.concatenate((np.full(nv, lo), nan))
+        out["_stop_upper"] = np.concatenate((np.full(nv, hi), nan))
+        out["_stop_k"] = np.concatenate((np.full(nv, num("stop_stiffness", math.nan)), nan))
+        out["_stop_b"] = np.concatenate((np.full(nv, num("stop_damping", math.nan)), nan))
+        return out
 
     def _attachment_node(self, name: str, p: int, origin: np.ndarray, node) -> int | None:
         """The node of flexible parent p carrying body ``name``'s joint frame (None: rigid)."""
@@ -411,6 +457,99 @@ class Model:
         self._friction_velocity = v
         self._invalidate()
 
+    @property
+    def joint_armature(self) -> np.ndarray:
+        """Rotor inertia a per velocity dof (kg·m² or kg; copy), e.g. J_rotor · gear ratio²: the
+        mass matrix is M + diag(a) in every algorithm.  Start: ``limits.armature`` (TOML)."""
+        return self._armature.copy()
+
+    @joint_armature.setter
+    def joint_armature(self, a) -> None:
+        self._armature = self._dissipation(a, "armature")
+        self._invalidate()
+
+    @property
+    def joint_limits(self) -> tuple[np.ndarray, np.ndarray]:
+        """(lower, upper) stop limits per velocity dof (rad or m; NaN: none): URDF ``<limit>`` /
+        ``limits.lower/upper`` of revolute and prismatic joints (not continuous ones)."""
+        return self._stop_lower.copy(), self._stop_upper.copy()
+
+    @property
+    def stops_enabled(self) -> bool:
+        """Whether the joint stops act (default True; FMU parameter ``stops_enabled``)."""
+        return self._stops_enabled
+
+    @stops_enabled.setter
+    def stops_enabled(self, on: bool) -> None:
+        self._stops_enabled = bool(on)
+        self._invalidate()
+
+    @property
+    def stop_stiffness(self) -> np.ndarray:
+        """Stop stiffness k per velocity dof (N·m/rad or N/m; 0 where no stop): the
+        ``limits.stop_stiffness`` override, else derived so that the robot's own gravity load
+        deflects a stop by at most 1° (1 mm): k = m_sub |g| r / 1°, m_sub the mass beyond the
+        joint, r the distance of its centre of mass from the axis at the neutral configuration
+        (docs/joints.md)."""
+        return self._stop_gains()[0]
+
+    @stop_stiffness.setter
+    def stop_stiffness(self, k) -> None:
+        self._stop_k = self._dissipation(k, "stop_stiffness")
+        self._invalidate()
+
+    @property
+    def stop_damping(self) -> np.ndarray:
+        """Stop damping b per velocity dof (N·m·s/rad or N·s/m): the ``limits.stop_damping``
+        override, else critical, b = 2 √(k (M_ii + a_i)) at the neutral configuration."""
+        return self._stop_gains()[1]
+
+    @stop_damping.setter
+    def stop_damping(self, b) -> None:
+        self._stop_b = self._dissipation(b, "stop_damping")
+        self._invalidate()
+
+    def _stop_gains(self) -> tuple[np.ndarray, np.ndarray]:
+        """(k, b) per dof: overrides where given, derived defaults elsewhere, 0 without a stop."""
+        has = ~(np.isnan(self._stop_lower) & np.isnan(self._stop_upper))
+        k, b = self._stop_k.copy(), self._stop_b.copy()
+        if np.any(has & (np.isnan(k) | np.isnan(b))):
+            kd, bd = self._default_stop_gains(k)
+            k = np.where(np.isnan(k), kd, k)
+            b = np.where(np.isnan(b), bd, b)
+        return np.where(has, k, 0.0), np.where(has, b, 0.0)
+
+    def _default_stop_gains(self, k_given: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """Default stop stiffness and damping at the neutral configuration (see stop_stiffness)."""
+        data = self.data
+        q = self.neutral_configuration()
+        M = _core.crba(data, q)                       # also the world placements and H*_I
+        w = SimpleNamespace(**data.views())
+        g = float(np.linalg.norm(self._gravity))
+        nb, nv = self.nbodies, self.nv
+        mass = np.array([b.mass for b in self.bodies])
+        cw = np.array([w.pw[j] + w.Rw[j] @ self.bodies[j].com for j in range(nb)]).reshape(nb, 3)
+        k = np.zeros(nv)
+        for kb, body in enumerate(self.bodies):
+            sub = [j for j in range(kb, nb) if self._descends(j, kb)]
+            msub = mass[sub].sum()
+            csub = (mass[sub, None] * cw[sub]).sum(axis=0) / msub if msub > 0 else np.zeros(3)
+            for i in range(body.v_index, body.v_index + body.joint.nv):
+                s = w.Sw[i]
+                arm = np.linalg.norm(np.cross(s[:3], csub) + s[3:])     # |∂(com)/∂q_i|
+                defl = math.radians(1.0) if body.joint.code == J.REVOLUTE else 1e-3
+                k[i] = msub * g * arm / defl
+                if not k[i] > 0:                     # no gravity load: a 10 Hz stop
+                    k[i] = max(M[i, i] + self._armature[i], 1e-12) * (2 * math.pi * 10) ** 2
+        kk = np.where(np.isnan(k_given), k, k_given)
+        b = 2.0 * np.sqrt(kk * (np.diag(M) + self._armature))
+        return k, b
+
+    def _descends(self, j: int, k: int) -> bool:
+        while j > k:
+            j = self.bodies[j].parent
+        return j == k
+
     def _dissipation(self, x, what: str) -> np.ndarray:
         a = np.array(x, dtype=float)
         if a.ndim == 0:
@@ -494,6 +633,11 @@ class Model:
         v["a0"][3:] = -self._gravity
         v["damping"][:], v["friction"][:] = self._damping, self._friction   # dissipation.c
         v["vfric"][0] = self._friction_velocity
+        v["armature"][:] = self._armature               # M + diag(a)
+        lo, hi = self._stop_lower, self._stop_upper      # joint stops (dissipation.c)
+        v["stop_on"][:] = (~np.isnan(lo)) * 1 + (~np.isnan(hi)) * 2
+        v["stop_lo"][:], v["stop_hi"][:] = np.nan_to_num(lo), np.nan_to_num(hi)
+        v["stops"][0] = int(self._stops_enabled)
         # ---- closures.c: the constraints (rows A derived by finish) ----
         kinds = list(CONSTRAINT_KINDS)
         for j, c in enumerate(self.constraints):
@@ -502,6 +646,10 @@ class Model:
             v["cn_body_b"][j], v["cn_Rb"][j], v["cn_pb"][j] = self.frame_placement(c.frame_b)
             v["cn_axis"][j] = c.axis
         cm.finish()
+        if v["stop_on"].any():                           # the gains need M at q0: this core
+            self._core = cm
+            v["stop_k"][:], v["stop_b"][:] = self._stop_gains()
+            cm.finish()
         return cm
 
     def create_data(self) -> _core.Data:

@@ -485,7 +485,12 @@ def main(argv=None) -> int:
         return 1
     runs, fails, wall = ds.attrs["runs"], ds.attrs["failures"], ds.attrs["wall_time_s"]
     print(f"{runs} runs, {fails} failed, {wall:.1f} s, {runs / wall:.1f} runs/s -> {args.out}")
-    return 0
+    if fails:      # how many, and the first reason, where a shell sees it; every run failed: exit 1
+        first = next(str(m) for st, m in zip(ds["status"].values, ds["message"].values)
+                     if st != "ok")
+        print(f"soa-sweep: {fails} of {runs} runs failed; the first: {' '.join(first.split())}",
+              file=sys.stderr)
+    return 1 if runs and fails == runs else 0
 
 
 if __name__ == "__main__":

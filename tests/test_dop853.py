@@ -377,7 +377,7 @@ def test_a_state_out_of_range_ends_after_a_bounded_number_of_steps():
     model = free_body()
     q, qd = model.neutral_configuration(), np.array([1e6, 2e6, -1e6, 0, 0, 0])
     sim = sf.Simulator(model, q, qd, method="dop853")
-    with pytest.raises(sf.IntegrationError, match="adaptive integrator failed: more than 100000 steps"):
+    with pytest.raises(sf.IntegrationError, match="adaptive integrator failed: more than 20000 steps"):
         sim.step(1.0)
     np.testing.assert_array_equal(np.r_[sim.q, sim.qd], np.r_[q, qd])
     assert sim.t == 0.0 and sim.last_h == 0.0

@@ -18,7 +18,7 @@ def arm_model():
     return load_model(example("arm7.urdf"))
 
 
-def reference(model, steps, tau=None, q0=None, qd0=None, method="rk4", **options):
+def reference(model, steps, tau=None, q0=None, qd0=None, method="auto", **options):
     """The engine's own integration over the step sizes ``steps`` with held inputs tau(k)."""
     sim = sf.Simulator(model, q0, qd0, method=method, **options)
     Q, QD, QDD = [sim.q.copy()], [sim.qd.copy()], []

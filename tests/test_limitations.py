@@ -119,3 +119,12 @@ def test_threads_statement_matches_the_code():
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert "data" in sf.forward_dynamics.__code__.co_varnames
+
+
+@pytest.mark.parametrize("name,what", [("flexible_arm.toml", "flexible bodies"),
+                                       ("four_bar.toml", "closure constraints")])
+def test_implicit_integrator_refuses_flexible_and_closed_chains(name, what):
+    from soa_fmu.integrators import IntegrationError
+    assert "`implicit` integrator" in PAGE and what in PAGE
+    with pytest.raises(IntegrationError, match=f"implicit integrator does not handle {what}"):
+        sf.simulate(sf.load_model(EX / name), 0.01, method="implicit")

@@ -107,6 +107,18 @@ def test_bad_arguments_name_the_problem(pendulum):
         sf.sweep(pendulum, {"q0[1]": [1.0]}, STOP, outputs=["nope[*]"], progress=False)
 
 
+def test_cli_exits_1_when_every_run_failed(tmp_path, pendulum, capsys):
+    """Issue 17.5: 2 of 2 runs refused (a max_step below its floor) -> exit status 1, and stderr
+    says how many failed and the first reason."""
+    from soa_fmu.sweep import main
+    assert main([str(pendulum), "--vary", "max_step=uniform(1e-301,1e-300)", "--n", "2",
+                 "--stop-time", str(STOP), "--out", str(tmp_path / "f.nc"), "--no-progress"]) == 1
+    out, err = capsys.readouterr()
+    assert out.startswith("2 runs, 2 failed")
+    assert err.startswith("soa-sweep: 2 of 2 runs failed; the first: ") and "max_step" in err
+    assert len(err.strip().splitlines()) == 1
+
+
 def test_cli_runs_and_reports_in_one_line(tmp_path, pendulum, capsys):
     import xarray as xr
     from soa_fmu.sweep import main

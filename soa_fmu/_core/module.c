@@ -362,10 +362,14 @@ PyObject *soa_py_status(ModelObject *mo, soa_status st)
 /* ---- closed chains: step (D)'s messages name the involved constraints and the rank ---- */
 PyObject *soa_py_closure_status(DataObject *d, soa_status st, const char *what)
 {
-    if (st.kind != SOA_CONSTRAINT_SINGULAR) return soa_py_status(d->model, st);
+    if (st.kind != SOA_CONSTRAINT_SINGULAR && st.kind != SOA_DIVERGED)
+        return soa_py_status(d->model, st);
     char buf[2048];
     const soa_names names = {name_of, d->model};
-    soa_closure_message(d->model->m, d->d, what, &names, buf, sizeof buf);
+    if (st.kind == SOA_DIVERGED)      /* with the value the step reached (d->diverged) */
+        soa_diverged_message(d->model->m, d->d, st, &names, buf, sizeof buf);
+    else
+        soa_closure_message(d->model->m, d->d, what, &names, buf, sizeof buf);
     PyErr_Clear();
     PyObject *exc = PyObject_CallFunction(soa_StatusError, "sii", buf, st.kind, st.index);
     if (exc) {
@@ -406,6 +410,20 @@ static struct PyModuleDef moduledef = {
     "The C99 engine of soa_fmu (soa_fmu/core) behind a thin CPython interface.", -1, NULL,
     NULL, NULL, NULL, NULL};
 
+/* StatusError.__str__: the message (args[0]), not the tuple (message, kind, index). */
+static PyObject *status_error_str(PyObject *unused, PyObject *self)
+{
+    (void)unused;
+    PyObject *args = PyObject_GetAttrString(self, "args");
+    if (!args) return NULL;
+    PyObject *r = PyTuple_Check(args) && PyTuple_GET_SIZE(args) > 0
+                      ? PyObject_Str(PyTuple_GET_ITEM(args, 0)) : PyObject_Str(args);
+    Py_DECREF(args);
+    return r;
+}
+static PyMethodDef status_error_str_def = {"__str__", status_error_str, METH_O,
+                                           "The message of the error."};
+
 static PyMethodDef *all_methods;   /* the families' tables joined (allocated once, at import) */
 
 PyMODINIT_FUNC PyInit__core(void)
@@ -423,10 +441,17 @@ PyMODINIT_FUNC PyInit__core(void)
     if (PyType_Ready(&soa_ModelType) < 0 || PyType_Ready(&soa_DataType) < 0) return NULL;
     PyObject *mod = PyModule_Create(&moduledef);
     if (!mod) return NULL;
-    soa_StatusError = PyErr_NewExceptionWithDoc(
+    PyObject *str = PyCFunction_New(&status_error_str_def, NULL);
+    PyObject *meth = str ? PyInstanceMethod_New(str) : NULL;
+    PyObject *dict = meth ? Py_BuildValue("{sO}", "__str__", meth) : NULL;
+    Py_XDECREF(str);
+    Py_XDECREF(meth);
+    soa_StatusError = dict ? PyErr_NewExceptionWithDoc(
         "soa_fmu._core.StatusError",
-        "A kernel refused its input: args are (message, kind, index); kind is a soa_kind.",
-        PyExc_ValueError, NULL);
+        "A kernel refused its input: args are (message, kind, index); kind is a soa_kind; "
+        "str() is the message.",
+        PyExc_ValueError, dict) : NULL;
+    Py_XDECREF(dict);
     if (!soa_StatusError) goto fail;
     Py_INCREF(soa_StatusError);
     if (PyModule_AddObject(mod, "StatusError", soa_StatusError) < 0) goto fail;
@@ -444,9 +469,13 @@ PyMODINIT_FUNC PyInit__core(void)
         {"BAD_U", SOA_BAD_U}, {"BAD_UDOT", SOA_BAD_UDOT}, {"BAD_ANCHOR", SOA_BAD_ANCHOR},
         {"BAD_GAINS", SOA_BAD_GAINS}, {"CONSTRAINT_SINGULAR", SOA_CONSTRAINT_SINGULAR},
         {"BAD_INERTIA", SOA_BAD_INERTIA}, {"BAD_DISSIPATION", SOA_BAD_DISSIPATION},
-        {"UNSUPPORTED", SOA_UNSUPPORTED}};
+        {"UNSUPPORTED", SOA_UNSUPPORTED}, {"BAD_JOINT", SOA_BAD_JOINT},
+        {"IMPLICIT_UNSUPPORTED", SOA_IMPLICIT_UNSUPPORTED},
+        {"TOO_MANY_SUBSTEPS", SOA_TOO_MANY_SUBSTEPS}, {"MAX_SUBSTEPS", SOA_MAX_SUBSTEPS}};
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
+    if (PyModule_AddObject(mod, "MIN_MAX_STEP", PyFloat_FromDouble(SOA_MIN_MAX_STEP)) < 0)
+        goto fail;
     return mod;
 fail:
     Py_DECREF(mod);

@@ -338,8 +338,9 @@ static PyObject *py_closure_step(PyObject *Py_UNUSED(mod), PyObject *const *args
     double dop_h = float_arg(args[18], &ok);
     const int use_fext = PyObject_IsTrue(args[4]);
     if (!ok || use_fext < 0 || o.reanchor < 0) return NULL;
-    if (method < 0 || method >= SOA_NMETHODS)
-        return PyErr_Format(PyExc_ValueError, "method must be 0 (rk4), 1 (euler) or 2 (dop853)");
+    if (method < 0 || method >= SOA_AUTO)
+        return PyErr_Format(PyExc_ValueError,
+                            "method must be 0 (rk4), 1 (euler), 2 (dop853) or 3 (implicit)");
     if (!(q = soa_py_inout(args[1], m->nq, "q")) || !(qd = soa_py_inout(args[2], m->nv, "qd"))
         || !(anchors = soa_py_inout(args[8], 16 * m->nc, "anchors")))
         return NULL;                                       /* (borrowed) */

@@ -30,7 +30,7 @@ static PyObject *fixed_step(PyObject *const *args, Py_ssize_t nargs, step_kernel
     Py_DECREF(tau);
     if (st.kind != SOA_OK) {
         Py_DECREF(out);
-        return soa_py_status(d->model, st);
+        return soa_py_closure_status(d, st, NULL);      /* (a divergence: with its value) */
     }
     return (PyObject *)out;
 }
@@ -100,7 +100,7 @@ static PyObject *dop853_entry(DataObject *d, PyArrayObject *q, PyArrayObject *qd
     if (st.kind != SOA_OK) {
         Py_DECREF(out);
         if (PyErr_Occurred()) return NULL;      /* raised by the Python acceleration */
-        return soa_py_status(d->model, st);
+        return soa_py_closure_status(d, st, NULL);
     }
     return Py_BuildValue("(Nd)", out, d->d->dop_h[0]);
 }
@@ -141,23 +141,63 @@ static PyObject *py_dop853_callback(PyObject *Py_UNUSED(mod), PyObject *const *a
     return dop853_entry(d, q, qd, NULL, 0, args[3], args + 4);
 }
 
-/* joint_forces(data, qd, tau) -> tau - d qd - f_c tanh(qd / v_s): the joint forces the simulator
- * applies (core/dissipation.c); a new array. */
+/* joint_forces(data, q, qd, tau) -> tau - d qd - f_c tanh(qd / v_s) + stops: the joint forces the
+ * simulator applies (core/dissipation.c); a new array. */
 static PyObject *py_joint_forces(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) return PyErr_Format(PyExc_TypeError, "joint_forces(data, qd, tau)");
+    if (nargs != 4) return PyErr_Format(PyExc_TypeError, "joint_forces(data, q, qd, tau)");
     DataObject *d = soa_py_data(args[0]);
     if (!d) return NULL;
     const soa_model *m = d->model->m;
-    PyArrayObject *qd = soa_py_vector(args[1], m->nv, "qd"), *tau = NULL, *out = NULL;
-    if (!qd) return NULL;
-    if ((tau = soa_py_vector(args[2], m->nv, "tau")) && (out = soa_py_new(1, m->nv, 0))) {
-        const double *T = soa_joint_forces(m, d->d, SOA_DBL(qd), SOA_DBL(tau));
+    PyArrayObject *q = soa_py_vector(args[1], m->nq, "q"), *qd = NULL, *tau = NULL, *out = NULL;
+    if (!q) return NULL;
+    if ((qd = soa_py_vector(args[2], m->nv, "qd")) && (tau = soa_py_vector(args[3], m->nv, "tau"))
+        && (out = soa_py_new(1, m->nv, 0))) {
+        const double *T = soa_joint_forces(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau));
         for (int i = 0; i < m->nv; i++) SOA_DBL(out)[i] = T[i];
     }
-    Py_DECREF(qd);
+    Py_DECREF(q);
+    Py_XDECREF(qd);
     Py_XDECREF(tau);
     return (PyObject *)out;
+}
+
+/* stop_forces(data, q, qd) -> the joint stops' forces per velocity dof (core/dissipation.c). */
+static PyObject *py_stop_forces(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) return PyErr_Format(PyExc_TypeError, "stop_forces(data, q, qd)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    const soa_model *m = d->model->m;
+    PyArrayObject *q = soa_py_vector(args[1], m->nq, "q"), *qd = NULL, *out = NULL;
+    if (!q) return NULL;
+    if ((qd = soa_py_vector(args[2], m->nv, "qd")) && (out = soa_py_new(1, m->nv, 0)))
+        for (int i = 0; i < m->nv; i++)
+            SOA_DBL(out)[i] = soa_stop_force(m, i, SOA_DBL(q), SOA_DBL(qd), NULL, NULL);
+    Py_DECREF(q);
+    Py_XDECREF(qd);
+    return (PyObject *)out;
+}
+
+/* auto_method(data, q, h) -> 0 (rk4) or 3 (implicit): soa_auto_method. */
+static PyObject *py_auto_method(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) return PyErr_Format(PyExc_TypeError, "auto_method(data, q, h)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    const soa_model *m = d->model->m;
+    PyArrayObject *q = soa_py_vector(args[1], m->nq, "q");
+    if (!q) return NULL;
+    const double h = PyFloat_AsDouble(args[2]);
+    if (h == -1.0 && PyErr_Occurred()) { Py_DECREF(q); return NULL; }
+    const int r = soa_auto_method(m, d->d, SOA_DBL(q), h);
+    Py_DECREF(q);
+    return PyLong_FromLong(r);
+}
+
+static PyObject *py_implicit(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    return fixed_step(args, nargs, soa_implicit);
 }
 
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
@@ -170,6 +210,12 @@ PyMethodDef soa_py_integrators_methods[] = {
                  "first step (0: choose); h_last: the last accepted step."),
     FAST(dop853_callback, "dop853_callback(data, q, qd, accel, t, h, rtol, atol, max_step, h_prev) "
                           "-> (qdd, h_last): dop853 with qdd = accel(q, qd, t)."),
-    FAST(joint_forces, "joint_forces(data, qd, tau) -> tau - d qd - f_c tanh(qd / v_s): the joint "
-                       "forces with the model's dissipation (what the integrators apply)."),
+    FAST(joint_forces, "joint_forces(data, q, qd, tau) -> tau - d qd - f_c tanh(qd / v_s) + stops: "
+                       "the joint forces with the model's dissipation and stops (what the "
+                       "integrators apply)."),
+    FAST(stop_forces, "stop_forces(data, q, qd) -> the joint stops' forces per velocity dof."),
+    FAST(auto_method, "auto_method(data, q, h) -> 0 (rk4) or 3 (implicit): the integrator auto "
+                      "picks at q for sub-steps h."),
+    FAST(implicit, "implicit(data, q, qd, tau, use_fext, h, nsub) -> qdd: nsub linearly implicit "
+                   "Euler steps (implicit in the joints' dissipation and stops)."),
     {NULL, NULL, 0, NULL}};

@@ -41,9 +41,9 @@ PyArrayObject *soa_py_vector(PyObject *o, npy_intp n, const char *name);   /* ne
 PyArrayObject *soa_py_inout(PyObject *o, npy_intp n, const char *name);    /* borrowed, in place */
 PyArrayObject *soa_py_new(int ndim, npy_intp d0, npy_intp d1);            /* new, uninitialized */
 PyObject *soa_py_status(ModelObject *mo, soa_status st); /* NULL + StatusError; st.kind != OK */
-/* Closed chains: soa_py_status with the full text of SOA_CONSTRAINT_SINGULAR ("what: the
- * constraints [...] are singular ... (rank r of n active rows) ..."), and the redundancy warning of
- * the last solve: (message, names) or None. */
+/* soa_py_status with what the data knows: the full text of SOA_CONSTRAINT_SINGULAR ("what: the
+ * constraints [...] are singular ... (rank r of n active rows) ..."), the value a SOA_DIVERGED
+ * step reached; and the redundancy warning of the last solve: (message, names) or None. */
 PyObject *soa_py_closure_status(DataObject *d, soa_status st, const char *what);
 PyObject *soa_py_closure_warning(DataObject *d);
 #define SOA_DBL(a) ((double *)PyArray_DATA(a))

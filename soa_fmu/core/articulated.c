@@ -57,11 +57,12 @@ static int invert_spd(const double *A, int n, double *out, double *scratch)
 }
 
 /* One joint of the Riccati sweep for r_v = 1 (the common case, written out):
- * U = P H*, D = H U, G = U / D, P+ = P - U U^T / D.  Returns 0 if D <= 0. */
-static int riccati_step_1dof(const double *restrict s, const double *restrict P,
+ * U = P H*, D = H U + a, G = U / D, P+ = P - U U^T / D (a: the dof's armature, or the implicit
+ * step's diagonal; seed 001 eq. 35 with M + diag(a)).  Returns 0 if D <= 0. */
+static int riccati_step_1dof(const double *restrict s, const double *restrict P, double a,
                              double *restrict G, double *restrict Dinv, double *restrict Pplus)
 {
-    double U[6], D = 0.0;
+    double U[6], D = a;
     for (int i = 0; i < 6; i++) {
         U[i] = dot6(P + 6 * i, s);
         D += s[i] * U[i];
@@ -79,10 +80,10 @@ static int riccati_step_1dof(const double *restrict s, const double *restrict P,
 
 /* The same step with P+ added straight into the parent's P (the inertial frame, where phi is the
  * identity): Pp += P - U U^T / D.  Returns 0 if D <= 0. */
-static int riccati_step_1dof_into(const double *restrict s, const double *restrict P,
+static int riccati_step_1dof_into(const double *restrict s, const double *restrict P, double a,
                                   double *restrict G, double *restrict Dinv, double *restrict Pp)
 {
-    double U[6], D = 0.0;
+    double U[6], D = a;
     for (int i = 0; i < 6; i++) {
         U[i] = dot6(P + 6 * i, s);
         D += s[i] * U[i];
@@ -104,9 +105,10 @@ static int riccati_step_1dof_into(const double *restrict s, const double *restri
 }
 
 /* One joint of the Riccati sweep for any r_v = n (seed 001 eqs. 35-36; seed 000 A.1):
- * U = P H*, D = H U, P+ = P - U D^-1 U^T (= tau-bar P), G = U D^-1.  Returns 0 if D is not PD. */
-static int riccati_step(const double *S, int n, const double *P, double *G, double *Dinv,
-                        double *Pplus, double *D, double *chol)
+ * U = P H*, D = H U + diag(a), P+ = P - U D^-1 U^T (= tau-bar P), G = U D^-1.  Returns 0 if D is
+ * not PD. */
+static int riccati_step(const double *S, int n, const double *P, const double *a, double *G,
+                        double *Dinv, double *Pplus, double *D, double *chol)
 {
     double U[36];
     for (int dd = 0; dd < n; dd++)
@@ -115,7 +117,7 @@ static int riccati_step(const double *S, int n, const double *P, double *G, doub
         for (int e = 0; e < n; e++) {
             double s = 0.0;
             for (int i = 0; i < 6; i++) s += S[6 * dd + i] * U[6 * i + e];
-            D[6 * dd + e] = s;
+            D[6 * dd + e] = s + (dd == e ? a[dd] : 0.0);
         }
     if (!invert_spd(D, n, Dinv, chol)) return 0;
     for (int i = 0; i < 6; i++)
@@ -134,20 +136,24 @@ static int riccati_step(const double *S, int n, const double *P, double *G, doub
 }
 
 /* Riccati step of body k (seed 001 eqs. 34-36; seed 000 A.1), P(k) complete (M(k) plus its
- * children's terms): D(k), G(k), and P+(k) = tau-bar P = P - G D G* moved into the parent,
+ * children's terms): D(k) = H P H* + diag(a) (a = diag of k's dofs: the armature, or the implicit
+ * step's a + h B + h^2 K), G(k), and P+(k) = tau-bar P = P - G D G* moved into the parent,
  *     P(p) += phi(p, k) P+(k) phi*(p, k)
  * (in the inertial frame phi is the identity).  Returns 0 if D(k) is not positive definite. */
-static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, int k, int inertial)
+static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, int k, int inertial,
+                             const double *diag)
 {
     const int n = m->nvj[k], p = m->parent[k];
+    const double *a = diag + m->v0[k];
     double *P = d->P + 36 * k, *Pplus = d->s66 + 3 * 36;
     if (n == 1 && inertial && p >= 0)                 /* P(p) += P - U U^T / D, no temporary */
-        return riccati_step_1dof_into(S + 6 * m->v0[k], P, d->G + 36 * k, d->Dinv + 36 * k,
+        return riccati_step_1dof_into(S + 6 * m->v0[k], P, a[0], d->G + 36 * k, d->Dinv + 36 * k,
                                       d->P + 36 * p);
     if (n == 1) {
-        if (!riccati_step_1dof(S + 6 * m->v0[k], P, d->G + 36 * k, d->Dinv + 36 * k, Pplus)) return 0;
+        if (!riccati_step_1dof(S + 6 * m->v0[k], P, a[0], d->G + 36 * k, d->Dinv + 36 * k, Pplus))
+            return 0;
     } else if (n > 1) {
-        if (!riccati_step(S + 6 * m->v0[k], n, P, d->G + 36 * k, d->Dinv + 36 * k, Pplus,
+        if (!riccati_step(S + 6 * m->v0[k], n, P, a, d->G + 36 * k, d->Dinv + 36 * k, Pplus,
                           d->s66 + 2 * 36, d->s66 + 4 * 36))
             return 0;
     } else {
@@ -209,7 +215,13 @@ static void filter_step_body(const soa_model *m, soa_data *d, const double *S, c
  * and forms Sw and Mw).  Returns the index of a body whose D(k) is not positive definite, or -1. */
 int soa_riccati_sweep(const soa_model *m, soa_data *d, int inertial)
 {
+    return soa_riccati_sweep_diag(m, d, inertial, NULL);
+}
+
+int soa_riccati_sweep_diag(const soa_model *m, soa_data *d, int inertial, const double *diag)
+{
     const double *S = m->S;
+    if (!diag) diag = m->armature;
     if (inertial) {
         soa_joint_maps_to_world(m, d);
         soa_inertias_to_world(m, d);
@@ -219,7 +231,7 @@ int soa_riccati_sweep(const soa_model *m, soa_data *d, int inertial)
         for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->inertia[i];
     }
     for (int k = m->nb - 1; k >= 0; k--)
-        if (!riccati_step_body(m, d, S, k, inertial)) return k;
+        if (!riccati_step_body(m, d, S, k, inertial, diag)) return k;
     return -1;
 }
 
@@ -239,14 +251,14 @@ void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, in
  * With factor = 0 the Riccati steps are skipped: P(k), D^-1, G of the last pass are reused (they
  * depend on theta only), and the pass is the filter alone. */
 static int articulated_pass(const soa_model *m, soa_data *d, const double *S, const double *T,
-                            int use_fext, int inertial, int factor)
+                            int use_fext, int inertial, int factor, const double *diag)
 {
     for (int k = 0; k < m->nb; k++)
         for (int i = 0; i < 6; i++) d->f[6 * k + i] = 0.0;
     for (int k = m->nb - 1; k >= 0; k--) {
         double z[6];
         for (int i = 0; i < 6; i++) z[i] = d->f[6 * k + i];      /* the children's z+ */
-        if (factor && !riccati_step_body(m, d, S, k, inertial)) return k;
+        if (factor && !riccati_step_body(m, d, S, k, inertial, diag)) return k;
         filter_start(d, k, 1, use_fext ? d->fext : NULL, inertial);
         for (int i = 0; i < 6; i++) d->f[6 * k + i] += z[i];
         filter_step_body(m, d, S, T, k, inertial);
@@ -293,7 +305,7 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
     soa_outward_placements(m, d, q);
     soa_outward_velocities(m, d, qd);
     for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->inertia[i];
-    const int k = articulated_pass(m, d, m->S, tau, use_fext, 0, 1);
+    const int k = articulated_pass(m, d, m->S, tau, use_fext, 0, 1, m->armature);
     if (k >= 0) return k;
     smoother(m, d, m->S, m->a0, 1, qdd, 0);
     return -1;
@@ -305,13 +317,19 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
 int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double *q,
                                    const double *qd, const double *tau, int use_fext, double *qdd)
 {
+    return soa_tree_acceleration_diag(m, d, q, qd, tau, use_fext, NULL, qdd);
+}
+
+int soa_tree_acceleration_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                               const double *tau, int use_fext, const double *diag, double *qdd)
+{
     soa_outward_placements(m, d, q);
     soa_world_placements(m, d);
     soa_joint_maps_to_world(m, d);
     soa_inertias_to_world(m, d);
     soa_inertial_velocities(m, d, qd);
     for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
-    const int k = articulated_pass(m, d, d->Sw, tau, use_fext, 1, 1);
+    const int k = articulated_pass(m, d, d->Sw, tau, use_fext, 1, 1, diag ? diag : m->armature);
     if (k >= 0) return k;
     smoother(m, d, d->Sw, m->a0, 1, qdd, 1);
     return -1;
@@ -325,7 +343,7 @@ int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double
 void soa_tree_acceleration_refilter(const soa_model *m, soa_data *d, const double *tau,
                                     int use_fext, double *qdd)
 {
-    articulated_pass(m, d, d->Sw, tau, use_fext, 1, 0);
+    articulated_pass(m, d, d->Sw, tau, use_fext, 1, 0, m->armature);
     smoother(m, d, d->Sw, m->a0, 1, qdd, 1);
 }
 

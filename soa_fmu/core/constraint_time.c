@@ -48,7 +48,7 @@ soa_status soa_closure_accel(void *ctx, const double *q, const double *qd, doubl
         if (T != d->cl_anch_t + 16 * j)
             for (int i = 0; i < 16; i++) d->cl_anch_t[16 * j + i] = T[i];
     }
-    const double *tau = soa_joint_forces(m, d, qd, in->tau);     /* (the tree's branch: inside) */
+    const double *tau = soa_joint_forces(m, d, q, qd, in->tau);  /* (the tree's branch: inside) */
     return soa_constrained_fd(m, d, q, qd, tau, in->use_fext, in->active, in->u, NULL,
                               d->cl_anch_t, in->alpha, in->beta, qdd, in->forces, in->residuals);
 }
@@ -91,11 +91,27 @@ soa_status soa_closure_step(const soa_model *m, soa_data *d, const soa_step_opti
     } else {
         const int nsub = soa_substeps(h, o->max_step);
         if (nsub < 1) {
-            st.kind = SOA_BAD_ARG;
+            st.kind = SOA_TOO_MANY_SUBSTEPS;
+            st.index = SOA_MAX_SUBSTEPS;
             return st;
         }
-        st = (o->method == SOA_EULER ? soa_euler_with : soa_rk4_with)(m, d, acc, d->cl_q, d->cl_qd,
-                                                                     t, h / nsub, nsub, qdd);
+        if (o->method == SOA_IMPLICIT) {
+            /* the implicit step solves with the tree's sweep only: with a closure switched on it
+             * refuses (SOA_IMPLICIT_UNSUPPORTED, index 1) instead of ignoring the constraint */
+            for (int j = 0; j < nc; j++)
+                if (in->active[j]) {
+                    st.kind = SOA_IMPLICIT_UNSUPPORTED;
+                    st.index = 1;
+                    return st;
+                }
+            st = soa_implicit(m, d, d->cl_q, d->cl_qd, in->tau, in->use_fext, h / nsub, nsub, qdd);
+            for (int j = 0; j < nc; j++) in->residuals[j] = 0.0;
+            for (int i = 0; i < 6 * nc; i++) in->forces[i] = 0.0;
+        } else {
+            st = (o->method == SOA_EULER ? soa_euler_with : soa_rk4_with)(m, d, acc, d->cl_q,
+                                                                         d->cl_qd, t, h / nsub, nsub,
+                                                                         qdd);
+        }
     }
     if (st.kind != SOA_OK) return st;
     /* the targets at t + h; commit */
@@ -111,10 +127,11 @@ soa_status soa_closure_step(const soa_model *m, soa_data *d, const soa_step_opti
 }
 
 /* The equal sub-steps of a fixed-step method for a step h no longer than max_step:
- * max(1, ceil(h / max_step - 1e-9)), or 0 when that is not a sane count. */
+ * max(1, ceil(h / max_step - 1e-9)), or 0 when that is more than SOA_MAX_SUBSTEPS (or not a
+ * number). */
 int soa_substeps(double h, double max_step)
 {
     const double r = ceil(h / max_step - 1e-9);
-    if (!(r < 1e9)) return 0;
+    if (!(r <= SOA_MAX_SUBSTEPS)) return 0;
     return r < 1.0 ? 1 : (int)r;
 }

@@ -4,7 +4,7 @@
  *     x <- phi(i, j) x up the ancestors i of k;  m(i, k) = H(i) x                       (eq. 33)
  * evaluated, as seed 004 sec. 5 does, in the inertial frame at the world origin: every phi(k, c)
  * is absorbed into the one transform of each body's inertia to that frame, r_I(k) is a plain sum,
- * and m(i, k) = H_I(i) . x_I(k) is a 6-vector dot product. */
+ * and m(i, k) = H_I(i) . x_I(k) is a 6-vector dot product.  The rotors' armature a adds diag(a). */
 #include "soa.h"
 #include "spatial.h"
 
@@ -56,6 +56,7 @@ soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
                     const int r = m->v0[j] + e;
                     if (r <= c) M[r * nv + c] = M[c * nv + r] = dot6(d->Sw + 6 * r, x);
                 }
+            M[c * nv + c] += m->armature[c];                           /* M + diag(a) */
         }
     }
     return soa_check_result(M, nv, nv);

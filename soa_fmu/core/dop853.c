@@ -307,8 +307,7 @@ soa_status soa_dop853_with(const soa_model *m, soa_data *d, soa_accel acc, doubl
     const int iq = soa_first_nonfinite(q, nq), iv = soa_first_nonfinite(qd, nv);
     if (iq >= 0 || iv >= 0) {
         st.kind = SOA_DIVERGED;
-        st.index = iv >= 0 ? iv : 0;
-        return st;
+        return soa_diverged(m, d, q, qd, st);
     }
     d->dop_h[0] = last;
     if (accepted > 0.0) {       /* K(0) = f(t + h, y) after the last step: its beta-dot is qdd */

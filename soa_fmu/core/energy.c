@@ -1,5 +1,6 @@
 /* Conserved quantities (physics checks and the FMU's energy output), seed 000 sec. 2:
- * kinetic energy T = 1/2 sum_k V*(k) M(k) V(k) = 1/2 beta* M beta, and the gravitational
+ * kinetic energy T = 1/2 sum_k V*(k) M(k) V(k) + 1/2 sum_i a_i qd_i^2 = 1/2 beta* (M + diag(a)) beta
+ * (the rotors' armature a), and the gravitational
  * potential U = -sum_k m(k) g . c(k), c(k) the world position of body k's centre of mass. */
 #include "soa.h"
 #include "spatial.h"
@@ -22,6 +23,7 @@ soa_status soa_energy(const soa_model *m, soa_data *d, const double *q, const do
         /* g = -a0[3..5] (gravity enters as a base acceleration) */
         U += m->mass[k] * (m->a0[3] * c[0] + m->a0[4] * c[1] + m->a0[5] * c[2]);
     }
+    for (int i = 0; i < m->nv; i++) T += 0.5 * m->armature[i] * qd[i] * qd[i];   /* rotors */
     *kinetic = T;
     *potential = U;
     return st;

@@ -419,7 +419,7 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
                 } else {
                     x = U[nx * (6 + j - nj) + i];
                 }
-                L[nx * j + i] = x;
+                L[nx * j + i] = x + (i == j ? m->armature[v0 + j] : 0.0);   /* D + diag(a) */
             }
         if (!cholesky(L, nu, nx)) {
             st.kind = SOA_SINGULAR;
@@ -518,6 +518,7 @@ soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const
     soa_outward_placements(m, d, q);
     soa_flex_velocities(m, d, qd);
     flex_inverse(m, d, q, qd, qdd, use_fext, 1, tau);
+    for (int i = 0; i < m->nv; i++) tau[i] += m->armature[i] * qdd[i];   /* rotors: M + diag(a) */
     return soa_check_result(tau, m->nv, 1);
 }
 
@@ -534,6 +535,7 @@ soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, doubl
         flex_inverse(m, d, q, d->zerov, d->dv, 0, 0, d->tau_j);
         d->dv[j] = 0.0;
         for (int i = 0; i < nv; i++) M[i * nv + j] = d->tau_j[i];
+        M[j * nv + j] += m->armature[j];                   /* rotors: M + diag(a) */
     }
     for (int i = 0; i < nv; i++)                           /* exactly symmetric */
         for (int j = 0; j < i; j++) M[i * nv + j] = M[j * nv + i] = 0.5 * (M[i * nv + j] + M[j * nv + i]);
@@ -569,6 +571,7 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
         for (int i = 0; i < mk; i++)
             for (int j = 0; j < mk; j++) U += 0.5 * eta[i] * K[nm * i + j] * eta[j];
     }
+    for (int i = 0; i < m->nv; i++) T += 0.5 * m->armature[i] * qd[i] * qd[i];   /* rotors */
     *kinetic = T;
     *potential = U;
     return (soa_status){SOA_OK, 0};

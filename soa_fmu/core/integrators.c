@@ -1,8 +1,11 @@
 /* Fixed-step integrators of (theta, beta) with theta-dot = f(theta) beta and beta-dot from an
  * acceleration soa_accel (the tree's innovations forward dynamics by default, soa_tree_accel):
- * classical RK4 and semi-implicit (symplectic) Euler.  Quaternions are renormalized after every
+ * classical RK4 and semi-implicit (symplectic) Euler; and the linearly implicit Euler step of the
+ * tree (soa_implicit), implicit in the joints' dissipation and stops, by one articulated sweep
+ * with a diagonal added to D(k) (seed 001 eqs. 34-36; docs/joints.md).  Quaternions are renormalized after every
  * (sub)step and before each stage evaluation (a quaternion's rotation is invariant to its scale,
  * so the projection costs no accuracy).  Every buffer is in soa_data. */
+#include <math.h>
 #include <string.h>
 
 #include "soa.h"
@@ -18,7 +21,7 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
     soa_status st = {SOA_OK, 0};
     (void)t;
     const soa_model *m = in->m;
-    const double *tau = soa_joint_forces(m, in->d, qd, in->tau);
+    const double *tau = soa_joint_forces(m, in->d, q, qd, in->tau);
     if (m->nm) return soa_flex_fd(m, in->d, q, qd, tau, in->use_fext, qdd);
     if (in->q_factored && memcmp(q, in->q_factored, sizeof(double) * m->nq) == 0
         && memcmp(qd, in->qd_factored, sizeof(double) * m->nv) == 0) {
@@ -35,19 +38,41 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
     return st;
 }
 
-/* qdd <- beta-dot at the end of a step (reported at t + h), and the step's status: DIVERGED when
- * the state or beta-dot is not finite. */
-static soa_status final_acceleration(const soa_model *m, soa_accel acc, const double *q,
-                                     const double *qd, double t, double *qdd)
+soa_status soa_diverged(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                        soa_status st)
 {
-    const int iq = soa_first_nonfinite(q, m->nq), iv = soa_first_nonfinite(qd, m->nv);
-    soa_status st = {SOA_DIVERGED, iv >= 0 ? iv : 0};
-    if (iq >= 0 || iv >= 0) return st;
+    if (st.kind != SOA_SINGULAR && st.kind != SOA_DIVERGED && st.kind != SOA_BAD_Q
+        && st.kind != SOA_BAD_QD && st.kind != SOA_BAD_QUAT && st.kind != SOA_BAD_RESULT)
+        return st;
+    int k = 0;
+    double big = -1.0;
+    for (int i = 0; i < m->nq + m->nv; i++) {
+        const double x = i < m->nq ? q[i] : qd[i - m->nq];
+        if (!isfinite(x)) {          /* a non-finite component is the largest */
+            k = i;
+            break;
+        }
+        if (fabs(x) > big) {
+            big = fabs(x);
+            k = i;
+        }
+    }
+    d->diverged[0] = k < m->nq ? q[k] : qd[k - m->nq];
+    const soa_status dv = {SOA_DIVERGED, k};
+    return dv;
+}
+
+/* qdd <- beta-dot at the end of a step (reported at t + h), and the step's status: DIVERGED when
+ * the state or beta-dot is not finite, or D singular there (the step's start was fine). */
+static soa_status final_acceleration(const soa_model *m, soa_data *d, soa_accel acc,
+                                     const double *q, const double *qd, double t, double *qdd)
+{
+    const soa_status bad = {SOA_DIVERGED, 0};
+    if (soa_first_nonfinite(q, m->nq) >= 0 || soa_first_nonfinite(qd, m->nv) >= 0)
+        return soa_diverged(m, d, q, qd, bad);
     const soa_status sa = acc.fn(acc.ctx, q, qd, t, qdd);
-    const int ia = soa_first_nonfinite(qdd, m->nv);
-    if (sa.kind != SOA_OK || ia < 0) return sa;
-    st.index = ia;
-    return st;
+    if (sa.kind != SOA_OK) return soa_diverged(m, d, q, qd, sa);
+    return soa_first_nonfinite(qdd, m->nv) >= 0 ? soa_diverged(m, d, q, qd, bad) : sa;
 }
 
 static soa_status check_step(const soa_model *m, const double *q, const double *qd, double t,
@@ -57,6 +82,9 @@ static soa_status check_step(const soa_model *m, const double *q, const double *
     if (st.kind == SOA_OK && !(h > 0.0 && h < 1e300 && nsub >= 1 && t > -1e300 && t < 1e300)) {
         st.kind = SOA_BAD_ARG;
         st.index = 0;
+    } else if (st.kind == SOA_OK && nsub > SOA_MAX_SUBSTEPS) {
+        st.kind = SOA_TOO_MANY_SUBSTEPS;
+        st.index = SOA_MAX_SUBSTEPS;
     }
     return st;
 }
@@ -79,7 +107,7 @@ soa_status soa_rk4_with(const soa_model *m, soa_data *d, soa_accel acc, double *
             if (s > 0) soa_normalize_quaternions(m, d->qs);
             soa_configuration_rate(m, d->qs, d->vs, d->kq + s * nq);
             st = acc.fn(acc.ctx, d->qs, d->vs, ts + c, d->kv + s * nv);
-            if (st.kind != SOA_OK) return st;
+            if (st.kind != SOA_OK) return step + s > 0 ? soa_diverged(m, d, d->qs, d->vs, st) : st;
         }
         const double *kq = d->kq, *kv = d->kv;
         for (int i = 0; i < nq; i++)
@@ -88,7 +116,7 @@ soa_status soa_rk4_with(const soa_model *m, soa_data *d, soa_accel acc, double *
             qd[i] += h / 6.0 * (kv[i] + 2.0 * kv[nv + i] + 2.0 * kv[2 * nv + i] + kv[3 * nv + i]);
         soa_normalize_quaternions(m, q);
     }
-    return final_acceleration(m, acc, q, qd, t + nsub * h, qdd);
+    return final_acceleration(m, d, acc, q, qd, t + nsub * h, qdd);
 }
 
 /* nsub semi-implicit Euler steps from time t in place: beta <- beta + h beta-dot,
@@ -100,7 +128,7 @@ soa_status soa_euler_with(const soa_model *m, soa_data *d, soa_accel acc, double
     if (st.kind != SOA_OK) return st;
     for (int step = 0; step < nsub; step++) {
         st = acc.fn(acc.ctx, q, qd, t + step * h, qdd);
-        if (st.kind != SOA_OK) return st;
+        if (st.kind != SOA_OK) return step > 0 ? soa_diverged(m, d, q, qd, st) : st;
         for (int i = 0; i < m->nv; i++) {
             qd[i] += h * qdd[i];
             d->dv[i] = h * qd[i];
@@ -108,7 +136,7 @@ soa_status soa_euler_with(const soa_model *m, soa_data *d, soa_accel acc, double
         soa_integrate_configuration(m, q, d->dv, d->qs);
         for (int i = 0; i < m->nq; i++) q[i] = d->qs[i];
     }
-    return final_acceleration(m, acc, q, qd, t + nsub * h, qdd);
+    return final_acceleration(m, d, acc, q, qd, t + nsub * h, qdd);
 }
 
 soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
@@ -129,4 +157,73 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
     soa_tree_inputs in = {m, d, tau, use_fext};
     const soa_accel acc = {soa_tree_accel, &in};
     return soa_euler_with(m, d, acc, q, qd, 0.0, h, nsub, qdd);
+}
+
+/* One linearly implicit Euler step (first order; docs/joints.md).  With the joint forces
+ * T(theta, beta) linearized as T(theta0 + dtheta, beta0 + dbeta) ~ T0 - B dbeta - K dtheta
+ * (B, K diagonal: soa_implicit_terms) and dtheta = h (beta0 + dbeta), the step
+ *     (M + diag(a)) dbeta = h (T(theta1, beta1) - C - g)
+ * becomes (M + diag(a + h B + h^2 K)) x = T0 - h K beta0 - C(theta0, beta0) - g,  dbeta = h x:
+ * forward dynamics with D(k) += h B + h^2 K in the Riccati sweep (seed 001 eq. 35), ONE sweep. */
+soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                        int use_fext, double h, int nsub, double *qdd)
+{
+    soa_status st = soa_check_inputs(m, q, qd, tau);
+    if (st.kind == SOA_OK) st = check_step(m, q, qd, 0.0, h, nsub);
+    if (st.kind != SOA_OK) return st;
+    if (m->nm) {
+        st.kind = SOA_IMPLICIT_UNSUPPORTED;
+        st.index = 0;
+        return st;
+    }
+    for (int step = 0; step < nsub; step++) {
+        const double *T = soa_joint_forces(m, d, q, qd, tau);
+        soa_implicit_terms(m, d, q, qd, T, h);
+        const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use_fext, d->jdiag, qdd);
+        if (k >= 0) {
+            st.kind = SOA_SINGULAR;
+            st.index = k;
+            return step > 0 ? soa_diverged(m, d, q, qd, st) : st;   /* D was fine at the start */
+        }
+        for (int i = 0; i < m->nv; i++) {
+            qd[i] += h * qdd[i];
+            d->dv[i] = h * qd[i];
+        }
+        soa_integrate_configuration(m, q, d->dv, d->qs);
+        for (int i = 0; i < m->nq; i++) q[i] = d->qs[i];
+        soa_normalize_quaternions(m, q);
+    }
+    const int iq = soa_first_nonfinite(q, m->nq), iv = soa_first_nonfinite(qd, m->nv);
+    const int ia = soa_first_nonfinite(qdd, m->nv);
+    if (iq >= 0 || iv >= 0 || ia >= 0) {
+        st.kind = SOA_DIVERGED;
+        return soa_diverged(m, d, q, qd, st);
+    }
+    return st;
+}
+
+/* auto's choice (soa.h): the explicit bound of RK4 per dof, on the real axis h lambda > -2.79
+ * (damping b / m) and on the imaginary axis |h omega| < 2.83 (stiffness: h^2 k / m < 8), each with a
+ * margin, m the dof's articulated inertia at q (D(k) with the armature: the smallest inertia the
+ * dof can see, the rest of the tree free). */
+int soa_auto_method(const soa_model *m, soa_data *d, const double *q, double h)
+{
+    if (m->nm || m->nc || (!m->dissipative && !m->stopped)) return SOA_RK4;
+    if (soa_check_configuration(m, q).kind != SOA_OK) return SOA_RK4;
+    soa_outward_placements(m, d, q);
+    soa_world_placements(m, d);
+    if (soa_riccati_sweep(m, d, 1) >= 0) return SOA_IMPLICIT;
+    const double vs = m->vfric[0];
+    for (int k = 0; k < m->nb; k++)
+        for (int j = 0; j < m->nvj[k]; j++) {
+            const int i = m->v0[k] + j;
+            const double mi = 1.0 / d->Dinv[36 * k + 7 * j];
+            double b = m->damping[i] + m->friction[i] / vs, kk = 0.0;
+            if (m->stopped && m->stop_on[i]) {
+                b += m->stop_b[i];
+                kk = m->stop_k[i];
+            }
+            if (!(h * b < 2.8 * mi) || !(h * h * kk < 7.8 * mi)) return SOA_IMPLICIT;
+        }
+    return SOA_RK4;
 }

@@ -206,6 +206,34 @@ soa_status soa_model_finish(soa_model *m)
     }
     st.index = nv;
     if (!(m->vfric[0] > 0.0 && m->vfric[0] < HUGE_VAL)) return st;
+    /* ---- armature and joint stops: a, k, b >= 0 finite; limits finite, lower <= upper; stops
+     * only on the one coordinate of a revolute / prismatic joint ---- */
+    st.kind = SOA_BAD_JOINT;
+    m->stopped = 0;
+    for (int i = 0; i < nv; i++) m->stop_qi[i] = -1;
+    for (int k = 0; k < nb; k++)
+        for (int i = m->v0[k]; i < m->v0[k] + m->nvj[k]; i++) {
+            st.index = i;
+            const int on = m->stop_on[i];
+            if (!(m->armature[i] >= 0.0 && m->armature[i] < HUGE_VAL) || on < 0 || on > 3) return st;
+            if (!on) continue;
+            if (m->jtype[k] != SOA_REVOLUTE && m->jtype[k] != SOA_PRISMATIC) {
+                st.index = nv + i;   /* (message: stops only on revolute / prismatic joints) */
+                return st;
+            }
+            if (!(m->stop_k[i] >= 0.0 && m->stop_k[i] < HUGE_VAL)
+                || !(m->stop_b[i] >= 0.0 && m->stop_b[i] < HUGE_VAL)
+                || ((on & 1) && !isfinite(m->stop_lo[i])) || ((on & 2) && !isfinite(m->stop_hi[i]))
+                || (on == 3 && !(m->stop_lo[i] <= m->stop_hi[i])))
+                return st;
+            m->stop_qi[i] = m->q0[k];
+            m->stopped |= m->stops[0] != 0;
+        }
+    for (int i = 0; i < nv; i++) {                    /* modal dofs: armature only */
+        st.index = i;
+        if (!(m->armature[i] >= 0.0 && m->armature[i] < HUGE_VAL)) return st;
+        if (m->stop_qi[i] < 0 && m->stop_on[i]) return st;
+    }
     for (int k = 0; k < nb; k++) {
         m->vend[k] = m->v0[k] + body_dofs(m, k);
         spatial_inertia(m->mass[k], m->com + 3 * k, m->Jc + 9 * k, m->inertia + 36 * k);

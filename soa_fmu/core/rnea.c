@@ -1,7 +1,7 @@
 /* Newton-Euler inverse dynamics (SPEC E5): seed 001 eqs. 6-12, 23-27; seed 000 eq. 2.11.
  *     alpha = phi*(H* beta-dot + a)     outward, gravity as the base acceleration [0; -g]
  *     f = phi(M alpha + b - f_ext)       inward
- *     T = H f                                                                                   */
+ *     T = H f + a beta-dot   (a: the rotors' armature, M + diag(a))                               */
 #include "soa.h"
 #include "spatial.h"
 
@@ -43,5 +43,6 @@ soa_status soa_rnea(const soa_model *m, soa_data *d, const double *q, const doub
     soa_outward_accelerations(m, d, qdd, m->a0);
     soa_inward_forces(m, d, use_fext);
     soa_project_forces(m, d, tau);
+    for (int i = 0; i < m->nv; i++) tau[i] += m->armature[i] * qdd[i];   /* rotor inertia a qdd */
     return soa_check_result(tau, m->nv, 1);
 }

@@ -35,7 +35,9 @@ typedef enum {
     SOA_BAD_QUAT,       /* the quaternion of body index is not unit length */
     SOA_BAD_FEXT,       /* the external force on body index is not finite */
     SOA_SINGULAR,       /* D(index) of the Riccati sweep is not positive definite */
-    SOA_DIVERGED,       /* a step produced a non-finite state near velocity dof index */
+    SOA_DIVERGED,       /* a step diverged (a non-finite state, or a singular D after a healthy
+                           start): index the largest state component (theta, then beta), its value
+                           in d->diverged (soa_diverged) */
     SOA_BAD_MODEL,      /* soa_model_finish: body index breaks a structural rule */
     SOA_BAD_ARG,        /* an argument outside its domain; index 0: a step size, 1: a tolerance,
                            2: no such constraint */
@@ -60,6 +62,13 @@ typedef enum {
     SOA_BAD_DISSIPATION, /* damping or friction of velocity dof index is not finite and >= 0;
                             index nv: the friction regularization velocity is not finite and > 0 */
     SOA_UNSUPPORTED,    /* this algorithm does not handle flexible bodies (body index) */
+    SOA_BAD_JOINT,      /* the armature or a joint stop (limits, stiffness, damping) of velocity
+                           dof index is not finite and >= 0, or lower > upper */
+    SOA_IMPLICIT_UNSUPPORTED, /* the implicit integrator does not handle this model: index 0
+                                 flexible bodies, 1 closure constraints */
+    /* ---- bounded steps (integrators.c, constraint_time.c) ---- */
+    SOA_TOO_MANY_SUBSTEPS, /* a fixed-step call would need more than SOA_MAX_SUBSTEPS sub-steps
+                              (h / max_step too large); index: SOA_MAX_SUBSTEPS */
     SOA_NSTATUS
 } soa_kind;
 
@@ -117,6 +126,11 @@ typedef struct {
     /* ---- derivatives.c: the dofs of k and its ancestors as runs ---- */                      \
     X(arun0,   1, nb, 0, 0)   /* first dof of the run ending with k's dofs */                   \
     X(arunup,  1, nb, 0, 0)   /* the nearest body above that run with dofs, -1 = none */ \
+    /* ---- dissipation.c: joint stops (one-sided spring-dampers beyond lower / upper) ---- */   \
+    X(stop_on, 1, nv, 0, 0)   /* per velocity dof: 1 lower stop, 2 upper, 3 both, 0 none (only \
+                                 revolute / prismatic dofs) */                                   \
+    X(stop_qi, 1, nv, 0, 0)   /* the dof's configuration index (derived by soa_model_finish) */ \
+    X(stops,   1, 1, 0, 0)    /* 1: the joint stops act (the switch stops_enabled) */          \
     /* ---- flexible.c: flexible bodies (seed 000 sec. 4); sized 0 when every body is rigid ---- */ \
     X(nmod,    1, nbf, 0, 0)  /* modal coordinates eta(k) of body k, in q and qd right after its \
                                  joint's coordinates (0: rigid) */                                 \
@@ -138,6 +152,12 @@ typedef struct {
     X(damping,  1, nv, 0, 0)  /* viscous damping d per velocity dof (N.m.s/rad or N.s/m) */     \
     X(friction, 1, nv, 0, 0)  /* Coulomb friction force f_c per velocity dof (N.m or N) */      \
     X(vfric,    1, 1, 0, 0)   /* regularization velocity v_s of the friction (rad/s or m/s) */  \
+    X(armature, 1, nv, 0, 0)  /* rotor inertia a per velocity dof (kg.m^2 or kg): the mass matrix \
+                                 is M + diag(a) in every algorithm (D(k) += a, seed 001 eq. 35) */ \
+    X(stop_lo,  1, nv, 0, 0)  /* joint stop limits (rad or m; used where stop_on says) */       \
+    X(stop_hi,  1, nv, 0, 0)                                                                     \
+    X(stop_k,   1, nv, 0, 0)  /* stop stiffness k (N.m/rad or N/m) */                           \
+    X(stop_b,   1, nv, 0, 0)  /* stop damping b (N.m.s/rad or N.s/m) */                         \
     /* ---- closures.c: placements of the constraint frames, rows A (seed 000 eq. 2.16) ---- */ \
     X(cn_Ra,   3, nc, 3, 3)   /* frame_a in its body (x_body = Ra x_frame) */                   \
     X(cn_pa,   2, nc, 3, 0)   /* frame_a origin in its body */                                   \
@@ -193,7 +213,11 @@ typedef struct {
     X(qs,      1, nq, 0, 0)   /* stage configuration */                                          \
     X(vs,      1, nv, 0, 0)   /* stage velocity */                                               \
     X(dv,      1, nv, 0, 0)   /* a velocity increment */                                         \
-    X(tau_j,   1, nv, 0, 0)   /* joint forces with dissipation, tau - d qd - f_c s(qd) */       \
+    X(tau_j,   1, nv, 0, 0)   /* joint forces with dissipation, tau - d qd - f_c s(qd) + stops */ \
+    X(stop_tau, 1, nv, 0, 0)  /* the stops' joint forces of the last soa_joint_forces */         \
+    X(jdiag,   1, nv, 0, 0)   /* the diagonal added to D(k) by an implicit step: a + h B + h^2 K */ \
+    X(jrhs,    1, nv, 0, 0)   /* ... and its joint forces T - h K beta */                        \
+    X(diverged, 1, 1, 0, 0)   /* soa_diverged: the value of the largest state component */      \
     /* ---- dop853.c: Dormand-Prince 8(5,3) on y = (theta, beta), n = nq + nv ---- */            \
     X(dop_K,     2, 13, nq + nv, 0) /* rates K(0..11) of the stages, K(12) = f(t+h, y_new) */    \
     X(dop_y,     1, nq + nv, 0, 0)  /* y at the start of the step */                             \
@@ -288,6 +312,7 @@ typedef struct soa_model {
     int finished;           /* set by soa_model_finish: the model passed its checks */
     int dfs_identity;       /* the velocity dofs are already in depth-first order */
     int dissipative;        /* some damping or friction is not zero (soa_model_finish) */
+    int stopped;            /* some joint stop exists and stops[0] is on (soa_model_finish) */
     void *buffer;           /* the one allocation behind every array above */
     size_t nbytes;
 } soa_model;
@@ -324,6 +349,9 @@ const char *soa_status_message(const struct soa_model *m, soa_status st, const s
 struct soa_data;
 const char *soa_closure_message(const struct soa_model *m, const struct soa_data *d,
                                 const char *what, const soa_names *names, char *buf, size_t n);
+/* soa_status_message, with the value a diverged step reached (d->diverged; d may be NULL). */
+const char *soa_diverged_message(const struct soa_model *m, const struct soa_data *d,
+                                 soa_status st, const soa_names *names, char *buf, size_t n);
 
 /* ------------------------------------------------------------------ joints.c */
 soa_status soa_check_configuration(const soa_model *m, const double *q);
@@ -364,6 +392,12 @@ soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
 
 /* ------------------------------------------------------------------ articulated.c */
 int soa_riccati_sweep(const soa_model *m, soa_data *d, int inertial);
+/* The same with a per-dof diagonal added to D(k) = H P H* (seed 001 eq. 35): diag (nv) replaces
+ * the model's armature (pass a + your terms; NULL: the armature).  The factors then belong to
+ * M + diag(diag), and every filter / smoother / M^-1 sweep after it solves with that matrix: the
+ * implicit integrator's (M + a + h B + h^2 K) and any other joint-space diagonal (contact
+ * damping) cost the same O(N) sweep. */
+int soa_riccati_sweep_diag(const soa_model *m, soa_data *d, int inertial, const double *diag);
 void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, int with_bias,
                             const double *fext, int inertial);
 void soa_innovations_smoother(const soa_model *m, soa_data *d, const double *base, int with_bias,
@@ -372,6 +406,9 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
                           const double *tau, int use_fext, double *qdd);
 int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double *q,
                                    const double *qd, const double *tau, int use_fext, double *qdd);
+/* The same with (M + diag(diag)) in place of M + diag(armature) (diag: nv, NULL: armature). */
+int soa_tree_acceleration_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                               const double *tau, int use_fext, const double *diag, double *qdd);
 void soa_tree_acceleration_refilter(const soa_model *m, soa_data *d, const double *tau,
                                     int use_fext, double *qdd);
 soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const double *qd,
@@ -419,11 +456,20 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
 soa_status soa_flex_unsupported(const soa_model *m);   /* SOA_OK for rigid models */
 
 /* ------------------------------------------------------------------ dissipation.c */
-/* The joint forces the simulator applies: tau - d qd - f_c tanh(qd / v_s) (d, f_c, v_s: the model's
- * damping, friction, vfric).  Returns tau itself when the model has no dissipation, else d->tau_j
- * filled. */
-const double *soa_joint_forces(const soa_model *m, soa_data *d, const double *qd,
+/* The joint forces the simulator applies: tau - d qd - f_c tanh(qd / v_s) + the stops' forces
+ * (d, f_c, v_s: the model's damping, friction, vfric; stops: soa_stop_force).  Returns tau itself
+ * when the model has neither, else d->tau_j filled; d->stop_tau holds the stops' part. */
+const double *soa_joint_forces(const soa_model *m, soa_data *d, const double *q, const double *qd,
                                const double *tau);
+/* The stop force of velocity dof i at (q, qd): -k (q - limit) - b qd beyond a limit, else 0; *kk,
+ * *bb (may be NULL) <- its stiffness and damping where it acts, else 0. */
+double soa_stop_force(const soa_model *m, int i, const double *q, const double *qd, double *kk,
+                      double *bb);
+/* d->jdiag <- a + h B + h^2 K and d->jrhs <- T - h K qd for the implicit step at (q, qd), T the
+ * joint forces of soa_joint_forces (B: the dissipation's and active stops' damping d + f_c s'(qd)
+ * + b, K: the active stops' stiffness). */
+void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                        const double *T, double h);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the
@@ -445,6 +491,11 @@ typedef struct {
 } soa_tree_inputs;
 soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t, double *qdd);
 
+/* The status of a step that failed with st at (q, qd) after its start was evaluated fine: a
+ * singular D or a non-finite state there is a divergence (SOA_DIVERGED naming the largest state
+ * component, its value in d->diverged[0]); any other st is returned as it is. */
+soa_status soa_diverged(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                        soa_status st);
 /* nsub fixed steps of size h from time t, (q, qd) in place; qdd <- beta-dot at the end. */
 soa_status soa_rk4_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,
                         double t, double h, int nsub, double *qdd);
@@ -455,11 +506,23 @@ soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const
                    int use_fext, double h, int nsub, double *qdd);
 soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
                      int use_fext, double h, int nsub, double *qdd);
+/* nsub linearly implicit Euler steps (first order) of the tree, (q, qd) in place:
+ *     (M + diag(a + h B + h^2 K)) x = T - h K beta - C - g,  beta <- beta + h x,  theta <- theta (+) h beta
+ * (soa_implicit_terms) by ONE articulated sweep with the diagonal in D(k); qdd <- x of the last
+ * sub-step (the step's mean acceleration).  Flexible bodies: SOA_IMPLICIT_UNSUPPORTED. */
+soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                        int use_fext, double h, int nsub, double *qdd);
+/* The integrator `auto` picks at (q, its initialization) for sub-steps h: SOA_RK4 where for every
+ * dof h b_i / m_i < 2.8 and h^2 k_i / m_i < 7.8 (b_i = d + f_c / v_s + stop b, k_i = stop k, m_i
+ * = 1 / D^-1(i, i) of the articulated inertia with armature), else SOA_IMPLICIT; models the
+ * implicit step does not handle (flexible, closures) get SOA_RK4. */
+int soa_auto_method(const soa_model *m, soa_data *d, const double *q, double h);
 
 /* ------------------------------------------------------------------ constraint_time.c */
-enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_NMETHODS };   /* the integrators */
+/* the integrators; SOA_AUTO is resolved once, at initialization, by soa_auto_method */
+enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_AUTO, SOA_NMETHODS };
 typedef struct {
-    int method;                    /* SOA_RK4, SOA_EULER, SOA_DOP853 */
+    int method;                    /* SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT */
     double max_step;               /* rk4, euler: a step is split into equal sub-steps <= this */
     double rtol, atol;             /* dop853 */
     int reanchor;                  /* a constraint switched on is re-anchored at the current pose */
@@ -484,10 +547,17 @@ soa_status soa_closure_accel(void *ctx, const double *q, const double *qd, doubl
 soa_status soa_closure_step(const soa_model *m, soa_data *d, const soa_step_options *o,
                             soa_closure_inputs *in, int *was_active, double *q, double *qd,
                             double t, double h, double *dop_h, double *qdd);
+/* Every call of a fixed-step method does at most SOA_MAX_SUBSTEPS sub-steps (a bound on the
+ * time of one step: ~0.6 s for the 7-dof arm with rk4), and max_step is at least
+ * SOA_MIN_MAX_STEP (s): the simulator and the FMU's setters refuse smaller values. */
+#define SOA_MAX_SUBSTEPS 100000
+#define SOA_MIN_MAX_STEP 1e-9
 int soa_substeps(double h, double max_step);
 
 /* ------------------------------------------------------------------ dop853.c */
-#define SOA_DOP853_MAX_STEPS 100000   /* attempted steps per call before SOA_TOO_MANY_STEPS */
+#define SOA_DOP853_MAX_STEPS 20000    /* attempted steps per call before SOA_TOO_MANY_STEPS
+                                         (12 evaluations each: about as long as SOA_MAX_SUBSTEPS
+                                         rk4 sub-steps, ~1 s for the 7-dof arm) */
 /* Adaptive DOP853 from t to t + h, (q, qd) in place; first step d->dop_h[0] (0: choose), left
  * holding the last accepted step; max_step may be HUGE_VAL. */
 soa_status soa_dop853_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,

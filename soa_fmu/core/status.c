@@ -43,9 +43,7 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
                  name(nm, SOA_NAME_JOINT, i, nb));
         break;
     case SOA_DIVERGED:
-        snprintf(buf, n, "the step diverged (non-finite state near '%s'); reduce the step size",
-                 name(nm, SOA_NAME_VELOCITY, i, nv));
-        break;
+        return soa_diverged_message(m, NULL, st, nm, buf, n);
     case SOA_BAD_MODEL:
         if (i >= 0 && i < nb)
             snprintf(buf, n, "body '%s': inconsistent joint sizes, parent order or non-finite "
@@ -131,9 +129,47 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
                  "inverse dynamics, the mass matrix, energy, kinematics and simulation do",
                  name(nm, SOA_NAME_BODY, i, nb));
         break;
+    case SOA_TOO_MANY_SUBSTEPS:
+        snprintf(buf, n, "the step needs more than %d sub-steps of max_step (h / max_step too "
+                 "large): raise max_step or shorten the step", i);
+        break;
+    case SOA_BAD_JOINT:
+        if (i >= 0 && i < nv)
+            snprintf(buf, n, "dof %d (%s): armature, stop stiffness and stop damping must be finite "
+                     "and \xe2\x89\xa5 0 and the stop limits finite with lower \xe2\x89\xa4 upper, got "
+                     "armature %.17g, stop [%.17g, %.17g], k %.17g, b %.17g", i + 1,
+                     name(nm, SOA_NAME_VELOCITY, i, nv), m->armature[i], m->stop_lo[i],
+                     m->stop_hi[i], m->stop_k[i], m->stop_b[i]);
+        else
+            snprintf(buf, n, "joint stops are only on revolute and prismatic joints (dof %d)", i - nv + 1);
+        break;
+    case SOA_IMPLICIT_UNSUPPORTED:
+        snprintf(buf, n, "the implicit integrator does not handle %s; use integrator rk4 or dop853 "
+                 "(with max_step below the explicit bound, see docs/joints.md)",
+                 i == 0 ? "flexible bodies" : "closure constraints");
+        break;
     default:
         snprintf(buf, n, "invalid input (status %d, index %d)", st.kind, i);
     }
+    return buf;
+}
+
+/* The message of a status with what the data knows: for SOA_DIVERGED the value the largest state
+ * component reached (d->diverged, soa_diverged); d may be NULL (no value then). */
+const char *soa_diverged_message(const soa_model *m, const soa_data *d, soa_status st,
+                                 const soa_names *nm, char *buf, size_t n)
+{
+    if (st.kind != SOA_DIVERGED) return soa_status_message(m, st, nm, buf, n);
+    const int i = st.index, nq = m->nq, nv = m->nv;
+    char value[64] = "";
+    if (d) snprintf(value, sizeof value, " reached %.6g,", d->diverged[0]);
+    snprintf(buf, n, "the step diverged: %s[%d] (%s)%s the largest state component; the "
+             "integrator is unstable at this step size (stiff damping or friction, a fast "
+             "motion): use integrator 'implicit' (stiff joint damping, friction or stops), "
+             "'dop853', or a smaller max_step",
+             i < nq ? "q" : "qd", (i < nq ? i : i - nq) + 1,
+             i < nq ? name(nm, SOA_NAME_POSITION, i, nq) : name(nm, SOA_NAME_VELOCITY, i - nq, nv),
+             d ? value : " is");
     return buf;
 }
 

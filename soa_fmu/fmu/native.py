@@ -191,6 +191,8 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str,
         "constraints": "CONS" if cons else "NULL",
         "method": METHODS.index(integrator),
         **{f"vr_{g}": vr(g) for g in ("inertial", "damping", "friction")},   # physical parameters
+        **{f"vr_{g}": vr(g) for g in ("armature", "stop_stiffness", "stop_damping",
+                                      "stops_enabled", "stop_tau", "integrator_used")},
         "interfaces": ("cs" in interfaces) + 2 * ("me" in interfaces),
         "vr_qdot": vr("qdot"),
     }

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import atexit
 import ctypes
+import hashlib
 import json
 import math
 import os
@@ -37,14 +38,15 @@ import numpy as np
 from pythonfmu import Fmi2Slave
 from pythonfmu.enums import Fmi2Status
 
+from .. import _core
 from ..energy import total_energy
-from ..integrators import IntegrationError, Simulator
+from ..integrators import MIN_MAX_STEP, IntegrationError, Simulator
 from ..io import load_model
 from ..kinematics import forward_kinematics
 from .variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
 
 CONFIG_FILE = "fmu.json"
-STATE_FORMAT = "soa_fmu-fmu-state/1"
+STATE_FORMAT = "soa_fmu-fmu-state/2"
 INSTANTIATED, INITIALIZATION, STEPPING, TERMINATED = "instantiated", "initialization", "step", \
     "terminated"
 QUAT_NORM_TOL = 1e-3        # q0 quaternions are normalized when |‖q‖ − 1| is below this
@@ -123,6 +125,7 @@ class SoaSlave(Fmi2Slave):
             self.model = load_model(resources / cfg["model_file"],
                                     floating_base=cfg["floating_base"],
                                     strict=cfg.get("strict", True))
+        self.model.stops_enabled = cfg.get("stops", True)      # --no-stops
         self.table = table = build_table(self.model, cfg["integrator"], cfg["max_step"])
         if table.digest() != cfg["table_digest"]:
             raise RuntimeError("the variable table built from the bundled model differs from the one "
@@ -130,6 +133,11 @@ class SoaSlave(Fmi2Slave):
         self.modelName = cfg["identifier"]
         self.description = cfg.get("description")
         model = self.model
+        # a state is bound to the model: every constant of its core tables (soa.h) and the table
+        digest = hashlib.sha256(cfg["table_digest"].encode())
+        for name, a in model.core.views().items():
+            digest.update(name.encode() + np.ascontiguousarray(a).tobytes())
+        self.model_digest = digest.hexdigest()
 
         # ---- value buffers: value reference -> slot (Reals first, then Booleans, then Strings)
         self.n_real = nr = table.n_real
@@ -160,6 +168,12 @@ class SoaSlave(Fmi2Slave):
         self.sl_stab = g("stabilization") if "stabilization" in table.groups else None
         self.sl_inertial, self.sl_damping, self.sl_friction = (sl("inertial"), sl("damping"),
                                                                sl("friction"))
+        self.sl_armature, self.sl_stop_k, self.sl_stop_b = (sl("armature"), sl("stop_stiffness"),
+                                                            sl("stop_damping"))
+        self.sl_stop_tau = sl("stop_tau")
+        self.vr_integrator_used = table.groups["integrator_used"][0]
+        self.b_stops = (table.groups["stops_enabled"][0] - nr if "stops_enabled" in table.groups
+                        else None)
         self.inertial_start = self.real[self.sl_inertial].copy()
         self.cons = [(c.name, g(f"u:{c.name}"), g(f"f:{c.name}"), table.groups[f"err:{c.name}"][0],
                       table.groups[f"active:{c.name}"][0] - nr) for c in model.constraints]
@@ -271,9 +285,22 @@ class SoaSlave(Fmi2Slave):
             p = x[10 * k:10 * k + 10]
             model.set_body_inertia(k, p[0], p[1:4], p[4:10], physical=not np.array_equal(
                 p, self.inertial_start[10 * k:10 * k + 10]))
-        for name, sl in (("joint_damping", self.sl_damping), ("joint_friction", self.sl_friction)):
+        for name, sl in (("joint_damping", self.sl_damping), ("joint_friction", self.sl_friction),
+                         ("joint_armature", self.sl_armature)):
             if not np.array_equal(getattr(model, name), self.real[sl]):
                 setattr(model, name, self.real[sl])
+        self._apply_stops()
+
+    def _apply_stops(self) -> None:
+        """The joint stops' tunable gains and switch into the model (docs/joints.md)."""
+        if self.b_stops is None:
+            return
+        model = self.model
+        for name, sl in (("stop_stiffness", self.sl_stop_k), ("stop_damping", self.sl_stop_b)):
+            if not np.array_equal(getattr(model, name), self.real[sl]):
+                setattr(model, name, self.real[sl])
+        if model.stops_enabled != self.boolean[self.b_stops]:
+            model.stops_enabled = self.boolean[self.b_stops]
 
     def _build(self) -> None:
         """(Re)create the Simulator from the parameters and inputs (instantiated/init mode)."""
@@ -292,6 +319,11 @@ class SoaSlave(Fmi2Slave):
                         atol=float(r[self.vr_atol]))
         sim.t = self.start_time
         sim.tau = self.v_tau           # the held joint forces ARE the input buffer (no copy)
+        if sim.options.method == "auto":
+            self._log(f"integrator auto: {sim.integrator_used} (the explicit bound of rk4 "
+                      f"{'holds' if sim.integrator_used == 'rk4' else 'fails'} for the joints' "
+                      f"dissipation and stops at max_step = {sim.options.max_step:g} s; "
+                      "docs/joints.md)")
         if self.sl_stab is not None:
             sim.stabilization = tuple(float(x) for x in r[self.sl_stab])
         self.sim = sim
@@ -319,6 +351,9 @@ class SoaSlave(Fmi2Slave):
         """Copy the Simulator's state and outputs into the value buffers (after a step/update)."""
         sim, r = self.sim, self.real
         np.concatenate((sim.q, sim.qd, sim.qdd), out=self.v_state)
+        if self.b_stops is not None:
+            r[self.sl_stop_tau] = _core.stop_forces(self.model.data, sim.q, sim.qd)
+        r[self.vr_integrator_used] = METHODS.index(sim.integrator_used)
         for name, _, sl_f, vr_err, _ in self.cons:
             on = sim.active[name]
             r[sl_f] = sim.constraint_forces[name] if on else 0.0
@@ -499,6 +534,13 @@ class SoaSlave(Fmi2Slave):
             if v.group in ("max_step", "rtol", "atol") and not x > 0:
                 self._reject(vr, f"{v.name} must be > 0, got {x!r}")
                 return
+            if v.group == "max_step" and x < MIN_MAX_STEP:
+                self._reject(vr, f"max_step must be ≥ {MIN_MAX_STEP:g} s (the floor of every "
+                                 f"step's sub-steps), got {x!r}")
+                return
+            if v.group in ("stop_stiffness", "stop_damping") and not x >= 0:
+                self._reject(vr, f"{self._named(vr)} must be >= 0, got {x!r}")
+                return
             self.real[vr] = x
             self.pending.pop(vr, None)
             if self.mode == STEPPING:
@@ -521,6 +563,8 @@ class SoaSlave(Fmi2Slave):
             self.model.gravity = r[self.sl_g]
         elif v.group == "stabilization":
             sim.stabilization = tuple(float(x) for x in r[self.sl_stab])
+        elif v.group in ("stop_stiffness", "stop_damping"):
+            self._apply_stops()
         else:
             sim.set_method(self.string[self.vr_integrator], max_step=float(r[self.vr_max_step]),
                            rtol=float(r[self.vr_rtol]), atol=float(r[self.vr_atol]))
@@ -538,6 +582,8 @@ class SoaSlave(Fmi2Slave):
             for vr, x in zip(vrs, values):
                 self.boolean[vr - b] = bool(x)
                 self.pending.pop(vr, None)
+            if self.b_stops is not None and self.mode == STEPPING:
+                self._apply_stops()                    # a tunable parameter
             self.push = 2
             self.stale = True
             self._mark()
@@ -570,7 +616,8 @@ class SoaSlave(Fmi2Slave):
         """Everything that evolves: Simulator state (time, q, β, β̇, held inputs, constraint status
         and forces, integrator options and memory), all variable values, mode and pending errors."""
         try:
-            return {"format": STATE_FORMAT, "fmu": self.cfg["table_digest"], "mode": self.mode,
+            return {"format": STATE_FORMAT, "fmu": self.cfg["table_digest"],
+                    "model": self.model_digest, "mode": self.mode,
                     "real": self.real.copy(), "boolean": list(self.boolean),
                     "string": list(self.string), "pending": dict(self.pending),
                     "start_time": self.start_time,
@@ -583,10 +630,10 @@ class SoaSlave(Fmi2Slave):
     def _set_fmu_state(self, state):
         try:
             problem = self._state_problem(state)
-            if problem:
-                self.pending[-3] = f"fmi2SetFMUstate was given an unusable state ({problem})"
-                self._log(self.pending[-3] + "; the instance is unchanged", Fmi2Status.error)
-                return
+            if problem:      # refused: the instance stays exactly as it was, and usable
+                self._log(f"fmi2SetFMUstate was given an unusable state ({problem}); the "
+                          "instance is unchanged", Fmi2Status.error)
+                return       # (pythonfmu answers fmi2OK: a Python exception here is fmi2Fatal)
             self.mode = state["mode"]
             self.real[:] = state["real"]
             self.boolean[:] = state["boolean"]
@@ -617,7 +664,10 @@ class SoaSlave(Fmi2Slave):
             return (state.get("reason") if isinstance(state, dict) and state.get("reason")
                     else "not a soa_fmu FMU state")
         if state.get("fmu") != self.cfg["table_digest"]:
-            return "it belongs to a different FMU (other model or variable table)"
+            return "it belongs to a different FMU (other variable table)"
+        if state.get("model") != self.model_digest:
+            return ("it belongs to a different model (the model digest differs: other topology, "
+                    "joints, placements, inertias or constraints)")
         if np.shape(state["real"]) != self.real.shape or len(state["boolean"]) != \
                 len(self.boolean) or len(state["string"]) != len(self.string):
             return "its variable vectors have the wrong sizes"

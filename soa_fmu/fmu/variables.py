@@ -15,8 +15,13 @@ names in ``model.position_names`` / ``model.velocity_names`` order.
 
 Physical parameters (fixed: set before fmi2ExitInitializationMode): per body ``<b>.mass``,
 ``<b>.com[1..3]``, ``<b>.inertia[1..6]`` (group ``inertial``, ten per body in body order), per
-velocity dof ``damping[i]`` and ``friction[i]`` (groups ``damping``, ``friction``); they follow the
-integrator options and gains among the parameters.
+velocity dof ``damping[i]``, ``friction[i]`` and ``armature[i]`` (groups ``damping``,
+``friction``, ``armature``); they follow the integrator options and gains among the parameters.
+A model with joint stops adds the tunable ``stop_stiffness[i]``, ``stop_damping[i]`` (0 where a dof
+has no stop), the Boolean parameter ``stops_enabled`` (after the constraint switches) and the
+outputs ``stop_tau[i]``.  Every FMU has the output ``integrator_used`` (the integrator the
+``integrator`` parameter resolved to at initialization: 0 rk4, 1 euler, 2 dop853, 3 implicit;
+docs/joints.md).
 
 With ``states=True`` (an FMU with Model Exchange) the continuous states are x = (``q``, ``qd``)
 and the table adds their derivatives: the locals ``der(q[i])`` (θ̇ = f(θ)β) after the constraint
@@ -35,10 +40,12 @@ from dataclasses import dataclass
 import numpy as np
 
 from .. import joints as J
+from ..integrators import MIN_MAX_STEP
 from ..model import Model
 
 FORMAT_VERSION = 1
-METHODS = ("rk4", "euler", "dop853")          # Simulator methods (see soa_fmu.integrators)
+METHODS = ("rk4", "euler", "dop853", "implicit", "auto")   # Simulator methods (soa_fmu.integrators;
+#                                                             the index is soa.h's SOA_RK4 ...)
 
 # Unit name -> SI base-unit exponents (FMI 2.0 §2.2.2: kg, m, s, A, K, mol, cd, rad).
 UNITS: dict[str, dict[str, int]] = {
@@ -58,6 +65,8 @@ UNITS: dict[str, dict[str, int]] = {
     "kg.m2": {"kg": 1, "m": 2},
     "N.m.s/rad": {"kg": 1, "m": 2, "s": -1, "rad": -1},
     "N.s/m": {"kg": 1, "s": -1},
+    "N.m/rad": {"kg": 1, "m": 2, "s": -2, "rad": -1},
+    "N/m": {"kg": 1, "s": -2},
 }
 
 # What each dof kind means: (coordinate, rate, acceleration, generalized force, viscous damping)
@@ -87,6 +96,9 @@ _INDEXED = re.compile(r"^(?P<base>.*)\[(?P<k>\d+)\]$")         # x[k]
 _DER_INDEXED = re.compile(r"^der\((?P<base>.*)\[(?P<k>\d+)\]\)$")  # der(x[k])
 _QCHARS = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_"
               "!#$%&()*+,-./:;<>=?@[]^{}|~ ")
+
+
+ALL = None     # a dependency list that is every known (written by omitting "dependencies")
 
 
 class TableError(ValueError):
@@ -209,6 +221,7 @@ class VariableTable:
         self.n_string = sum(v.type == "String" for v in variables)
         self.n_integer = sum(v.type == "Integer" for v in variables)
         self.constraints = [c.name for c in model.constraints]
+        self.n_event_indicators = event_indicator_count(model) if self.states else 0
 
     def __len__(self) -> int:
         return len(self.variables)
@@ -264,64 +277,70 @@ class VariableTable:
         """The continuous states x = (q, qd) (empty without Model Exchange)."""
         return self.vrs("q") + self.vrs("qd") if self.states else []
 
-    def derivative_dependencies(self) -> dict[int, list[int]]:
+    def derivative_dependencies(self) -> dict[int, list[int] | None]:
         """State derivative value reference -> the states and inputs it depends on: der(q[i]) on
         the coordinates and rates of its joint that θ̇ = f(θ)β involves, qdd on every state and
-        input.  Empty without Model Exchange."""
+        input (ALL).  Empty without Model Exchange."""
         if not self.states:
             return {}
-        inputs = [v.value_reference for v in self.variables if v.causality == "input"]
         q, qd = self.vrs("q"), self.vrs("qd")
-        deps = {}
+        deps: dict[int, list[int] | None] = {}
         for i, vr in enumerate(self.vrs("qdot")):
             qs, vs = self._rate_deps[i]
             deps[vr] = sorted([q[k] for k in qs] + [qd[k] for k in vs])
         for vr in self.vrs("qdd"):
-            deps[vr] = sorted(self.state_vrs() + inputs)
+            deps[vr] = ALL
         return deps
 
     # ------------------------------------------------------------ ModelStructure
-    def output_dependencies(self) -> dict[int, list[int]]:
+    def output_dependencies(self) -> dict[int, list[int] | None]:
         """Output value reference -> input value references it depends on at the same instant
         (direct feedthrough).  States and quantities of the state only (q, qd, energy, poses,
         residuals) depend on no input; accelerations and constraint forces depend on all inputs
-        (β̇ = M⁻¹(τ − bias + Jᵀf) couples every joint force, external force and constraint)."""
-        inputs = [v.value_reference for v in self.variables if v.causality == "input"]
-        deps = {}
+        (β̇ = M⁻¹(τ − bias + Jᵀf) couples every joint force, external force and constraint) and,
+        with Model Exchange, all states: ALL, every known."""
+        deps: dict[int, list[int] | None] = {}
         for v in self.variables:
             if v.causality != "output":
                 continue
             feedthrough = v.group == "qdd" or v.group.startswith("f:")
-            deps[v.value_reference] = list(inputs) if feedthrough else []
+            deps[v.value_reference] = ALL if feedthrough else []
         # (a residual is a function of q, and of the constraint's on/off switch)
         for c in self.constraints:
             err, active = self.groups[f"err:{c}"][0], self.groups[f"active:{c}"][0]
             deps[err] = [active]
         if self.states:       # Model Exchange: outputs are functions of the states x = (q, qd) too
-            q, x = self.vrs("q"), self.state_vrs()
+            q, qd, x = self.vrs("q"), self.vrs("qd"), self.state_vrs()
+            q_of_v = {vs[0]: i for i, (qs, vs) in enumerate(self._rate_deps)
+                      if not qs and len(vs) == 1}            # 1-dof joints: θ̇_i = β_v
             for v in self.variables:
                 if v.causality != "output":
                     continue
                 g, vr = v.group, v.value_reference
                 if g in ("q", "qd"):
                     extra = [vr]                              # the state itself
+                elif g == "integrator_used":                  # decided at initialization
+                    continue
+                elif g == "stop_tau" and v.index in q_of_v:   # the stop of one dof: its q, qd
+                    extra = [q[q_of_v[v.index]], qd[v.index]]
                 elif g.startswith("pose:"):
                     extra = [q[i] for i in self._frame_q[g[5:]]]
                 elif g.startswith("err:"):
                     extra = q
-                else:                                         # qdd, forces, energy
+                elif deps[vr] is ALL:                         # qdd, forces
+                    continue
+                else:                                         # energy
                     extra = x
                 deps[vr] = sorted(set(deps[vr]) | set(extra))
         return deps
 
-    def initial_dependencies(self) -> dict[int, list[int]]:
+    def initial_dependencies(self) -> dict[int, list[int] | None]:
         """InitialUnknowns (every output is initial="calculated", and with Model Exchange the
         state derivatives der(q)) -> the knowns (inputs and parameters) it depends on during
-        initialization."""
+        initialization; ALL for accelerations and constraint forces (they depend on nearly every
+        known: gravity, q0, qd0, the inputs and every physical parameter)."""
         vr = {g: self.vrs(g) for g in self.groups}
-        inputs = [v.value_reference for v in self.variables if v.causality == "input"]
-        stab = vr.get("stabilization", [])
-        deps = {}
+        deps: dict[int, list[int] | None] = {}
         for v in self.variables:
             if v.causality != "output":
                 continue
@@ -337,8 +356,8 @@ class VariableTable:
             elif g.startswith("err:"):
                 d = vr.get("q0", []) + vr[f"active:{g[4:]}"]
             else:                 # qdd, constraint forces
-                d = (vr["g"] + vr.get("q0", []) + vr.get("qd0", []) + stab + inputs
-                     + vr.get("inertial", []) + vr.get("damping", []) + vr.get("friction", []))
+                deps[v.value_reference] = ALL
+                continue
             deps[v.value_reference] = sorted(set(d))
         for i, vr_ in enumerate(vr.get("qdot", [])):     # der(q): q0 and qd0 of what it involves
             qs, vs = self._rate_deps[i]
@@ -347,14 +366,14 @@ class VariableTable:
         return deps
 
 
-def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
+def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
                 states: bool = False) -> VariableTable:
     """The FMU variables of ``model`` (see the module docstring for the layout); ``states``: with
     the continuous states and their derivatives (Model Exchange)."""
     if integrator not in METHODS:
         raise TableError(f"unknown integrator {integrator!r} (expected one of {', '.join(METHODS)})")
-    if not (np.isfinite(max_step) and max_step > 0):
-        raise TableError(f"max_step must be finite and > 0, got {max_step}")
+    if not (np.isfinite(max_step) and max_step >= MIN_MAX_STEP):
+        raise TableError(f"max_step must be finite and ≥ {MIN_MAX_STEP:g} s, got {max_step}")
     rows: list[Variable] = []
 
     def add(name, type_, causality, variability, initial, unit, start, description, group, index,
@@ -423,6 +442,26 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
         add(f"friction[{i + 1}]", "Real", "parameter", "fixed", "exact", vel[i][3][3],
             float(friction[i]), f"Coulomb friction (joint force -f tanh(qd / "
             f"{model.friction_velocity:g})) on dof {i + 1}: {vdesc(i)}", "friction", i)
+    armature = model.joint_armature
+    for i in range(nv):
+        angular = vel[i][3] is ANGULAR
+        add(f"armature[{i + 1}]", "Real", "parameter", "fixed", "exact",
+            "kg.m2" if angular else "kg", float(armature[i]),
+            f"rotor inertia (armature, M + diag(a)) on dof {i + 1}: {vdesc(i)}", "armature", i)
+    lower, upper = model.joint_limits
+    stops = bool(np.any(~np.isnan(lower) | ~np.isnan(upper)))
+    if stops:
+        k_stop, b_stop = model.stop_stiffness, model.stop_damping
+        for i in range(nv):
+            angular = vel[i][3] is ANGULAR
+            add(f"stop_stiffness[{i + 1}]", "Real", "parameter", "tunable", "exact",
+                "N.m/rad" if angular else "N/m", float(k_stop[i]),
+                f"joint stop stiffness on dof {i + 1} beyond [{lower[i]:g}, {upper[i]:g}]: "
+                f"{vdesc(i)}", "stop_stiffness", i)
+        for i in range(nv):
+            add(f"stop_damping[{i + 1}]", "Real", "parameter", "tunable", "exact", vel[i][3][4],
+                float(b_stop[i]), f"joint stop damping on dof {i + 1}: {vdesc(i)}",
+                "stop_damping", i)
 
     # ---------------- inputs
     for i in range(nv):
@@ -465,6 +504,14 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
             f"position residual of {c.kind} constraint '{c.name}': norm of its position error "
             "(m and rad mixed; 0 when switched off)", f"err:{c.name}", 0)
 
+    for i in range(nv if stops else 0):
+        add(f"stop_tau[{i + 1}]", "Real", "output", "continuous", "calculated", vel[i][3][3], None,
+            f"joint stop force on dof {i + 1} (part of the applied joint force): {vdesc(i)}",
+            "stop_tau", i)
+    add("integrator_used", "Real", "output", "discrete", "calculated", "1", None,
+        "the integrator run (decided once, at initialization; integrator = auto picks rk4 or "
+        "implicit): 0 rk4, 1 euler, 2 dop853, 3 implicit", "integrator_used", 0)
+
     # ---------------- state derivatives (Model Exchange): der(q) = f(q) qd
     q_first = 0 if not states else next(v.value_reference for v in rows if v.group == "q")
     for i in range(nq if states else 0):
@@ -490,9 +537,16 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
         add(f"{cnames[c.name]}.active", "Boolean", "input", "discrete", None, None, bool(c.active),
             f"{c.kind} constraint '{c.name}' switched on ({c.frame_a} -> {c.frame_b})",
             f"active:{c.name}", 0)
+    if stops:
+        add("stops_enabled", "Boolean", "parameter", "tunable", "exact", None,
+            bool(model.stops_enabled), "joint stops act (the builder's --no-stops sets false)",
+            "stops_enabled", 0)
     add("integrator", "String", "parameter", "tunable", "exact", None, integrator,
-        "integration method: rk4 (fixed step), euler (semi-implicit, fixed step) or dop853 "
-        "(adaptive, rtol/atol)", "integrator", 0)
+        "integration method: auto (rk4 where its explicit bound holds for the joints' "
+        "dissipation and stops at max_step, else implicit; decided at initialization), rk4 "
+        "(fixed step), euler (semi-implicit, fixed step), implicit (linearly implicit Euler in "
+        "the joint dissipation and stops, fixed step) or dop853 (adaptive, rtol/atol)",
+        "integrator", 0)
 
     # bindings the generator needs for honest dependencies
     joints_of_q: list[set[int]] = [{i} for i in range(nq)]     # q[i] <- q0 it is built from
@@ -510,6 +564,13 @@ def build_table(model: Model, integrator: str = "rk4", max_step: float = 1e-3,
         frame_q[f] = sorted(qs)
     return VariableTable(rows, model, frames, joints_of_q, frame_q,
                          _rate_dependencies(model) if states else None)
+
+
+def event_indicator_count(model: Model) -> int:
+    """Model Exchange event indicators: one per joint stop limit (lower, upper) of each dof, in dof
+    order, lower first (model_exchange.c fmu_me_event_indicators): q - lower, upper - q."""
+    lower, upper = model.joint_limits
+    return int((~np.isnan(lower)).sum() + (~np.isnan(upper)).sum())
 
 
 def _rate_dependencies(model: Model) -> list[tuple[list[int], list[int]]]:

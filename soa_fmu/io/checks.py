@@ -9,6 +9,7 @@ from __future__ import annotations
 import heapq
 import math
 import os
+import warnings
 from typing import Callable, Iterable, TypeVar
 
 import numpy as np
@@ -20,6 +21,31 @@ MAX_FILE_BYTES = 20 * 1024 * 1024     # model files are text; anything larger is
 MAX_MAGNITUDE = 1e12                  # |x| of a physical model number (SI units); beyond: refused
 T = TypeVar("T")
 LENIENT_NOTE = " (accepted with strict=False: not the inertia of a rigid body)"   # ends such warnings
+LENIENT_HINT = ("; if these are the file's published values, strict=False accepts inertias that "
+                "fail only the physical checks, with a warning each")
+
+
+def for_cli(message: str) -> str:
+    """A reader's message as a command line says it: the option ``strict=False`` is ``--lenient``."""
+    return message.replace("strict=False", "--lenient")
+
+
+def cli_error(message: str, path: str | os.PathLike, floating_base: bool, lenient: bool) -> str:
+    """A model file's error as the command lines print it (one line, ``--lenient`` for
+    ``strict=False``), with the hint that ``--lenient`` reads the file when its only problem is an
+    inertia that fails the physical checks (as in some published robot files)."""
+    from . import load_model
+    text = " ".join(message.split())
+    if not lenient and "inerti" in text:
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                load_model(path, floating_base=floating_base, strict=False)
+        except Exception:                    # noqa: BLE001 (another problem too: no hint)
+            pass
+        else:
+            text += LENIENT_HINT
+    return for_cli(text)
 
 
 class ModelWarning(UserWarning):

@@ -37,7 +37,8 @@ KEYS = {
     "flexible": {"kind", "modes", "damping_ratio"},
     "constraint": {"name", "kind", "frame_a", "frame_b", "axis", "active"},
     "initial": {"q", "qd"},
-    "limits": {"lower", "upper", "velocity", "effort", "damping", "friction"},
+    "limits": {"lower", "upper", "velocity", "effort", "damping", "friction", "armature",
+               "stop_stiffness", "stop_damping"},
 }
 JOINT_KEYS = {"type", "name", "xyz", "rpy", "limits"}
 JOINT_TYPES: dict[str, tuple[type[J.Joint], set[str]]] = {     # type -> (class, its own keys)
@@ -311,8 +312,18 @@ class _Item:
 def load_native(path: str | os.PathLike, floating_base: bool = False, strict: bool = True) -> Model:
     """Read a native TOML model file (see docs/model-files.md) into a Model.  The file is read
     leniently (non-physical inertias accepted with a ModelWarning) if ``strict=False`` or the file
-    says ``strict = false``."""
+    says ``strict = false``.  A file that exhausts the parser (arrays or inline tables nested
+    hundreds deep, no memory left) is refused with one ModelError naming it."""
     path = os.fspath(path)
+    try:
+        return _load_native(path, floating_base, strict)
+    except (RecursionError, MemoryError) as e:
+        what = "nested too deeply" if isinstance(e, RecursionError) else "too large"
+        raise ModelError(f"{path}: malformed TOML: arrays or tables {what} for the reader "
+                         f"(a model file needs only a few levels)") from None
+
+
+def _load_native(path: str, floating_base: bool, strict: bool) -> Model:
     try:
         text = read_bounded(path).decode("utf-8")
     except UnicodeDecodeError as e:

@@ -308,9 +308,16 @@ fmi2Status fmi2GetIntegerStatus(fmi2Component c, const fmi2StatusKind s, fmi2Int
     (void)s; (void)value;
     return no_status(c, "fmi2GetIntegerStatus");
 }
+/* fmi2Terminated (FMI 2.0 sec. 4.2.3: asked after a step returned Discard): fmi2False, the FMU
+ * never ends a simulation itself; a discarded step left the state at fmi2LastSuccessfulTime and
+ * the master may retry with another step or other parameters. */
 fmi2Status fmi2GetBooleanStatus(fmi2Component c, const fmi2StatusKind s, fmi2Boolean *value)
 {
-    (void)s; (void)value;
+    Instance *inst = instance_of(c, "fmi2GetBooleanStatus");
+    if (inst && s == fmi2Terminated && value) {
+        *value = fmi2False;
+        return fmi2OK;
+    }
     return no_status(c, "fmi2GetBooleanStatus");
 }
 fmi2Status fmi2GetStringStatus(fmi2Component c, const fmi2StatusKind s, fmi2String *value)

@@ -80,14 +80,8 @@ fmi2Status fmi2GetDerivatives(fmi2Component comp, fmi2Real derivatives[], size_t
 fmi2Status fmi2GetEventIndicators(fmi2Component comp, fmi2Real eventIndicators[], size_t ni)
 {
     Instance *c = instance_of(comp);
-    (void)eventIndicators;
     if (!c) return fmi2Error;
-    if (ni != 0) {
-        fmu_log(c, fmi2Error, "fmi2GetEventIndicators: this FMU has no event indicators, %zu "
-                "were asked for", ni);
-        return fmi2Error;
-    }
-    return fmi2OK;
+    return (fmi2Status)fmu_me_event_indicators(c, eventIndicators, ni, "fmi2GetEventIndicators");
 }
 
 fmi2Status fmi2GetContinuousStates(fmi2Component comp, fmi2Real x[], size_t nx)

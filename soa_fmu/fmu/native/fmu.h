@@ -63,6 +63,11 @@ typedef struct {
     /* ---- physical parameters (fixed): value references of the first of each group (-1: absent):
      * ten per body (mass, com[3], inertia[6]: xx yy zz xy xz yz), then damping[nv], friction[nv] */
     int vr_inertial, vr_damping, vr_friction;
+    /* ---- joints (docs/joints.md): armature[nv] (fixed); with joint stops stop_stiffness[nv],
+     * stop_damping[nv] (tunable), the Boolean stops_enabled and the outputs stop_tau[nv] (-1:
+     * absent); the output integrator_used */
+    int vr_armature, vr_stop_stiffness, vr_stop_damping, vr_stops_enabled, vr_stop_tau,
+        vr_integrator_used;
     int interfaces;                      /* 1: Co-Simulation, 2: Model Exchange, 3: both */
     int vr_qdot;                         /* of der(q)[1], the q-dot locals (-1: no states) */
 } soa_fmu_description;

@@ -30,7 +30,7 @@
 
 #define QUAT_NORM_TOL 1e-3     /* q0 quaternions are normalized when | |q| - 1 | is below this */
 
-const char *const METHOD_NAMES[SOA_NMETHODS] = {"rk4", "euler", "dop853"};
+const char *const METHOD_NAMES[SOA_NMETHODS] = {"rk4", "euler", "dop853", "implicit", "auto"};
 const char *const MODE_NAMES[] = {"instantiated", "initialization", "step", "terminated", "event",
                                   "continuous-time"};
 
@@ -91,7 +91,7 @@ void fmu_status_message(const Instance *c, soa_status st, char *buf, size_t n)
     if (st.kind == SOA_CONSTRAINT_SINGULAR)
         soa_closure_message(c->m, c->d, "constrained forward dynamics", &names, buf, n);
     else
-        soa_status_message(c->m, st, &names, buf, n);
+        soa_diverged_message(c->m, c->d, st, &names, buf, n);
 }
 
 int fmu_running(const Instance *c)
@@ -105,6 +105,17 @@ void fmu_apply_gravity(Instance *c)
     for (int i = 0; i < 3; i++) {
         c->m->a0[i] = 0.0;
         c->m->a0[3 + i] = -c->real[D.vr_g + i];
+    }
+    /* and the other tunable parameters of the model: the joint stops' gains and switch (checked
+     * >= 0 by the setter; dissipation.c reads them at every evaluation) */
+    if (D.vr_stop_stiffness < 0) return;
+    soa_model *m = c->m;
+    m->stops[0] = c->boolean[D.vr_stops_enabled - D.nreal] != 0;
+    m->stopped = 0;
+    for (int i = 0; i < D.nv; i++) {
+        m->stop_k[i] = c->real[D.vr_stop_stiffness + i];
+        m->stop_b[i] = c->real[D.vr_stop_damping + i];
+        m->stopped |= m->stops[0] && m->stop_qi[i] >= 0;
     }
 }
 
@@ -149,9 +160,15 @@ int fmu_gather_closure_inputs(Instance *c)
     return any;
 }
 
-/* The constraint outputs from the engine's forces and residuals (0 when switched off). */
+/* The constraint outputs from the engine's forces and residuals (0 when switched off); and the
+ * joints' outputs: the stop forces at the state (dissipation.c), the integrator used. */
 void fmu_put_constraint_outputs(Instance *c)
 {
+    if (D.vr_stop_tau >= 0)
+        for (int i = 0; i < D.nv; i++)
+            c->real[D.vr_stop_tau + i] = soa_stop_force(c->m, i, c->real + D.vr_q,
+                                                        c->real + D.vr_qd, NULL, NULL);
+    c->real[D.vr_integrator_used] = c->method_used;
     for (int j = 0; j < D.nc; j++) {
         const soa_fmu_constraint *k = &D.constraints[j];
         for (int r = 0; r < c->m->cn_size[j]; r++)
@@ -166,7 +183,7 @@ static soa_status update_outputs(Instance *c)
 {
     const int use = fmu_pack_frame_forces(c, c->real, c->d->fext);
     const double *q = c->real + D.vr_q, *qd = c->real + D.vr_qd, *tau = c->real + D.vr_tau;
-    tau = soa_joint_forces(c->m, c->d, qd, tau);     /* dissipation, as in every step */
+    tau = soa_joint_forces(c->m, c->d, q, qd, tau);  /* dissipation and stops, as in every step */
     soa_status st;
     if (D.nc > 0 && fmu_gather_closure_inputs(c)) {
         st = soa_constrained_fd(c->m, c->d, q, qd, tau, use, c->active, c->u, NULL, c->anchors,
@@ -197,6 +214,7 @@ static void reset_closures(Instance *c)
 
 void fmu_invalidate(Instance *c)
 {
+    c->failed_h = 0.0;                   /* a step that failed may succeed now */
     c->stale = 1;
     c->energy_valid = c->poses_valid = 0;
     c->jac_valid = 0;
@@ -232,7 +250,28 @@ static void write_parameters(Instance *c, int start)
     for (int i = 0; i < D.nv; i++) {
         m->damping[i] = parameter(c, D.vr_damping + i, start);
         m->friction[i] = parameter(c, D.vr_friction + i, start);
+        m->armature[i] = parameter(c, D.vr_armature + i, start);
+        if (D.vr_stop_stiffness < 0) continue;
+        m->stop_k[i] = parameter(c, D.vr_stop_stiffness + i, start);
+        m->stop_b[i] = parameter(c, D.vr_stop_damping + i, start);
     }
+    if (D.vr_stops_enabled >= 0)
+        m->stops[0] = start ? D.vars[D.vr_stops_enabled].start != 0.0
+                            : c->boolean[D.vr_stops_enabled - D.nreal] != 0;
+}
+
+/* The integrator auto resolves to (soa_auto_method at the state, for sub-steps of max_step):
+ * decided when the simulation state is built and never inside a run; logged. */
+static void resolve_method(Instance *c)
+{
+    c->method_used = c->method;
+    if (c->method != SOA_AUTO) return;
+    c->method_used = soa_auto_method(c->m, c->d, c->real + D.vr_q, c->real[D.vr_max_step]);
+    fmu_log(c, FMU_OK, "integrator auto: %s (the explicit bound of rk4 %s for the joints' "
+            "dissipation and stops at max_step = %g s; docs/joints.md)",
+            METHOD_NAMES[c->method_used], c->method_used == SOA_RK4 ? "holds" : "fails",
+            c->real[D.vr_max_step]);
+    c->real[D.vr_integrator_used] = c->method_used;
 }
 
 /* The parameters into the model; 0 (msg, which may be NULL: the reason naming the body or dof)
@@ -282,13 +321,15 @@ int fmu_build(Instance *c, char *msg, size_t n)
         for (int j = 0; j < 4; j++) e[j] /= norm;
     }
     for (int i = D.vr_max_step; i <= D.vr_atol; i++)
-        if (!(c->real[i] > 0.0)) {
-            snprintf(msg, n, "%s must be > 0, got %.17g", D.vars[i].name, c->real[i]);
+        if (!(c->real[i] > 0.0) || (i == D.vr_max_step && c->real[i] < SOA_MIN_MAX_STEP)) {
+            snprintf(msg, n, "%s must be > 0%s, got %.17g", D.vars[i].name,
+                     i == D.vr_max_step ? " and \xe2\x89\xa5 1e-09 s" : "", c->real[i]);
             return 0;
         }
     c->t = c->start_time;
     c->last_h = 0.0;
     reset_closures(c);
+    resolve_method(c);
     c->built = 1;
     c->params_dirty = 0;
     const soa_status st = update_outputs(c);
@@ -320,14 +361,14 @@ static soa_status integrate(Instance *c, double h)
     double last_h = c->last_h;
     if (D.nc > 0) {
         fmu_gather_closure_inputs(c);
-        const soa_step_options o = {c->method, c->real[D.vr_max_step], c->real[D.vr_rtol],
+        const soa_step_options o = {c->method_used, c->real[D.vr_max_step], c->real[D.vr_rtol],
                                     c->real[D.vr_atol], 1};
         soa_closure_inputs in = {c->m, c->d, tau, use, c->active, c->u, c->real[D.vr_stab],
                                  c->real[D.vr_stab + 1], c->anchors, c->t, c->forces,
                                  c->residuals};
         st = soa_closure_step(c->m, c->d, &o, &in, c->was_active, c->qs, c->qds, c->t, h, &last_h,
                               c->qdds);
-    } else if (c->method == SOA_DOP853) {
+    } else if (c->method_used == SOA_DOP853) {
         c->d->dop_h[0] = last_h;
         st = soa_dop853(c->m, c->d, c->qs, c->qds, tau, use, c->t, h, c->real[D.vr_rtol],
                         c->real[D.vr_atol], HUGE_VAL, c->qdds);
@@ -335,21 +376,26 @@ static soa_status integrate(Instance *c, double h)
     } else {
         const int nsub = soa_substeps(h, c->real[D.vr_max_step]);
         if (nsub < 1) {
-            st.kind = SOA_BAD_ARG;
+            st.kind = SOA_TOO_MANY_SUBSTEPS;
+            st.index = SOA_MAX_SUBSTEPS;
             return st;
         }
-        if (c->method == SOA_EULER)
+        if (c->method_used == SOA_EULER)
             st = soa_euler(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
+        else if (c->method_used == SOA_IMPLICIT)
+            st = soa_implicit(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
         else
             st = soa_rk4(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
     }
     if (st.kind != SOA_OK) return st;
-    if (c->method == SOA_DOP853) c->last_h = last_h;
+    if (c->method_used == SOA_DOP853) c->last_h = last_h;
     memcpy(c->real + D.vr_q, c->qs, sizeof(double) * D.nq);
     memcpy(c->real + D.vr_qd, c->qds, sizeof(double) * D.nv);
     memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
     fmu_put_constraint_outputs(c);
-    c->stale = 0;
+    /* the implicit step's qdd is its mean acceleration: the output beta-dot at t + h is computed
+     * when asked for (update_outputs), keeping the step at one sweep */
+    c->stale = c->method_used == SOA_IMPLICIT;
     c->energy_valid = c->poses_valid = 0;
     return st;
 }
@@ -431,12 +477,15 @@ int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char 
 
 /* ------------------------------------------------------------------ the FMU state (bytes) */
 /* Layout, little-endian: "SOAFMUST" | u32 version | u32 instance kind | 64 bytes table digest |
- * u32 nreal, nboolean, nvars, nc | the STATE_SCALARS (i32 / f64) | f64 real[nreal] |
- * u8 boolean[nboolean] | u8 pending[nvars] | u8 problem[MSG] | f64 anchors[16 nc] |
- * u8 was_active[nc] | u64 FNV-1a checksum of everything before it. */
+ * u64 model digest | u32 nreal, nboolean, nvars, nc | the STATE_SCALARS (i32 / f64) |
+ * f64 real[nreal] | u8 boolean[nboolean] | u8 pending[nvars] | u8 problem[MSG] |
+ * f64 anchors[16 nc] | u8 was_active[nc] | u64 FNV-1a checksum of everything before it.
+ * The table digest (SHA-256 of the variable table, from build_fmu.py) and the model digest
+ * (model_digest: every constant of the model) bind a state to the FMU's model: a state of
+ * another model is refused, whatever its sizes. */
 #define STATE_MAGIC "SOAFMUST"
-#define STATE_VERSION 2u
-#define STATE_HEADER (8 + 4 + 4 + 64 + 16)
+#define STATE_VERSION 3u
+#define STATE_HEADER (8 + 4 + 4 + 64 + 8 + 16)
 
 static size_t scalar_bytes(void)
 {
@@ -497,6 +546,52 @@ static uint64_t fnv1a(const unsigned char *b, size_t n)
     return h;
 }
 
+static uint64_t fnv1a_more(uint64_t h, const unsigned char *b, size_t n)
+{
+    for (size_t i = 0; i < n; i++) h = (h ^ b[i]) * 1099511628211ull;
+    return h;
+}
+
+/* FNV-1a over every constant of the description's model, little-endian whatever the host: each
+ * table of soa.h (SOA_MODEL_INTS, SOA_MODEL_REALS: topology, joint types and placements, masses
+ * and inertias, dissipation, constraints, flexible data, and any table added later) with its
+ * sizes, and the variable table's digest.  The start values of the parameters a user may change
+ * are in the state itself. */
+static uint64_t model_digest(void)
+{
+    uint64_t h = fnv1a(NULL, 0);
+    const int sizes[5] = {D.nb, D.nq, D.nv, D.nc, D.nm};
+    unsigned char b[8], *p;
+    for (int k = 0; k < 5; k++) {
+        p = b;
+        put_u32(&p, (uint32_t)sizes[k]);
+        h = fnv1a_more(h, b, 4);
+    }
+    const soa_sizes sz = {D.nb, D.nq, D.nv, D.nc, D.nm};
+    SOA_SIZES(&sz);
+    int i = 0;
+#define HASH_INT(name, ndim, d0, d1, d2)                                                         \
+    for (size_t k = 0, n_ = soa_buffer_dims(ndim, d0, d1, d2); k < n_; k++) {                   \
+        p = b;                                                                                  \
+        put_u32(&p, (uint32_t)D.ints[i][k]);                                                    \
+        h = fnv1a_more(h, b, 4);                                                                \
+    }                                                                                           \
+    i++;
+    SOA_MODEL_INTS(HASH_INT)
+#undef HASH_INT
+    i = 0;
+#define HASH_REAL(name, ndim, d0, d1, d2)                                                        \
+    for (size_t k = 0, n_ = soa_buffer_dims(ndim, d0, d1, d2); k < n_; k++) {                   \
+        p = b;                                                                                  \
+        put_f64(&p, D.reals[i][k]);                                                             \
+        h = fnv1a_more(h, b, 8);                                                                \
+    }                                                                                           \
+    i++;
+    SOA_MODEL_REALS(HASH_REAL)
+#undef HASH_REAL
+    return fnv1a_more(h, (const unsigned char *)D.digest, strlen(D.digest));
+}
+
 static void save_state(const Instance *c, unsigned char *buf)
 {
     unsigned char *p = buf;
@@ -507,6 +602,7 @@ static void save_state(const Instance *c, unsigned char *buf)
     memset(p, 0, 64);
     memcpy(p, D.digest, strlen(D.digest) < 64 ? strlen(D.digest) : 64);
     p += 64;
+    put_u64(&p, c->model_digest);
     put_u32(&p, (uint32_t)D.nreal);
     put_u32(&p, (uint32_t)D.nboolean);
     put_u32(&p, (uint32_t)D.nvars);
@@ -534,8 +630,11 @@ static const char *state_problem(const Instance *c, const unsigned char *buf, si
     char digest[65] = {0};
     memcpy(digest, p, 64);
     if (strncmp(digest, D.digest, 64) != 0)
-        return "it belongs to a different FMU (other model or variable table)";
+        return "it belongs to a different FMU (other variable table)";
     p += 64;
+    if (get_u64(&p) != c->model_digest)
+        return "it belongs to a different model (the model digest differs: other topology, "
+               "joints, placements, inertias or constraints)";
     if (get_u32(&p) != (uint32_t)D.nreal || get_u32(&p) != (uint32_t)D.nboolean
         || get_u32(&p) != (uint32_t)D.nvars || get_u32(&p) != (uint32_t)D.nc)
         return "its variable vectors have the wrong sizes";
@@ -548,7 +647,7 @@ static const char *state_problem(const Instance *c, const unsigned char *buf, si
     p += scalar_bytes();
     for (int i = 0; i < D.nvars; i++) {   /* pending codes are in range */
         const unsigned char r = p[8 * (size_t)D.nreal + (size_t)D.nboolean + (size_t)i];
-        if (r > REJ_METHOD) return "it is corrupted (pending code)";
+        if (r > REJ_LAST) return "it is corrupted (pending code)";
     }
     return "";
 }
@@ -571,6 +670,8 @@ static void load_state(Instance *c, const unsigned char *buf)
     if (c->mode < INSTANTIATED || c->mode > CONTINUOUS || c->mode == (me ? STEPPING : CONTINUOUS))
         c->mode = TERMINATED;
     if (c->method < 0 || c->method >= SOA_NMETHODS) c->method = D.method;
+    if (c->method_used < 0 || c->method_used >= SOA_AUTO) c->method_used = SOA_RK4;
+    c->failed_h = 0.0;
     if (!apply_parameters(c, NULL, 0)) c->built = 0;      /* the state's physical parameters */
     fmu_apply_gravity(c);
     c->energy_valid = c->poses_valid = 0;
@@ -602,24 +703,31 @@ int fmu_get_state(Instance *c, fmu_state **state, const char *fn)
     return FMU_OK;
 }
 
+/* A state that is not one of this FMU's is refused (Error, naming why) and the instance is
+ * left exactly as it was, usable. */
 int fmu_set_state(Instance *c, const fmu_state *b, const char *fn)
 {
     const char *problem = b ? state_problem(c, b->bytes, b->size) : "a NULL state";
     if (problem[0]) {
-        snprintf(c->problem, sizeof c->problem, "%s was given an unusable state (%s)", fn,
-                 problem);
-        fmu_log(c, FMU_ERROR, "%s; the instance is unchanged", c->problem);
+        fmu_log(c, FMU_ERROR, "%s was given an unusable state (%s); the instance is unchanged",
+                fn, problem);
         return FMU_ERROR;
     }
     load_state(c, b->bytes);
     return FMU_OK;
 }
 
-/* A state holding a copy of the bytes (checked when it is set: a foreign, truncated or corrupted
- * buffer is refused then). */
+/* A state holding a copy of the bytes; NULL (Error, logged naming why) when they are not a
+ * state of this FMU, its model and this kind of instance (foreign, truncated, corrupted). */
 fmu_state *fmu_state_from_bytes(Instance *c, const unsigned char *bytes, size_t size,
                                 const char *fn)
 {
+    const char *problem = bytes || size == 0 ? state_problem(c, bytes, size) : "a NULL buffer";
+    if (problem[0]) {
+        fmu_log(c, FMU_ERROR, "%s was given an unusable state (%s); the instance is unchanged",
+                fn, problem);
+        return NULL;
+    }
     fmu_state *b = new_state(size);
     if (!b) {
         fmu_log(c, FMU_ERROR, "%s: out of memory", fn);
@@ -638,6 +746,7 @@ void fmu_set_defaults(Instance *c)
     c->problem[0] = '\0';
     c->mode = INSTANTIATED;
     c->method = D.method;
+    c->method_used = D.method == SOA_AUTO ? SOA_RK4 : D.method;
     c->built = 0;
     c->params_dirty = 1;
     c->stale = 1;
@@ -646,6 +755,7 @@ void fmu_set_defaults(Instance *c)
     c->renormalized = 0;
     c->energy_valid = c->poses_valid = 0;
     c->jac_valid = 0;
+    c->failed_h = 0.0;
     reset_closures(c);
 }
 
@@ -769,6 +879,7 @@ Instance *fmu_new(const char *name, int kind, int fmi, fmu_emit_fn emit, void (*
         return NULL;
     }
     c->state_size = state_bytes();
+    c->model_digest = model_digest();
     fmu_set_defaults(c);
     return c;
 }
@@ -917,6 +1028,16 @@ static int real_problem(const Instance *c, int vr, double x, char *text, size_t 
         snprintf(text, n, "%s must be > 0, got %.17g", v->name, x);
         return REJ_NONPOSITIVE;
     }
+    if (vr == D.vr_max_step && x < SOA_MIN_MAX_STEP) {
+        snprintf(text, n, "max_step must be \xe2\x89\xa5 %g s (the floor of every step's sub-steps), "
+                 "got %.17g", SOA_MIN_MAX_STEP, x);
+        return REJ_TOO_SMALL;
+    }
+    if (D.vr_stop_stiffness >= 0 && vr >= D.vr_stop_stiffness && vr < D.vr_stop_damping + D.nv
+        && !(x >= 0.0)) {
+        snprintf(text, n, "%s must be >= 0, got %.17g", fmu_named(vr, nm, sizeof nm), x);
+        return REJ_NONPOSITIVE;
+    }
     return OK_VALUE;
 }
 
@@ -963,6 +1084,7 @@ int fmu_set_boolean(Instance *c, unsigned vr, int value, const char *fn)
     }
     c->boolean[vr - (unsigned)D.nreal] = value ? 1 : 0;
     c->pending[vr] = OK_VALUE;
+    if ((int)vr == D.vr_stops_enabled && fmu_running(c)) fmu_apply_gravity(c);   /* tunable */
     fmu_invalidate(c);
     return FMU_OK;
 }
@@ -975,13 +1097,17 @@ int fmu_set_string(Instance *c, unsigned vr, const char *value)
         if (strcmp(value, METHOD_NAMES[k]) == 0) method = k;
     if (method < 0) {
         char text[MSG];
-        snprintf(text, sizeof text, "integrator '%.200s' is not one of rk4, euler, dop853",
+        snprintf(text, sizeof text, "integrator '%.200s' is not one of rk4, euler, dop853, "
+                 "implicit, auto",
                  value ? value : "(null)");
         reject(c, (int)vr, REJ_METHOD, text);
         return FMU_ERROR;
     }
     c->method = method;
+    if (fmu_running(c) && method != SOA_AUTO) c->method_used = method;   /* auto: as decided */
+    else if (!fmu_running(c)) c->params_dirty = 1;        /* resolved when the state is built */
     c->pending[vr] = OK_VALUE;
+    c->failed_h = 0.0;
     return FMU_OK;
 }
 
@@ -1001,13 +1127,40 @@ int fmu_pending_reasons(const Instance *c, char *out, size_t n)
         char nm[256];
         static const char *const why[] = {"", "was set to NaN", "was set to an infinite value",
                                           "is an output", "is a fixed parameter",
-                                          "must be > 0", "is not a known integrator"};
+                                          "must be > 0", "is not a known integrator",
+                                          "is below its floor"};
         used += (size_t)snprintf(out + used, n - used, "%s%s %s (value rejected)", any ? "; " : "",
                                  fmu_named(vr, nm, sizeof nm), why[c->pending[vr]]);
         any = 1;
         if (used >= n) break;
     }
     return any;
+}
+
+/* 1 when a step by h would need more than SOA_MAX_SUBSTEPS sub-steps of max_step (a fixed-step
+ * integrator), with the message naming h, max_step and the count: the step is refused at once. */
+static int too_many_substeps(const Instance *c, double h, char *msg, size_t n)
+{
+    const double max_step = c->real[D.vr_max_step];
+    if (c->method_used == SOA_DOP853 || soa_substeps(h, max_step) >= 1) return 0;
+    snprintf(msg, n, "h / max_step = %.17g / %.17g needs %.6g sub-steps, more than the %d one "
+             "step may take: raise max_step to at least %.6g s or make shorter communication "
+             "steps", h, max_step, ceil(h / max_step), SOA_MAX_SUBSTEPS,
+             h / SOA_MAX_SUBSTEPS);
+    return 1;
+}
+
+/* A step that failed or was refused: Discard with the state unchanged, remembered until anything
+ * changes (the same step asked again is an Error: a master that retries it unchanged, as fmpy
+ * does when fmi2Terminated is false, would loop forever). */
+static int discard(Instance *c, double t, double h, const char *what, const char *msg)
+{
+    fmu_log(c, FMU_DISCARD, "step from t = %.17g by h = %.17g %s (state unchanged): %s", t, h,
+            what, msg);
+    c->failed_t = c->t;
+    c->failed_h = h;
+    snprintf(c->failure, sizeof c->failure, "%s", msg);
+    return FMU_DISCARD;
 }
 
 /* One communication step from t by h (Co-Simulation, both FMI versions). */
@@ -1035,13 +1188,19 @@ int fmu_do_step(Instance *c, double t, double h, const char *fn)
                 "continuing from the FMU's state at t = %.17g", t, c->t, t);
         c->t = t;
     }
+    if (c->failed_h == h && c->failed_t == c->t) {
+        fmu_log(c, FMU_ERROR, "step from t = %.17g by h = %.17g asked again with nothing changed "
+                "since it failed: %s; change h, max_step or the integrator, or restore an FMU "
+                "state", t, h, c->failure);
+        return FMU_ERROR;
+    }
+    if (too_many_substeps(c, h, msg, sizeof msg)) return discard(c, t, h, "refused", msg);
     const soa_status st = integrate(c, h);
     if (st.kind != SOA_OK) {
         fmu_status_message(c, st, msg, sizeof msg);
-        fmu_log(c, FMU_DISCARD, "step from t = %.17g by h = %.17g failed (state unchanged): %s",
-                t, h, msg);
-        return FMU_DISCARD;
+        return discard(c, t, h, "failed", msg);
     }
+    c->failed_h = 0.0;
     c->t += h;
     c->jac_valid = 0;
     return FMU_OK;

@@ -16,6 +16,7 @@
 #define SOA_FMU_INSTANCE_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #include "fmu.h"
 
@@ -32,13 +33,15 @@ extern const char *const MODE_NAMES[];
 extern const char *const METHOD_NAMES[SOA_NMETHODS];
 
 /* Why a variable's value was rejected (pending[vr]); the value itself was not applied. */
-enum { OK_VALUE, REJ_NAN, REJ_INF, REJ_OUTPUT, REJ_FIXED, REJ_NONPOSITIVE, REJ_METHOD };
+enum { OK_VALUE, REJ_NAN, REJ_INF, REJ_OUTPUT, REJ_FIXED, REJ_NONPOSITIVE, REJ_METHOD,
+       REJ_TOO_SMALL, REJ_LAST = REJ_TOO_SMALL };
 
 /* The evolving state of an instance, declared once: what the FMU state saves and restores
  * (X(type, name, count)). */
 #define STATE_SCALARS(X)                                                                          \
     X(int, mode, 1)          /* Mode */                                                           \
     X(int, method, 1)        /* the integrator (string variable "integrator") */                  \
+    X(int, method_used, 1)   /* what it resolved to at initialization (auto: rk4 or implicit) */  \
     X(int, built, 1)         /* the simulation state exists (from the parameters) */              \
     X(int, params_dirty, 1)  /* parameters changed before initialization ended: rebuild */        \
     X(int, stale, 1)         /* qdd not yet computed with the current inputs */                   \
@@ -86,6 +89,11 @@ struct Instance {
     double *scratch;            /* 2 (nreal + 1): adjoint derivatives */
     int jac_valid;
     size_t state_size;          /* bytes of a serialized state */
+    uint64_t model_digest;      /* of the model's constants and variable table (a state's tag) */
+    /* the last step that failed (Discard) and why, until anything changes (a value is set, a state
+     * restored, a step succeeds): the same step asked again fails with Error (fmu_do_step) */
+    double failed_t, failed_h;
+    char failure[MSG];
 };
 
 /* ---------------------------------------------------------------- instance.c */
@@ -145,6 +153,7 @@ int fmu_me_get_states(Instance *c, double *x, size_t nx, const char *fn);
 int fmu_me_set_states(Instance *c, const double *x, size_t nx, const char *fn);
 int fmu_me_get_derivatives(Instance *c, double *dx, size_t nx, const char *fn);
 int fmu_me_nominals(Instance *c, double *x, size_t nx, const char *fn);
+int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn);  /* FMI 2.0 */
 int fmu_me_event_update(Instance *c, int *states_changed, const char *fn);
 int fmu_me_completed_step(Instance *c, int *enter_event, const char *fn);
 int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const unsigned *known,

@@ -389,7 +389,8 @@ static double energy_derivative(const Instance *c, const double *dth, const doub
         double u[6], g[6];
         for (int r = 0; r < 6; r++) u[r] = d->lin_u[r * D.nv + i];
         inertia_apply(d->Ri + 10 * n, m->a0, g);
-        dE += (dot6(s, g) - dot6(u, h)) * dth[i] + dot6(s, h) * dv[i];
+        const double p = dot6(s, h) + m->armature[i] * c->real[D.vr_qd + i];   /* + rotor a qd */
+        dE += (dot6(s, g) - dot6(u, h)) * dth[i] + p * dv[i];
     }
     return dE;
 }
@@ -564,15 +565,22 @@ int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const
             /* at the joint forces with the dissipation T = tau - d qd - f_c s(qd) (dissipation.c),
              * whose own rate dT/dqd = -diag(d + f_c s'(qd)) adds M^-1 dT/dqd to d(beta-dot)/dqd */
             const double *qd = c->real + D.vr_qd;
-            memcpy(c->qs, soa_joint_forces(c->m, c->d, qd, c->real + D.vr_tau), sizeof(double) * nv);
+            memcpy(c->qs, soa_joint_forces(c->m, c->d, c->qn, qd, c->real + D.vr_tau),
+                   sizeof(double) * nv);
             st = soa_aba_derivatives(c->m, c->d, c->qn, qd, c->qs, use, c->jac, c->jac + nv * nv,
                                      nv, c->jac + 2 * nv * nv);
-            if (st.kind == SOA_OK && c->m->dissipative) {
+            if (st.kind == SOA_OK && (c->m->dissipative || c->m->stopped)) {
+                /* and the active stops' dT/dq = -k, dT/dqd = -b (dissipation.c) */
                 const double vs = c->m->vfric[0], *Minv = c->jac + 2 * nv * nv;
                 for (int b = 0; b < nv; b++) {
                     const double th = tanh(qd[b] / vs);
-                    const double w = c->m->damping[b] + c->m->friction[b] * (1.0 - th * th) / vs;
-                    for (int a = 0; a < nv; a++) c->jac[nv * nv + a * nv + b] -= Minv[a * nv + b] * w;
+                    double ks = 0.0, bs = 0.0;
+                    if (c->m->stopped) soa_stop_force(c->m, b, c->qn, qd, &ks, &bs);
+                    const double w = c->m->damping[b] + c->m->friction[b] * (1.0 - th * th) / vs + bs;
+                    for (int a = 0; a < nv; a++) {
+                        c->jac[nv * nv + a * nv + b] -= Minv[a * nv + b] * w;
+                        c->jac[a * nv + b] -= Minv[a * nv + b] * ks;
+                    }
                 }
             }
             c->jac_valid = st.kind == SOA_OK;
@@ -660,6 +668,29 @@ int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const uns
         double x = 0.0;
         for (size_t i = 0; i < nseed; i++) x += seed[i] * col[i];
         out[j] = x;
+    }
+    return FMU_OK;
+}
+
+/* The event indicators (FMI 2.0 Model Exchange): one per joint stop limit, dof order, lower
+ * first: q - lower and upper - q (the stop acts where one is < 0), so the integrator lands on the
+ * contact instant; 1 while the stops are switched off (no event). */
+int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn)
+{
+    const soa_model *m = c->m;
+    size_t n = 0;
+    for (int i = 0; i < D.nv; i++) n += (size_t)((m->stop_on[i] & 1) + ((m->stop_on[i] >> 1) & 1));
+    if (ni != n) {
+        fmu_log(c, FMU_ERROR, "%s: this FMU has %zu event indicators, %zu were asked for", fn, n, ni);
+        return FMU_ERROR;
+    }
+    if (ni && !z) return FMU_ERROR;
+    const double *q = c->real + D.vr_q;
+    size_t k = 0;
+    for (int i = 0; i < D.nv; i++) {
+        const int qi = m->stop_qi[i];
+        if (m->stop_on[i] & 1) z[k++] = m->stopped && qi >= 0 ? q[qi] - m->stop_lo[i] : 1.0;
+        if (m->stop_on[i] & 2) z[k++] = m->stopped && qi >= 0 ? m->stop_hi[i] - q[qi] : 1.0;
     }
     return FMU_OK;
 }

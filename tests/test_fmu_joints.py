@@ -1,0 +1,115 @@
+"""Joints in the FMU (docs/joints.md, docs/fmu.md): armature, joint stops (parameters, switch,
+stop_tau, Model Exchange event indicators), the integrators implicit / auto and integrator_used —
+both flavours bit for bit against the Simulator."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pytest
+
+import soa_fmu as sf
+from soa_fmu import _core
+
+fmpy = pytest.importorskip("fmpy")
+from fmu_fixtures import RUNTIMES, Instance, build  # noqa: E402
+
+LOWER = 0.5
+MODEL = f"""
+name = "stopped_pendulum"
+gravity = [0.0, 0.0, -9.81]
+[[bodies]]
+name = "bob"
+parent = "world"
+mass = 1.0
+com = [0.0, 0.0, -1.0]
+inertia = [0.001, 0.001, 0.001]
+[bodies.joint]
+type = "revolute"
+name = "hinge"
+axis = [0.0, 1.0, 0.0]
+limits = {{ lower = {LOWER}, upper = 2.0, armature = 0.2, damping = 0.1 }}
+"""
+Q0 = LOWER - math.radians(30)        # released 30° beyond the lower stop (gravity pushes into it)
+
+
+@pytest.fixture(scope="module")
+def model_file(tmp_path_factory):
+    p = tmp_path_factory.mktemp("joints") / "stopped_pendulum.toml"
+    p.write_text(MODEL)
+    return p
+
+
+@pytest.fixture(scope="module", params=RUNTIMES)
+def stopped_fmu(request, model_file):
+    return build(model_file, name="Stopped", runtime=request.param)
+
+
+def run(inst, n, h=1e-3):
+    rows = []
+    for _ in range(n):
+        t = getattr(inst, "t", 0.0)
+        inst.fmu.doStep(t, h)           # (fmpy raises on a status above warning)
+        inst.t = t + h
+        rows.append((inst.get("q")[0], inst.get("qd")[0], inst.get("stop_tau")[0]))
+    return np.array(rows)
+
+
+def test_stop_fmu_matches_the_simulator(stopped_fmu, model_file):
+    model = sf.load_model(model_file)
+    inst = Instance(stopped_fmu).init({"q0[1]": Q0})
+    assert inst.get("armature")[0] == 0.2
+    assert inst.get("stop_stiffness")[0] == model.stop_stiffness[0]
+    assert inst.get("integrator_used")[0] == 0                  # auto: rk4 holds its bound
+    assert "integrator auto: rk4" in inst.log_text()
+    rows = run(inst, 1500)
+    sim = sf.Simulator(model, q0=[Q0])
+    for _ in range(1500):
+        sim.step(1e-3)
+    assert rows[-1, 0] == sim.q[0] and rows[-1, 1] == sim.qd[0]       # bit for bit
+    assert rows[-1, 2] == _core.stop_forces(model.data, sim.q, sim.qd)[0]
+    assert 0 < LOWER - rows[-1, 0] < math.radians(1.0)                 # held within 1°
+    # the switch is tunable: off, the pendulum falls through the stop
+    inst.set("stops_enabled", False)
+    rows = run(inst, 500)
+    assert rows[-1, 0] < 0.3 and rows[-1, 2] == 0.0
+    # a negative stiffness is refused (not applied), naming the dof
+    from fmpy.fmi1 import FMICallException
+    try:
+        inst.fmu.setReal([inst.vr["stop_stiffness[1]"]], [-1.0])
+        error = False
+    except FMICallException:
+        error = True
+    assert error == inst.native and "stop_stiffness[1]" in inst.log_text()
+    assert "must be >= 0, got -1" in inst.log_text()
+    assert inst.get("stop_stiffness")[0] == model.stop_stiffness[0]
+    inst.close()
+
+
+def test_implicit_and_auto_in_the_fmu(stopped_fmu, model_file):
+    """integrator = implicit runs the C core's implicit step (the Simulator's, bit for bit); the
+    qdd output is β̇ at the new state."""
+    model = sf.load_model(model_file)
+    inst = Instance(stopped_fmu).init({"q0[1]": Q0, "integrator": "implicit"})
+    assert inst.get("integrator_used")[0] == 3
+    rows = run(inst, 300)
+    sim = sf.Simulator(model, q0=[Q0], method="implicit")
+    for _ in range(300):
+        sim.step(1e-3)
+    assert rows[-1, 0] == sim.q[0] and rows[-1, 1] == sim.qd[0]
+    np.testing.assert_array_equal(inst.get("qdd"), sim.qdd)
+    T = _core.joint_forces(model.data, sim.q, sim.qd, np.zeros(1))
+    np.testing.assert_allclose(sim.qdd, sf.forward_dynamics(model, sim.q, sim.qd, T), rtol=1e-14)
+    inst.close()
+
+
+def test_model_exchange_event_indicators(model_file):
+    """One event indicator per stop limit; CVode through the contacts agrees with a tight CS run."""
+    fmu = build(model_file, name="Stopped", runtime="native")      # (the CS tests' FMU: both)
+    md = fmpy.read_model_description(str(fmu))
+    assert md.numberOfEventIndicators == 2
+    me = fmpy.simulate_fmu(fmu, fmi_type="ModelExchange", stop_time=1.0, output_interval=1e-3,
+                           start_values={"q0[1]": Q0}, output=["q[1]"], relative_tolerance=1e-8)
+    model = sf.load_model(model_file)
+    ref = sf.simulate(model, 1.0, dt=1e-3, q0=[Q0], method="dop853", rtol=1e-10, atol=1e-12)
+    assert abs(me["q[1]"][-1] - ref["q"][-1, 0]) < 1e-5
