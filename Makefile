@@ -7,7 +7,7 @@ STAMP   := $(VENV)/.installed
 EXT     := $(VENV)/.extension
 CSRC    := $(wildcard soa_fmu/core/*.c soa_fmu/core/*.h soa_fmu/_core/*.c soa_fmu/_core/*.h)
 
-.PHONY: demo test bench test-slow test-sanitize clean venv browser
+.PHONY: demo test bench test-slow test-sanitize mutate clean venv browser
 
 venv: $(EXT)
 
@@ -61,6 +61,12 @@ test-sanitize: $(STAMP)
 
 bench: $(EXT)
 	$(BIN)/python benchmarks/run_all.py
+
+# Named mutants of the C core and the FMU wrapper, each applied alone to a copy of the checkout and
+# run against the tests that guard it; every mutant must be killed (benchmarks/results/mutate.txt).
+# Not part of `make test`: it rebuilds the extension once per core mutant (minutes).
+mutate: $(EXT)
+	$(BIN)/python benchmarks/mutate.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache out soa_fmu/_core*.so

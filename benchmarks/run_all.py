@@ -1,4 +1,4 @@
-"""`make bench`: run every benchmark script in this folder, then print one summary of the tables."""
+"""`make bench`: run every benchmark script in this folder; each writes its table to results/."""
 from __future__ import annotations
 
 import subprocess
@@ -14,9 +14,6 @@ def main() -> int:
         print(f"### {script.name}", flush=True)
         if subprocess.run([sys.executable, str(script)], cwd=HERE.parent).returncode != 0:
             failed.append(script.name)
-    summary = "\n".join(p.read_text() for p in sorted((HERE / "results").glob("*.txt"))
-                        if p.name != "summary.txt")
-    (HERE / "results" / "summary.txt").write_text(summary)
     print(f"\nall tables: {HERE / 'results'}")
     if failed:
         print("FAILED: " + ", ".join(failed), file=sys.stderr)

@@ -10,8 +10,8 @@ connectivity map ι(k) of seed 000 (2.7) is ``parent``.
 into the C engine's ``soa_model`` (constants, immutable) and :meth:`Model.create_data` makes a
 ``soa_data`` (every per-call array, allocated once and reused): the Model / Data split of
 Pinocchio, with both buffer tables declared once in ``soa_fmu/core/soa.h``.  The Python API
-functions use the model's own default Data unless they are handed another (``data=``), e.g. one
-per thread.
+functions use the model's own default Data unless they are handed another (``data=``): one Data
+per thread (the tree kernels release the GIL; docs/engine.md, "Threads").
 """
 from __future__ import annotations
 

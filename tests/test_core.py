@@ -93,6 +93,12 @@ def test_status_errors_are_value_errors_naming_the_input():
     with pytest.raises(_core.StatusError, match=r"qd\[3\] \(j3\) is not finite") as e:
         sf.forward_dynamics(model, q, qd, np.zeros(4))
     assert isinstance(e.value, ValueError) and e.value.args[1:] == (_core.BAD_QD, 2)
+    qd[2], tau = 0.0, np.zeros(4)
+    for bad in (np.nan, np.inf):                 # τ is checked before the sweeps (soa_check_inputs)
+        tau[1] = bad
+        with pytest.raises(_core.StatusError, match=r"tau\[2\] \(j2\) is not finite") as e:
+            sf.forward_dynamics(model, q, qd, tau)
+        assert e.value.args[1:] == (_core.BAD_TAU, 1)
     with pytest.raises(ValueError, match=r"tau must have shape \(4,\), got \(3,\)"):
         sf.forward_dynamics(model, q, np.zeros(4), np.zeros(3))
     with pytest.raises(ValueError, match="tau must be a vector of 4 numbers"):

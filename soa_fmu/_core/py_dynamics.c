@@ -20,8 +20,9 @@ static PyObject *py_aba(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssiz
         goto done;
     const int use_fext = PyObject_IsTrue(args[4]);
     if (use_fext < 0) goto done;
-    const soa_status st = soa_aba(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau), use_fext,
-                                  SOA_DBL(out));
+    soa_status st;
+    SOA_PY_KERNEL(m, st, soa_aba(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau), use_fext,
+                                 SOA_DBL(out)));
     if (st.kind != SOA_OK) soa_py_status(d->model, st);
     else { result = (PyObject *)out; out = NULL; }
 done:
@@ -43,8 +44,9 @@ static PyObject *py_aba_bias_free(PyObject *Py_UNUSED(mod), PyObject *const *arg
         goto done;
     const int use_fext = PyObject_IsTrue(args[4]);
     if (use_fext < 0) goto done;
-    const soa_status st = soa_aba_bias_free(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau),
-                                            use_fext, SOA_DBL(out));
+    soa_status st;
+    SOA_PY_KERNEL(m, st, soa_aba_bias_free(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau),
+                                           use_fext, SOA_DBL(out)));
     if (st.kind != SOA_OK) soa_py_status(d->model, st);
     else { result = (PyObject *)out; out = NULL; }
 done:
@@ -66,8 +68,9 @@ static PyObject *py_rnea(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssi
         goto done;
     const int use_fext = PyObject_IsTrue(args[4]);
     if (use_fext < 0) goto done;
-    const soa_status st = soa_rnea(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(qdd), use_fext,
-                                   SOA_DBL(out));
+    soa_status st;
+    SOA_PY_KERNEL(m, st, soa_rnea(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(qdd), use_fext,
+                                  SOA_DBL(out)));
     if (st.kind != SOA_OK) soa_py_status(d->model, st);
     else { result = (PyObject *)out; out = NULL; }
 done:
@@ -88,7 +91,8 @@ static PyObject *configuration_matrix(PyObject *const *args, Py_ssize_t nargs, m
     if (!q) return NULL;
     PyArrayObject *out = soa_py_new(2, m->nv, m->nv);
     if (!out) { Py_DECREF(q); return NULL; }
-    const soa_status st = f(m, d->d, SOA_DBL(q), SOA_DBL(out));
+    soa_status st;
+    SOA_PY_KERNEL(m, st, f(m, d->d, SOA_DBL(q), SOA_DBL(out)));
     Py_DECREF(q);
     if (st.kind != SOA_OK) {
         Py_DECREF(out);
@@ -118,7 +122,8 @@ static PyObject *py_kinematics(PyObject *Py_UNUSED(mod), PyObject *const *args, 
     const soa_model *m = d->model->m;
     PyArrayObject *q = soa_py_vector(args[1], m->nq, "q"), *qd = NULL;
     if (!q || !(qd = soa_py_vector(args[2], m->nv, "qd"))) { Py_XDECREF(q); return NULL; }
-    const soa_status st = soa_kinematics(m, d->d, SOA_DBL(q), SOA_DBL(qd));
+    soa_status st;
+    SOA_PY_KERNEL(m, st, soa_kinematics(m, d->d, SOA_DBL(q), SOA_DBL(qd)));
     Py_DECREF(q); Py_DECREF(qd);
     if (st.kind != SOA_OK) return soa_py_status(d->model, st);
     Py_RETURN_NONE;

@@ -1,0 +1,130 @@
+"""Each limitation docs/limitations.md states is still real: when one is lifted, its test here fails
+and the page must change with it (the page names this file)."""
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+import warnings
+import zipfile
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import soa_fmu as sf
+from soa_fmu import _core
+from soa_fmu.io import ModelWarning
+from soa_fmu.model import ModelError
+from fmu_fixtures import build
+
+REPO = Path(__file__).resolve().parents[1]
+EX = REPO / "model_descriptions" / "examples"
+PAGE = (REPO / "docs" / "limitations.md").read_text(encoding="utf-8")
+
+
+@pytest.fixture(scope="module")
+def flexible():
+    model = sf.load_model(EX / "flexible_arm.toml")
+    q = model.neutral_configuration()
+    return model, q, np.zeros(model.nv)
+
+
+def test_page_names_this_test():
+    assert "tests/test_limitations.py" in PAGE
+
+
+@pytest.mark.parametrize("call", [
+    lambda m, q, z: sf.mass_matrix_inverse(m, q),
+    lambda m, q, z: sf.linearize(m, q, z, z),
+    lambda m, q, z: sf.mass_matrix_derivative(m, q),
+    lambda m, q, z: sf.coriolis_matrix(m, q, z),
+    lambda m, q, z: sf.operational_space_inertia(m, q, [m.bodies[-1].name]),
+], ids=["minv", "linearize", "dM", "coriolis", "lambda"])
+def test_flexible_bodies_are_unsupported_by_these_families(flexible, call):
+    model, q, z = flexible
+    assert model.max_modes > 0
+    with pytest.raises(_core.StatusError, match="flexible"):
+        call(model, q, z)
+
+
+def test_flexible_bodies_run_the_documented_algorithms(flexible):
+    model, q, z = flexible
+    for f in (lambda: sf.forward_dynamics(model, q, z, z), lambda: sf.inverse_dynamics(model, q, z, z),
+              lambda: sf.mass_matrix(model, q)):
+        assert np.all(np.isfinite(f()))
+
+
+def test_flexible_with_constraints_is_refused():
+    model = sf.load_model(EX / "flexible_arm.toml")
+    model.add_constraint("pin", "ball", model.bodies[-1].name, "world")
+    with pytest.raises(ModelError, match="flexible"):
+        model.core
+
+
+def test_flexible_fmu_has_no_directional_derivatives():
+    with zipfile.ZipFile(build("flexible_arm.toml", runtime="native")) as z:
+        xml = z.read("modelDescription.xml").decode()
+    assert 'providesDirectionalDerivative="true"' not in xml
+    assert "providesDirectionalDerivative" in PAGE
+
+
+def test_constraint_kinds_are_two_sided_only():
+    model = sf.load_model(EX / "four_bar.toml")
+    kinds = ("weld", "ball", "hinge", "soft_finger")
+    assert all(f"`{k}`" in PAGE for k in kinds)
+    with pytest.raises(ModelError, match="weld"):
+        model.add_constraint("c", "unilateral", "rocker_tip", "pivot_D")
+
+
+def test_only_recursive_and_general_methods():
+    model = sf.load_model(EX / "four_bar.toml")
+    z = np.zeros(model.nv)
+    with pytest.raises(ValueError, match="method"):
+        sf.constrained_forward_dynamics(model, model.initial_q, z, z, method="rccfd2")
+
+
+def test_me_fmu_with_constraints_has_no_directional_derivatives():
+    with zipfile.ZipFile(build("four_bar.toml")) as z:
+        xml = z.read("modelDescription.xml").decode()
+    me = re.search(r"<ModelExchange[^>]*>", xml).group(0)
+    assert 'providesDirectionalDerivative="true"' not in me
+
+
+def test_mimic_joints_are_independent_with_a_warning(tmp_path):
+    urdf = tmp_path / "mimic.urdf"
+    urdf.write_text("""<robot name="m">
+  <link name="base"/><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+  <joint name="j2" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/><mimic joint="j1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
+</robot>""")
+    with pytest.warns(ModelWarning, match="mimic"):
+        model = sf.load_model(urdf)
+    assert model.nv == 2                                   # two independent dofs
+
+
+@pytest.mark.parametrize("extra", [["--fmi", "3"], ["--interface", "me"], ["--interface", "both"]])
+def test_python_flavour_is_fmi2_cs_only(tmp_path, extra):
+    r = subprocess.run([sys.executable, str(REPO / "build_fmu.py"), str(EX / "pendulum.toml"),
+                        "-o", str(tmp_path / "P.fmu"), "--runtime", "python", *extra],
+                       capture_output=True, text=True)
+    assert r.returncode == 1 and r.stderr.strip() and not (tmp_path / "P.fmu").exists(), r.stderr
+
+
+def test_threads_statement_matches_the_code():
+    threshold = re.search(r"#define SOA_PY_NOGIL_NV (\d+)",
+                          (REPO / "soa_fmu/_core/pycore.h").read_text()).group(1)
+    assert f"≥ {threshold} velocity dofs" in PAGE
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert "data" in sf.forward_dynamics.__code__.co_varnames
+
+
+@pytest.mark.parametrize("name,what", [("flexible_arm.toml", "flexible bodies"),
+                                       ("four_bar.toml", "closure constraints")])
+def test_implicit_integrator_refuses_flexible_and_closed_chains(name, what):
+    from soa_fmu.integrators import IntegrationError
+    assert "`implicit` integrator" in PAGE and what in PAGE
+    with pytest.raises(IntegrationError, match=f"implicit integrator does not handle {what}"):
+        sf.simulate(sf.load_model(EX / name), 0.01, method="implicit")
