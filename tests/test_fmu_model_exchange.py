@@ -198,7 +198,7 @@ def test_model_exchange_matches_co_simulation_and_simulator(name):
     times = np.linspace(0.0, Te, 5)
     ref = simulator_reference(name, start, times)
     euler = []
-    for n in (100, 400):
+    for n in (200, 800):                   # (the stops make the arm's ODE stiffer: finer steps)
         me = simulate_fmu(str(fmu), stop_time=Te, step_size=Te / n, output_interval=Te / n,
                           fmi_type="ModelExchange", solver="Euler", start_values=start,
                           output=names)
@@ -479,6 +479,9 @@ def test_fmi3_model_exchange_through_fmpy():
     for k, v in start.items():
         group, i = k.split("[")[0], int(k.split("[")[1][:-1]) - 1
         start3[group][i] = v
+    # the joint stops off in both: FMI 2.0 ME locates stop events, FMI 3.0 declares no stop event
+    # indicators (docs/limitations.md), so with stops the solver calls would differ
+    start, start3 = {**start, "stops_enabled": False}, {**start3, "stops_enabled": False}
     r2 = simulate_fmu(str(f2), stop_time=T, output_interval=T / 20, fmi_type="ModelExchange",
                       relative_tolerance=1e-9, start_values=start)
     r3 = simulate_fmu(str(f3), stop_time=T, output_interval=T / 20, fmi_type="ModelExchange",
