@@ -18,6 +18,10 @@
 #include "soa.h"
 #include "spatial.h"
 
+#ifdef SOA_COUNT_SWEEPS
+long soa_sweep_counts[2];
+#endif
+
 /* out = A^-1 for a symmetric positive-definite n x n block (row stride 6), by Cholesky;
  * scratch: two 6x6 blocks.  Returns 0 if A is not positive definite. */
 static int invert_spd(const double *A, int n, double *out, double *scratch)
@@ -209,6 +213,7 @@ static void filter_step_body(const soa_model *m, soa_data *d, const double *S, c
  * and forms Sw and Mw).  Returns the index of a body whose D(k) is not positive definite, or -1. */
 int soa_riccati_sweep(const soa_model *m, soa_data *d, int inertial)
 {
+    SOA_COUNT_SWEEP(0);
     const double *S = m->S;
     if (inertial) {
         soa_joint_maps_to_world(m, d);
@@ -241,6 +246,7 @@ void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, in
 static int articulated_pass(const soa_model *m, soa_data *d, const double *S, const double *T,
                             int use_fext, int inertial, int factor)
 {
+    SOA_COUNT_SWEEP(factor ? 0 : 1);
     for (int k = 0; k < m->nb; k++)
         for (int i = 0; i < 6; i++) d->f[6 * k + i] = 0.0;
     for (int k = m->nb - 1; k >= 0; k--) {

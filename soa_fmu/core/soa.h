@@ -445,6 +445,16 @@ typedef struct {
 } soa_tree_inputs;
 soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t, double *qdd);
 
+/* Test builds (-DSOA_COUNT_SWEEPS): the articulated passes run since the program started,
+ * [0] with the Riccati sweep (a full forward dynamics), [1] the filter and smoother alone
+ * (soa_tree_acceleration_refilter); tests assert the count of an RK4 step.  Not thread-safe. */
+#ifdef SOA_COUNT_SWEEPS
+extern long soa_sweep_counts[2];
+#define SOA_COUNT_SWEEP(i) (soa_sweep_counts[i]++)
+#else
+#define SOA_COUNT_SWEEP(i) ((void)0)
+#endif
+
 /* nsub fixed steps of size h from time t, (q, qd) in place; qdd <- beta-dot at the end. */
 soa_status soa_rk4_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,
                         double t, double h, int nsub, double *qdd);
