@@ -154,8 +154,12 @@ static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, i
         if (!riccati_step(S + 6 * m->v0[k], n, P, d->G + 36 * k, d->Dinv + 36 * k, Pplus,
                           d->s66 + 2 * 36, d->s66 + 4 * 36))
             return 0;
-    } else {
-        for (int i = 0; i < 36; i++) Pplus[i] = P[i];
+    } else {                                          /* no dof: P+ = P, added as it is */
+        if (p >= 0 && inertial)
+            for (int i = 0; i < 36; i++) d->P[36 * p + i] += P[i];
+        else
+            for (int i = 0; i < 36; i++) Pplus[i] = P[i];
+        if (inertial) return 1;
     }
     if (p < 0) return 1;
     if (inertial)
@@ -193,14 +197,21 @@ static void filter_step_body(const soa_model *m, soa_data *d, const double *S, c
     const int v0 = m->v0[k], n = m->nvj[k], p = m->parent[k];
     double *z = d->f + 6 * k;
     const double *Dinv = d->Dinv + 36 * k, *G = d->G + 36 * k;
-    for (int dd = 0; dd < n; dd++) d->eps[v0 + dd] = T[v0 + dd] - dot6(S + 6 * (v0 + dd), z);
-    for (int dd = 0; dd < n; dd++) {
-        double s = 0.0;
-        for (int e = 0; e < n; e++) s += Dinv[6 * dd + e] * d->eps[v0 + e];
-        d->nu[v0 + dd] = s;
+    if (n == 1) {                                    /* (the common case, written out) */
+        const double eps = T[v0] - dot6(S + 6 * v0, z);
+        d->eps[v0] = eps;
+        d->nu[v0] = Dinv[0] * eps;
+        for (int i = 0; i < 6; i++) z[i] += G[6 * i] * eps;
+    } else {
+        for (int dd = 0; dd < n; dd++) d->eps[v0 + dd] = T[v0 + dd] - dot6(S + 6 * (v0 + dd), z);
+        for (int dd = 0; dd < n; dd++) {
+            double s = 0.0;
+            for (int e = 0; e < n; e++) s += Dinv[6 * dd + e] * d->eps[v0 + e];
+            d->nu[v0 + dd] = s;
+        }
+        for (int i = 0; i < 6; i++)
+            for (int dd = 0; dd < n; dd++) z[i] += G[6 * i + dd] * d->eps[v0 + dd];
     }
-    for (int i = 0; i < 6; i++)
-        for (int dd = 0; dd < n; dd++) z[i] += G[6 * i + dd] * d->eps[v0 + dd];
     if (p < 0) return;
     if (inertial)
         for (int i = 0; i < 6; i++) d->f[6 * p + i] += z[i];
@@ -273,13 +284,20 @@ static void smoother(const soa_model *m, soa_data *d, const double *S, const dou
             for (int i = 0; i < 6; i++) ak[i] = ap[i];
         else
             apply_phi_star(d->R + 9 * k, d->l + 3 * k, ap, ak);
-        for (int dd = 0; dd < n; dd++) {
-            double s = d->nu[v0 + dd];
-            for (int i = 0; i < 6; i++) s -= G[6 * i + dd] * ak[i];
-            qdd[v0 + dd] = s;
+        if (n == 1) {                                /* (the common case, written out) */
+            double s = d->nu[v0];
+            for (int i = 0; i < 6; i++) s -= G[6 * i] * ak[i];
+            qdd[v0] = s;
+            for (int i = 0; i < 6; i++) ak[i] += S[6 * v0 + i] * s;
+        } else {
+            for (int dd = 0; dd < n; dd++) {
+                double s = d->nu[v0 + dd];
+                for (int i = 0; i < 6; i++) s -= G[6 * i + dd] * ak[i];
+                qdd[v0 + dd] = s;
+            }
+            for (int dd = 0; dd < n; dd++)
+                for (int i = 0; i < 6; i++) ak[i] += S[6 * (v0 + dd) + i] * qdd[v0 + dd];
         }
-        for (int dd = 0; dd < n; dd++)
-            for (int i = 0; i < 6; i++) ak[i] += S[6 * (v0 + dd) + i] * qdd[v0 + dd];
         if (with_bias)
             for (int i = 0; i < 6; i++) ak[i] += d->a[6 * k + i];
     }
@@ -311,12 +329,16 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
 int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double *q,
                                    const double *qd, const double *tau, int use_fext, double *qdd)
 {
-    soa_outward_placements(m, d, q);
-    soa_world_placements(m, d);
-    soa_joint_maps_to_world(m, d);
-    soa_inertias_to_world(m, d);
-    soa_inertial_velocities(m, d, qd);
-    for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
+    if (m->nm) {
+        soa_outward_placements(m, d, q);
+        soa_world_placements(m, d);
+        soa_joint_maps_to_world(m, d);
+        soa_inertias_to_world(m, d);
+        soa_inertial_velocities(m, d, qd);
+        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
+    } else {
+        soa_inertial_outward(m, d, q, qd);            /* the same, one pass (kinematics.c) */
+    }
     const int k = articulated_pass(m, d, d->Sw, tau, use_fext, 1, 1);
     if (k >= 0) return k;
     smoother(m, d, d->Sw, m->a0, 1, qdd, 1);

@@ -347,6 +347,7 @@ void soa_inertial_velocities(const soa_model *m, soa_data *d, const double *qd);
 void soa_inertial_accelerations(const soa_model *m, soa_data *d, const double *qdd,
                                 const double *base);
 void soa_joint_maps_to_world(const soa_model *m, soa_data *d);
+void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, const double *qd);
 void soa_point_jacobian(const soa_model *m, const soa_data *d, int body, const double *p_world,
                         double *J);
 soa_status soa_kinematics(const soa_model *m, soa_data *d, const double *q, const double *qd);
