@@ -123,25 +123,28 @@ void soa_inertial_accelerations(const soa_model *m, soa_data *d, const double *q
     }
 }
 
+/* o = H*_I of one dof: its body-frame joint map s as a motion at the world origin, world axes, for
+ * a body at (R, p) in world. */
+static inline void joint_map_to_world(const double *R, const double *p, const double *s, double *o)
+{
+    for (int i = 0; i < 3; i++) {
+        o[i] = R[3 * i] * s[0] + R[3 * i + 1] * s[1] + R[3 * i + 2] * s[2];
+        o[3 + i] = R[3 * i] * s[3] + R[3 * i + 1] * s[4] + R[3 * i + 2] * s[5];
+    }
+    /* velocity of the point at the world origin: v + w x (0 - p) = v + p x w */
+    o[3] += p[1] * o[2] - p[2] * o[1];
+    o[4] += p[2] * o[0] - p[0] * o[2];
+    o[5] += p[0] * o[1] - p[1] * o[0];
+}
+
 /* Sw[i] = H*_I of velocity dof i: its unit twist as a motion at the world origin, world axes
  * (the inertial-frame joint maps of seed 004 sec. 5).  Needs the world placements. */
 void soa_joint_maps_to_world(const soa_model *m, soa_data *d)
 {
-    for (int k = 0; k < m->nb; k++) {
-        const double *R = d->Rw + 9 * k, *p = d->pw + 3 * k;
-        for (int dd = 0; dd < m->nvj[k]; dd++) {
-            const double *s = m->S + 6 * (m->v0[k] + dd);
-            double *o = d->Sw + 6 * (m->v0[k] + dd);
-            for (int i = 0; i < 3; i++) {
-                o[i] = R[3 * i] * s[0] + R[3 * i + 1] * s[1] + R[3 * i + 2] * s[2];
-                o[3 + i] = R[3 * i] * s[3] + R[3 * i + 1] * s[4] + R[3 * i + 2] * s[5];
-            }
-            /* velocity of the point at the world origin: v + w x (0 - p) = v + p x w */
-            o[3] += p[1] * o[2] - p[2] * o[1];
-            o[4] += p[2] * o[0] - p[0] * o[2];
-            o[5] += p[0] * o[1] - p[1] * o[0];
-        }
-    }
+    for (int k = 0; k < m->nb; k++)
+        for (int dd = 0; dd < m->nvj[k]; dd++)
+            joint_map_to_world(d->Rw + 9 * k, d->pw + 3 * k, m->S + 6 * (m->v0[k] + dd),
+                               d->Sw + 6 * (m->v0[k] + dd));
 }
 
 /* R = Xr Rj, l = Xp (+ Xr tj): body k's placement in its parent for the joints of robot arms
@@ -217,15 +220,8 @@ void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, cons
         }
         double *V = d->V + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0}, MV[6];
         for (int dd = 0; dd < m->nvj[k]; dd++) {     /* H*_I and the joint's relative velocity */
-            const double *s = m->S + 6 * (v0 + dd);
             double *o = d->Sw + 6 * (v0 + dd);
-            for (int i = 0; i < 3; i++) {
-                o[i] = Rw[3 * i] * s[0] + Rw[3 * i + 1] * s[1] + Rw[3 * i + 2] * s[2];
-                o[3 + i] = Rw[3 * i] * s[3] + Rw[3 * i + 1] * s[4] + Rw[3 * i + 2] * s[5];
-            }
-            o[3] += pw[1] * o[2] - pw[2] * o[1];
-            o[4] += pw[2] * o[0] - pw[0] * o[2];
-            o[5] += pw[0] * o[1] - pw[1] * o[0];
+            joint_map_to_world(Rw, pw, m->S + 6 * (v0 + dd), o);
             for (int i = 0; i < 6; i++) rel[i] += o[i] * qd[v0 + dd];
         }
         const double *cb = m->com + 3 * k;          /* M_I(k) from (m, pw + Rw p, Rw J_C Rw^T) */

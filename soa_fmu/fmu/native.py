@@ -242,7 +242,8 @@ BUILD_STATS = {"engine_compiled": 0, "engine_reused": 0}    # counts of this pro
 
 
 def cache_root() -> Path:
-    """Where compiled engine objects are kept (the pythonfmu runtime's engine cache root)."""
+    """The cache folder: compiled engine objects here, the pythonfmu flavour's engine copies
+    (build_fmu's boot module carries this function's source)."""
     if os.environ.get("SOA_FMU_CACHE_DIR"):
         return Path(os.environ["SOA_FMU_CACHE_DIR"])
     if sys.platform == "win32":
