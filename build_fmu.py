@@ -112,14 +112,8 @@ _slave_module = []
 
 {engine_hash_source}
 
-def _cache_root():
-    if os.environ.get("SOA_FMU_CACHE_DIR"):
-        return Path(os.environ["SOA_FMU_CACHE_DIR"])
-    if sys.platform == "win32":
-        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
-    else:
-        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
-    return Path(base) / "soa_fmu"
+{cache_root_source}
+_cache_root = cache_root
 
 
 def _same_soa_fmu():
@@ -457,8 +451,10 @@ def _python_members(identifier: str, model_name: str, cfg: dict, engine_dir: Pat
     boot = entry + "_boot"
     hash_src = ("ENGINE_FILES = " + repr(ENGINE_FILES) + "\n\n\n" + inspect.getsource(engine_files)
                 + "\n\n" + inspect.getsource(engine_hash))
+    from soa_fmu.fmu.native import cache_root          # (the one definition, copied in)
     boot_src = BOOT_TEMPLATE.format(identifier=identifier, short=ehash[:16], engine_hash=ehash,
-                                    version=soa_fmu.__version__, engine_hash_source=hash_src)
+                                    version=soa_fmu.__version__, engine_hash_source=hash_src,
+                                    cache_root_source=inspect.getsource(cache_root))
     compile(boot_src, "boot", "exec")
     entry_src = ENTRY_TEMPLATE.format(identifier=identifier, model_name=model_name, boot=boot)
     members: list[tuple[str, bytes]] = []

@@ -18,6 +18,10 @@
 #include "soa.h"
 #include "spatial.h"
 
+#ifdef SOA_COUNT_SWEEPS
+long soa_sweep_counts[2];
+#endif
+
 /* out = A^-1 for a symmetric positive-definite n x n block (row stride 6), by Cholesky;
  * scratch: two 6x6 blocks.  Returns 0 if A is not positive definite. */
 static int invert_spd(const double *A, int n, double *out, double *scratch)
@@ -156,8 +160,12 @@ static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, i
         if (!riccati_step(S + 6 * m->v0[k], n, P, a, d->G + 36 * k, d->Dinv + 36 * k, Pplus,
                           d->s66 + 2 * 36, d->s66 + 4 * 36))
             return 0;
-    } else {
-        for (int i = 0; i < 36; i++) Pplus[i] = P[i];
+    } else {                                          /* no dof: P+ = P, added as it is */
+        if (p >= 0 && inertial)
+            for (int i = 0; i < 36; i++) d->P[36 * p + i] += P[i];
+        else
+            for (int i = 0; i < 36; i++) Pplus[i] = P[i];
+        if (inertial) return 1;
     }
     if (p < 0) return 1;
     if (inertial)
@@ -195,14 +203,21 @@ static void filter_step_body(const soa_model *m, soa_data *d, const double *S, c
     const int v0 = m->v0[k], n = m->nvj[k], p = m->parent[k];
     double *z = d->f + 6 * k;
     const double *Dinv = d->Dinv + 36 * k, *G = d->G + 36 * k;
-    for (int dd = 0; dd < n; dd++) d->eps[v0 + dd] = T[v0 + dd] - dot6(S + 6 * (v0 + dd), z);
-    for (int dd = 0; dd < n; dd++) {
-        double s = 0.0;
-        for (int e = 0; e < n; e++) s += Dinv[6 * dd + e] * d->eps[v0 + e];
-        d->nu[v0 + dd] = s;
+    if (n == 1) {                                    /* (the common case, written out) */
+        const double eps = T[v0] - dot6(S + 6 * v0, z);
+        d->eps[v0] = eps;
+        d->nu[v0] = Dinv[0] * eps;
+        for (int i = 0; i < 6; i++) z[i] += G[6 * i] * eps;
+    } else {
+        for (int dd = 0; dd < n; dd++) d->eps[v0 + dd] = T[v0 + dd] - dot6(S + 6 * (v0 + dd), z);
+        for (int dd = 0; dd < n; dd++) {
+            double s = 0.0;
+            for (int e = 0; e < n; e++) s += Dinv[6 * dd + e] * d->eps[v0 + e];
+            d->nu[v0 + dd] = s;
+        }
+        for (int i = 0; i < 6; i++)
+            for (int dd = 0; dd < n; dd++) z[i] += G[6 * i + dd] * d->eps[v0 + dd];
     }
-    for (int i = 0; i < 6; i++)
-        for (int dd = 0; dd < n; dd++) z[i] += G[6 * i + dd] * d->eps[v0 + dd];
     if (p < 0) return;
     if (inertial)
         for (int i = 0; i < 6; i++) d->f[6 * p + i] += z[i];
@@ -220,6 +235,7 @@ int soa_riccati_sweep(const soa_model *m, soa_data *d, int inertial)
 
 int soa_riccati_sweep_diag(const soa_model *m, soa_data *d, int inertial, const double *diag)
 {
+    SOA_COUNT_SWEEP(0);
     const double *S = m->S;
     if (!diag) diag = m->armature;
     if (inertial) {
@@ -255,6 +271,7 @@ static int articulated_pass(const soa_model *m, soa_data *d, const double *S, co
 {
     /* use_fext: SOA_USE_FEXT, or SOA_USE_CONTACT for f_ext + the contact forces (contact.c) */
     const double *fext = (use_fext & SOA_USE_CONTACT) ? d->ct_fext : use_fext ? d->fext : NULL;
+    SOA_COUNT_SWEEP(factor ? 0 : 1);
     for (int k = 0; k < m->nb; k++)
         for (int i = 0; i < 6; i++) d->f[6 * k + i] = 0.0;
     for (int k = m->nb - 1; k >= 0; k--) {
@@ -281,13 +298,20 @@ static void smoother(const soa_model *m, soa_data *d, const double *S, const dou
             for (int i = 0; i < 6; i++) ak[i] = ap[i];
         else
             apply_phi_star(d->R + 9 * k, d->l + 3 * k, ap, ak);
-        for (int dd = 0; dd < n; dd++) {
-            double s = d->nu[v0 + dd];
-            for (int i = 0; i < 6; i++) s -= G[6 * i + dd] * ak[i];
-            qdd[v0 + dd] = s;
+        if (n == 1) {                                /* (the common case, written out) */
+            double s = d->nu[v0];
+            for (int i = 0; i < 6; i++) s -= G[6 * i] * ak[i];
+            qdd[v0] = s;
+            for (int i = 0; i < 6; i++) ak[i] += S[6 * v0 + i] * s;
+        } else {
+            for (int dd = 0; dd < n; dd++) {
+                double s = d->nu[v0 + dd];
+                for (int i = 0; i < 6; i++) s -= G[6 * i + dd] * ak[i];
+                qdd[v0 + dd] = s;
+            }
+            for (int dd = 0; dd < n; dd++)
+                for (int i = 0; i < 6; i++) ak[i] += S[6 * (v0 + dd) + i] * qdd[v0 + dd];
         }
-        for (int dd = 0; dd < n; dd++)
-            for (int i = 0; i < 6; i++) ak[i] += S[6 * (v0 + dd) + i] * qdd[v0 + dd];
         if (with_bias)
             for (int i = 0; i < 6; i++) ak[i] += d->a[6 * k + i];
     }
@@ -326,14 +350,18 @@ int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double
 int soa_tree_acceleration_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
                                const double *tau, int use_fext, const double *diag, double *qdd)
 {
-    soa_outward_placements(m, d, q);
-    soa_world_placements(m, d);
-    soa_joint_maps_to_world(m, d);
-    soa_inertias_to_world(m, d);
-    soa_inertial_velocities(m, d, qd);
+    if (m->nm) {
+        soa_outward_placements(m, d, q);
+        soa_world_placements(m, d);
+        soa_joint_maps_to_world(m, d);
+        soa_inertias_to_world(m, d);
+        soa_inertial_velocities(m, d, qd);
+        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
+    } else {
+        soa_inertial_outward(m, d, q, qd);            /* the same, one pass (kinematics.c) */
+    }
     if (use_fext & SOA_USE_CONTACT)                  /* contact.c, at these placements, V_I */
         soa_contact_forces(m, d, (use_fext & SOA_USE_FEXT) ? d->fext : NULL);
-    for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
     const int k = articulated_pass(m, d, d->Sw, tau, use_fext, 1, 1, diag ? diag : m->armature);
     if (k >= 0) return k;
     smoother(m, d, d->Sw, m->a0, 1, qdd, 1);

@@ -1,6 +1,8 @@
 /* Kinematics (SPEC E4): placements, V = phi* H* beta, a(k), b(k), alpha, and the Jacobian
  * J = B* phi* H* of a point (seed 000 eqs. 2.8, 2.13-2.14; seed 001 eqs. 6-9, 20-21, 25).
  * These outward sweeps are shared by every algorithm family. */
+#include <math.h>
+
 #include "soa.h"
 #include "spatial.h"
 
@@ -121,24 +123,118 @@ void soa_inertial_accelerations(const soa_model *m, soa_data *d, const double *q
     }
 }
 
+/* o = H*_I of one dof: its body-frame joint map s as a motion at the world origin, world axes, for
+ * a body at (R, p) in world. */
+static inline void joint_map_to_world(const double *R, const double *p, const double *s, double *o)
+{
+    for (int i = 0; i < 3; i++) {
+        o[i] = R[3 * i] * s[0] + R[3 * i + 1] * s[1] + R[3 * i + 2] * s[2];
+        o[3 + i] = R[3 * i] * s[3] + R[3 * i + 1] * s[4] + R[3 * i + 2] * s[5];
+    }
+    /* velocity of the point at the world origin: v + w x (0 - p) = v + p x w */
+    o[3] += p[1] * o[2] - p[2] * o[1];
+    o[4] += p[2] * o[0] - p[0] * o[2];
+    o[5] += p[0] * o[1] - p[1] * o[0];
+}
+
 /* Sw[i] = H*_I of velocity dof i: its unit twist as a motion at the world origin, world axes
  * (the inertial-frame joint maps of seed 004 sec. 5).  Needs the world placements. */
 void soa_joint_maps_to_world(const soa_model *m, soa_data *d)
 {
-    for (int k = 0; k < m->nb; k++) {
-        const double *R = d->Rw + 9 * k, *p = d->pw + 3 * k;
-        for (int dd = 0; dd < m->nvj[k]; dd++) {
-            const double *s = m->S + 6 * (m->v0[k] + dd);
-            double *o = d->Sw + 6 * (m->v0[k] + dd);
-            for (int i = 0; i < 3; i++) {
-                o[i] = R[3 * i] * s[0] + R[3 * i + 1] * s[1] + R[3 * i + 2] * s[2];
-                o[3 + i] = R[3 * i] * s[3] + R[3 * i + 1] * s[4] + R[3 * i + 2] * s[5];
-            }
-            /* velocity of the point at the world origin: v + w x (0 - p) = v + p x w */
-            o[3] += p[1] * o[2] - p[2] * o[1];
-            o[4] += p[2] * o[0] - p[0] * o[2];
-            o[5] += p[0] * o[1] - p[1] * o[0];
+    for (int k = 0; k < m->nb; k++)
+        for (int dd = 0; dd < m->nvj[k]; dd++)
+            joint_map_to_world(d->Rw + 9 * k, d->pw + 3 * k, m->S + 6 * (m->v0[k] + dd),
+                               d->Sw + 6 * (m->v0[k] + dd));
+}
+
+/* R = Xr Rj, l = Xp (+ Xr tj): body k's placement in its parent for the joints of robot arms
+ * written out (revolute / prismatic about a coordinate axis of the joint frame: Rj mixes two
+ * columns of Xr; fixed), the others by soa_joint_transform.  Rj, tj are stored as
+ * soa_outward_placements stores them. */
+static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, const double *q)
+{
+    const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *ax = m->axis + 3 * k;
+    double *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k, *R = d->R + 9 * k, *l = d->l + 3 * k;
+    const int jt = m->jtype[k];
+    int e = -1;                                      /* the coordinate axis of the joint, if any */
+    if (jt == SOA_REVOLUTE || jt == SOA_PRISMATIC)
+        for (int i = 0; i < 3; i++)
+            if (ax[i] == 1.0 && ax[(i + 1) % 3] == 0.0 && ax[(i + 2) % 3] == 0.0) e = i;
+    if (jt == SOA_FIXED || (jt == SOA_PRISMATIC && e >= 0)) {
+        const double x = jt == SOA_FIXED ? 0.0 : q[m->q0[k]];
+        set_identity3(Rj);
+        tj[0] = tj[1] = tj[2] = 0.0;
+        if (e >= 0) tj[e] = x;
+        for (int i = 0; i < 9; i++) R[i] = Xr[i];
+        for (int i = 0; i < 3; i++) l[i] = Xp[i] + (e >= 0 ? Xr[3 * i + e] * x : 0.0);
+        return;
+    }
+    if (jt == SOA_REVOLUTE && e >= 0) {              /* Rj: a rotation by theta about axis e */
+        const double th = q[m->q0[k]], c = cos(th), sn = sin(th);
+        const int a = (e + 1) % 3, b = (e + 2) % 3;  /* Rj e_a = c e_a + s e_b, Rj e_b = -s e_a + c e_b */
+        set_identity3(Rj);
+        Rj[4 * a] = Rj[4 * b] = c;
+        Rj[3 * b + a] = sn;
+        Rj[3 * a + b] = -sn;
+        tj[0] = tj[1] = tj[2] = 0.0;
+        for (int i = 0; i < 3; i++) {
+            const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
+            R[3 * i + a] = c * xa + sn * xb;
+            R[3 * i + b] = c * xb - sn * xa;
+            R[3 * i + e] = Xr[3 * i + e];
+            l[i] = Xp[i];
         }
+        return;
+    }
+    soa_joint_transform(m, k, q, Rj, tj);
+    for (int i = 0; i < 3; i++) {
+        const double *x = Xr + 3 * i;
+        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
+        l[i] = Xp[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
+    }
+}
+
+/* The outward passes of the inertial-frame forward dynamics fused into one base-to-tip pass (rigid
+ * models): per body its placement in the parent and in world, H*_I (Sw), M_I (Mw, and P <- M_I
+ * for the Riccati sweep), V_I, a_I, b_I -- what soa_outward_placements, soa_world_placements,
+ * soa_joint_maps_to_world, soa_inertias_to_world and soa_inertial_velocities compute, the same
+ * numbers (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
+void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, const double *qd)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const int p = m->parent[k], v0 = m->v0[k];
+        placement_in_parent(m, d, k, q);
+        const double *R = d->R + 9 * k, *l = d->l + 3 * k;
+        double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
+        if (p < 0) {
+            for (int i = 0; i < 9; i++) Rw[i] = R[i];
+            for (int i = 0; i < 3; i++) pw[i] = l[i];
+        } else {
+            const double *Rp = d->Rw + 9 * p, *pp = d->pw + 3 * p;
+            for (int i = 0; i < 3; i++) {
+                const double *r = Rp + 3 * i;
+                for (int j = 0; j < 3; j++)
+                    Rw[3 * i + j] = r[0] * R[j] + r[1] * R[3 + j] + r[2] * R[6 + j];
+                pw[i] = pp[i] + r[0] * l[0] + r[1] * l[1] + r[2] * l[2];
+            }
+        }
+        double *V = d->V + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0}, MV[6];
+        for (int dd = 0; dd < m->nvj[k]; dd++) {     /* H*_I and the joint's relative velocity */
+            double *o = d->Sw + 6 * (v0 + dd);
+            joint_map_to_world(Rw, pw, m->S + 6 * (v0 + dd), o);
+            for (int i = 0; i < 6; i++) rel[i] += o[i] * qd[v0 + dd];
+        }
+        const double *cb = m->com + 3 * k;          /* M_I(k) from (m, pw + Rw p, Rw J_C Rw^T) */
+        double c[3], J[9], *Mw = d->Mw + 36 * k;
+        for (int i = 0; i < 3; i++)
+            c[i] = pw[i] + Rw[3 * i] * cb[0] + Rw[3 * i + 1] * cb[1] + Rw[3 * i + 2] * cb[2];
+        rotate_symmetric3(Rw, m->Jc + 9 * k, 3, J);
+        spatial_inertia(m->mass[k], c, J, Mw);
+        for (int i = 0; i < 36; i++) d->P[36 * k + i] = Mw[i];
+        for (int i = 0; i < 6; i++) V[i] = (p < 0 ? 0.0 : d->V[6 * p + i]) + rel[i];
+        cross_motion(V, rel, d->a + 6 * k);
+        matvec6(Mw, V, MV);
+        cross_force(V, MV, d->b + 6 * k);
     }
 }
 

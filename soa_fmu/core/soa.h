@@ -431,6 +431,7 @@ void soa_inertial_velocities(const soa_model *m, soa_data *d, const double *qd);
 void soa_inertial_accelerations(const soa_model *m, soa_data *d, const double *qdd,
                                 const double *base);
 void soa_joint_maps_to_world(const soa_model *m, soa_data *d);
+void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, const double *qd);
 void soa_point_jacobian(const soa_model *m, const soa_data *d, int body, const double *p_world,
                         double *J);
 soa_status soa_kinematics(const soa_model *m, soa_data *d, const double *q, const double *qd);
@@ -570,6 +571,17 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
  * component, its value in d->diverged[0]); any other st is returned as it is. */
 soa_status soa_diverged(const soa_model *m, soa_data *d, const double *q, const double *qd,
                         soa_status st);
+
+/* Test builds (-DSOA_COUNT_SWEEPS): the articulated passes run since the program started,
+ * [0] with the Riccati sweep (a full forward dynamics), [1] the filter and smoother alone
+ * (soa_tree_acceleration_refilter); tests assert the count of an RK4 step.  Not thread-safe. */
+#ifdef SOA_COUNT_SWEEPS
+extern long soa_sweep_counts[2];
+#define SOA_COUNT_SWEEP(i) (soa_sweep_counts[i]++)
+#else
+#define SOA_COUNT_SWEEP(i) ((void)0)
+#endif
+
 /* nsub fixed steps of size h from time t, (q, qd) in place; qdd <- beta-dot at the end. */
 soa_status soa_rk4_with(const soa_model *m, soa_data *d, soa_accel acc, double *q, double *qd,
                         double t, double h, int nsub, double *qdd);

@@ -239,19 +239,115 @@ def compiler() -> str:
                            "gcc, or build with --runtime python")
 
 
-def compile_library(sources: dict[str, bytes], identifier: str, fmi: int = 2) -> bytes:
-    """Compile the FMU's sources (name -> bytes, flat) into the shared library; its bytes."""
+# The engine (core + wrapper: every source but the generated model) does not depend on the model:
+# it is compiled once into object files kept in <cache>/native/<key>/ (<cache>: $SOA_FMU_CACHE_DIR,
+# else $XDG_CACHE_HOME/soa_fmu, else ~/.cache/soa_fmu), key = a hash of the compiler (its path
+# and --version), the flags, the FMI headers and every engine source, so that any change compiles
+# anew.  Each FMU build then compiles only fmu_model.c and links.
+OBJECT_FLAGS = tuple(f for f in CFLAGS if f not in ("-shared", "-Wl,-z,defs"))
+LINK_FLAGS = ("-shared", "-Wl,-z,defs") if sys.platform.startswith("linux") else ("-shared",)
+BUILD_STATS = {"engine_compiled": 0, "engine_reused": 0}    # counts of this process (tests)
+
+
+def cache_root() -> Path:
+    """The cache folder: compiled engine objects here, the pythonfmu flavour's engine copies
+    (build_fmu's boot module carries this function's source)."""
+    if os.environ.get("SOA_FMU_CACHE_DIR"):
+        return Path(os.environ["SOA_FMU_CACHE_DIR"])
+    if sys.platform == "win32":
+        base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
+    else:
+        base = os.environ.get("XDG_CACHE_HOME") or str(Path.home() / ".cache")
+    return Path(base) / "soa_fmu"
+
+
+_CC_VERSION: dict[str, str] = {}
+
+
+def engine_key(engine: dict[str, bytes], cc: str, fmi: int) -> str:
+    """The cache key of the engine's objects: compiler, flags, headers, sources."""
+    import hashlib
+    if cc not in _CC_VERSION:
+        r = subprocess.run([cc, "--version"], capture_output=True, text=True)
+        _CC_VERSION[cc] = r.stdout
+    h = hashlib.sha256()
+    for part in (cc, _CC_VERSION[cc], " ".join(OBJECT_FLAGS), str(fmi)):
+        h.update(part.encode() + b"\0")
+    headers = fmi_headers(fmi)
+    for name, data in sorted(engine.items()) + sorted(
+            (p.name, p.read_bytes()) for p in headers.glob(f"fmi{fmi}*.h")):
+        h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
+    return h.hexdigest()[:24]
+
+
+def _compile_objects(cc: str, src: Path, names: list[str], out: Path, fmi: int) -> None:
+    """Each source in src -> out/<stem>.o, run side by side (two at a time)."""
+    procs, err = [], ""
+    pending = list(names)
+    while pending or procs:
+        while pending and len(procs) < max(2, os.cpu_count() or 1):
+            n = pending.pop(0)
+            procs.append(subprocess.Popen(
+                [cc, *OBJECT_FLAGS, f"-I{src}", f"-I{fmi_headers(fmi)}", "-c", str(src / n), "-o",
+                 str(out / (Path(n).stem + ".o"))], stderr=subprocess.PIPE, text=True))
+        p = procs.pop(0)
+        _, e = p.communicate()
+        if p.returncode != 0 and not err:
+            err = next((ln for ln in e.splitlines() if "error" in ln), e.strip()) or "failed"
+    if err:
+        raise NativeBuildError(f"compiling the native FMU failed: {err[:300]}")
+
+
+def engine_objects(engine: dict[str, bytes], fmi: int = 2) -> list[Path]:
+    """The engine's object files (compiled now if the cache has none for this key)."""
     cc = compiler()
+    folder = cache_root() / "native" / f"fmi{fmi}-{engine_key(engine, cc, fmi)}"
+    stems = sorted(Path(n).stem + ".o" for n in engine if n.endswith(".c"))
+    if folder.is_dir() and all((folder / o).is_file() for o in stems):
+        BUILD_STATS["engine_reused"] += 1
+        return [folder / o for o in stems]
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
+    try:
+        for name, data in engine.items():
+            (tmp / name).write_bytes(data)
+        _compile_objects(cc, tmp, sorted(n for n in engine if n.endswith(".c")), tmp, fmi)
+        for name in engine:
+            (tmp / name).unlink()
+        try:
+            os.replace(tmp, folder)           # atomic; another build may have won the race
+        except OSError:
+            if not folder.is_dir():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    BUILD_STATS["engine_compiled"] += 1
+    return [folder / o for o in stems]
+
+
+def compile_library(sources: dict[str, bytes], identifier: str, fmi: int = 2) -> bytes:
+    """Compile the FMU's sources (name -> bytes, flat) into the shared library; its bytes.  The
+    engine's objects come from the cache (engine_objects); only the model source compiles here."""
+    cc = compiler()
+    engine = {n: b for n, b in sources.items() if n != MODEL_SOURCE}
+    try:
+        objects = engine_objects(engine, fmi)
+    except OSError:                            # no writable cache: everything in a temporary one
+        objects = None
     with tempfile.TemporaryDirectory(prefix="soa_fmu_native_") as d:
         src = Path(d, "sources")
         src.mkdir()
         for name, data in sources.items():
             (src / name).write_bytes(data)
+        if objects is None:
+            _compile_objects(cc, src, sorted(n for n in engine if n.endswith(".c")), Path(d), fmi)
+            objects = sorted(Path(d).glob("*.o"))
+        _compile_objects(cc, src, [MODEL_SOURCE], Path(d), fmi)
         out = Path(d, identifier + library_suffix())
-        cmd = [cc, *CFLAGS, f"-I{src}", f"-I{fmi_headers(fmi)}",
-               *sorted(str(p) for p in src.glob("*.c")), "-o", str(out), "-lm"]
+        cmd = [cc, *LINK_FLAGS, str(Path(d, Path(MODEL_SOURCE).stem + ".o")),
+               *map(str, objects), "-o", str(out), "-lm"]
         r = subprocess.run(cmd, capture_output=True, text=True)
         if r.returncode != 0 or not out.is_file():
             first = next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip())
-            raise NativeBuildError(f"compiling the native FMU failed: {first[:300]}")
+            raise NativeBuildError(f"linking the native FMU failed: {first[:300]}")
         return out.read_bytes()

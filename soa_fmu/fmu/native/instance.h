@@ -77,6 +77,11 @@ struct Instance {
     char problem[MSG];          /* a pending problem not tied to one variable ("" if none) */
     int energy_valid, poses_valid;
     double *qs, *qds, *qdds;    /* a step works on copies: a failed step leaves the state as is */
+    /* the data holds the articulated factors of the tree at (qf, qdf) (the last evaluation was
+     * the tree's there, nothing else has used the data since): a step from that state runs its
+     * first stage as the filter and smoother alone (soa_tree_accel, q_factored) */
+    int factored;
+    double *qf, *qdf;
     double *dtau, *dqdd;        /* directional derivatives */
     /* closure constraints (nc): the switches and rows of the inputs in the engine's layout, the
      * targets and the switches of the last step (evolving state), the outputs of the engine */
@@ -110,6 +115,7 @@ int fmu_pack_frame_forces(const Instance *c, const double *base, double *fext);
 int fmu_gather_closure_inputs(Instance *c);
 void fmu_put_constraint_outputs(Instance *c);
 void fmu_invalidate(Instance *c);         /* the state or an input changed */
+void fmu_data_used(Instance *c);          /* c->d is about to be used for other work */
 int fmu_build(Instance *c, char *msg, size_t n);
 int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char *fn);
 int fmu_pending_reasons(const Instance *c, char *out, size_t n);

@@ -103,6 +103,7 @@ static soa_status normalize(Instance *c)
  * with `level` when it cannot be evaluated. */
 static int evaluate(Instance *c, int level, const char *fn)
 {
+    fmu_data_used(c);
     const double *qd = c->real + D.vr_qd, *tau = c->real + D.vr_tau;
     soa_status st = normalize(c);
     if (st.kind == SOA_OK) st = soa_check_state(c->m, c->qn, qd);
@@ -241,6 +242,7 @@ int fmu_me_event_update(Instance *c, int *states_changed, const char *fn)
         int on = 0;
         for (int j = 0; j < D.nc; j++) on |= c->active[j] && !c->was_active[j];
         if (on) {
+            fmu_data_used(c);
             double *qd = c->real + D.vr_qd;
             soa_status st = normalize(c);
             if (st.kind == SOA_OK) st = soa_check_state(c->m, c->qn, qd);
@@ -517,6 +519,7 @@ int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const
                 "(providesDirectionalDerivative=\"false\")", fn);
         return FMU_ERROR;
     }
+    fmu_data_used(c);                   /* (the kernels below reuse the data) */
     const int states = D.vr_qdot >= 0;
     int with_x = 0, with_u = 0;
     memset(c->dq, 0, sizeof(double) * D.nq);
