@@ -40,7 +40,7 @@ soa_status soa_closure_accel(void *ctx, const double *q, const double *qd, doubl
     if (!any) {
         for (int i = 0; i < 6 * m->nc; i++) in->forces[i] = 0.0;
         for (int j = 0; j < m->nc; j++) in->residuals[j] = 0.0;
-        soa_tree_inputs tree = {m, d, in->tau, in->use_fext};
+        soa_tree_inputs tree = {m, d, in->tau, in->use_fext, NULL, NULL};
         return soa_tree_accel(&tree, q, qd, t, qdd);
     }
     for (int j = 0; j < m->nc; j++) {

@@ -324,7 +324,7 @@ soa_status soa_dop853(const soa_model *m, soa_data *d, double *q, double *qd, co
 {
     const soa_status st = soa_check_inputs(m, q, qd, tau);
     if (st.kind != SOA_OK) return st;
-    soa_tree_inputs in = {m, d, tau, use_fext};
+    soa_tree_inputs in = {m, d, tau, use_fext, NULL, NULL};
     const soa_accel acc = {soa_tree_accel, &in};
     return soa_dop853_with(m, d, acc, q, qd, t, h, rtol, atol, max_step, qdd);
 }

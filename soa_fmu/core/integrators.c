@@ -146,7 +146,7 @@ soa_status soa_rk4(const soa_model *m, soa_data *d, double *q, double *qd, const
 {
     const soa_status st = soa_check_inputs(m, q, qd, tau);
     if (st.kind != SOA_OK) return st;
-    soa_tree_inputs in = {m, d, tau, use_fext};
+    soa_tree_inputs in = {m, d, tau, use_fext, NULL, NULL};
     const soa_accel acc = {soa_tree_accel, &in};
     return soa_rk4_with(m, d, acc, q, qd, 0.0, h, nsub, qdd);
 }
@@ -156,7 +156,7 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
 {
     const soa_status st = soa_check_inputs(m, q, qd, tau);
     if (st.kind != SOA_OK) return st;
-    soa_tree_inputs in = {m, d, tau, use_fext};
+    soa_tree_inputs in = {m, d, tau, use_fext, NULL, NULL};
     const soa_accel acc = {soa_tree_accel, &in};
     return soa_euler_with(m, d, acc, q, qd, 0.0, h, nsub, qdd);
 }

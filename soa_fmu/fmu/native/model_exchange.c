@@ -116,7 +116,7 @@ static int evaluate(Instance *c, int level, const char *fn)
                                      c->residuals};
             st = soa_closure_accel(&in, c->qn, qd, c->t, c->qdds);
         } else {
-            soa_tree_inputs in = {c->m, c->d, tau, use};
+            soa_tree_inputs in = {c->m, c->d, tau, use, NULL, NULL};
             st = soa_tree_accel(&in, c->qn, qd, c->t, c->qdds);
         }
     }
