@@ -26,7 +26,7 @@ from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,
                           constrained_forward_dynamics, constraint_jacobian, constraint_residuals,
                           project_velocities)
 
-from .sweep import Feedback, sample, sweep
+from .sweep import Feedback, sample, shutdown_cluster, sweep, sweep_cluster
 
 __version__ = "0.1.0"
 
@@ -45,5 +45,5 @@ __all__ = [
     "operational_space_inertia", "operational_space_inertia_inverse", "correction_accelerations",
     "constrained_forward_dynamics", "constraint_residuals", "constraint_jacobian",
     "project_velocities", "ConstrainedResult", "ConstraintError", "ConstraintWarning",
-    "sweep", "sample", "Feedback",
+    "sweep", "sample", "Feedback", "sweep_cluster", "shutdown_cluster",
 ]
