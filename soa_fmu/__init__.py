@@ -26,7 +26,7 @@ from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,
                           constrained_forward_dynamics, constraint_jacobian, constraint_residuals,
                           project_velocities)
 
-from .sweep import Feedback, sample, sweep
+from .sweep import Feedback, sample, shutdown_cluster, sweep, sweep_cluster
 from .contact import Contacts, contact_forces
 from .view import animate
 
@@ -47,7 +47,7 @@ __all__ = [
     "operational_space_inertia", "operational_space_inertia_inverse", "correction_accelerations",
     "constrained_forward_dynamics", "constraint_residuals", "constraint_jacobian",
     "project_velocities", "ConstrainedResult", "ConstraintError", "ConstraintWarning",
-    "sweep", "sample", "Feedback",
+    "sweep", "sample", "Feedback", "sweep_cluster", "shutdown_cluster",
     "contact_forces", "Contacts",
     "animate",
 ]

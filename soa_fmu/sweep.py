@@ -1,11 +1,14 @@
 """Parameter sweeps and Monte Carlo of an FMU on Dask (the ``soa-sweep`` command, docs/sweeps.md).
 
 :func:`sweep` runs an FMU once per row of a samples table — each column a variable of the FMU (a
-parameter, a start value, a constant input) — on a ``dask.distributed`` cluster: a local one
-sized to the machine by default, or any cluster by address.  Each task simulates a batch of
-samples in one worker process, where the FMU is extracted and instantiated once and reset between
-samples; each run is ``fmpy.simulate_fmu`` with the same arguments a serial loop would use, so the
-results are the serial ones, bit for bit.  A failing sample (a value the FMU refuses, a step that
+parameter, a start value, a constant input) — on a ``dask.distributed`` cluster: by default the
+process's local one (:func:`sweep_cluster`: started by the first sweep, its workers started by a
+fork server, never forked from this multi-threaded process; reused by every later sweep; closed
+at exit or by :func:`shutdown_cluster`), or any cluster by address.  Each task simulates a batch
+of samples in one worker process, where the FMU is extracted and instantiated once and reset
+between samples, and returns the batch's trajectories stacked, one array per output; each run is
+``fmpy.simulate_fmu`` with the same arguments a serial loop would use, so the results are the
+serial ones, bit for bit.  A failing sample (a value the FMU refuses, a step that
 fails, a crash that ends its worker) is recorded in ``status``/``message`` and the others
 complete.  :class:`Feedback` co-simulates a controller with every run (fmpy's ``step_finished``);
 :func:`sample` builds a reproducible samples table from distributions; :func:`save` writes the
@@ -18,8 +21,9 @@ code changes; xarray is the labelled container its users analyse results in (Net
 from __future__ import annotations
 
 import argparse
-import logging
+import atexit
 import fnmatch
+import logging
 import hashlib
 import math
 import os
@@ -27,6 +31,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 import time
 import zipfile
 from pathlib import Path
@@ -144,7 +149,8 @@ class Feedback:
 
 
 # ---------------------------------------------------------------- on a worker
-_WORKER_FMUS: dict[str, list] = {}   # FMU hash -> [model description, unzip dir, instance, path]
+_WORKER_FMUS: dict[str, list] = {}   # FMU hash -> [model description, unzip dir, instance, root]
+_WORKER_KEEP = 8                      # FMUs a worker keeps loaded (the least recently used leaves)
 _LOG: list[tuple[int, str]] = []      # the worker's FMU messages (status, text) of the current run
 
 
@@ -152,35 +158,56 @@ def _logger(env, instance, status, category, message) -> None:
     _LOG.append((int(status), message.decode(errors="replace") if message else ""))
 
 
-def _worker_fmu(fmu_bytes: bytes, digest: str, reuse: bool):
-    """The worker's extraction and instance of the FMU (created once per worker process)."""
-    from fmpy import read_model_description
-    from fmpy.simulation import instantiate_fmu
-    entry = _WORKER_FMUS.get(digest)
-    if entry is None:
-        root = Path(tempfile.gettempdir()) / f"soa_fmu_sweep_{digest[:16]}_{os.getpid()}"
-        if root.exists():
-            shutil.rmtree(root, ignore_errors=True)
-        root.mkdir(parents=True)
-        path = root / "model.fmu"
-        path.write_bytes(fmu_bytes)
-        zipfile.ZipFile(path).extractall(root / "x")
-        md = read_model_description(str(path))
-        entry = [md, str(root / "x"), None, str(path)]
-        _WORKER_FMUS[digest] = entry
-    md, unzip, inst, path = entry
-    if inst is not None and not reuse:
+def _free(entry: list) -> None:
+    """Free an FMU a worker loaded: its instance, then its extraction directory."""
+    inst, entry[2] = entry[2], None
+    if inst is not None:
         try:
             inst.freeInstance()
         except Exception:        # noqa: BLE001 — an instance that failed may refuse even this
             pass
+    shutil.rmtree(entry[3], ignore_errors=True)
+
+
+def _worker_fmu(fmu_bytes: bytes, digest: str, reuse: bool):
+    """The worker's extraction and instance of the FMU (created once per worker process, kept for
+    later sweeps of the reused cluster; reset between samples)."""
+    from fmpy import read_model_description
+    from fmpy.simulation import instantiate_fmu
+    entry = _WORKER_FMUS.pop(digest, None)
+    if entry is None:
+        while len(_WORKER_FMUS) >= _WORKER_KEEP:
+            _free(_WORKER_FMUS.pop(next(iter(_WORKER_FMUS))))
+        root = Path(tempfile.mkdtemp(prefix=f"soa_fmu_sweep_{digest[:16]}_"))
+        path = root / "model.fmu"
+        path.write_bytes(fmu_bytes)
+        zipfile.ZipFile(path).extractall(root / "x")
+        entry = [read_model_description(str(path)), str(root / "x"), None, str(root)]
+    _WORKER_FMUS[digest] = entry                 # now the most recently used
+    md, unzip, inst, _root = entry
+    if inst is not None and not reuse:
+        _free([md, unzip, inst, None])
         inst = None
     if inst is None:
         inst = instantiate_fmu(unzip, md, "CoSimulation", logger=_logger)
     else:
         inst.reset()
     entry[2] = inst
-    return md, unzip, inst, path
+    return md, unzip, inst
+
+
+def dask_setup(worker) -> None:
+    """Worker preload hook (dask calls it as each worker of the local cluster starts): the worker's
+    own log lines stay off stderr — its connection errors as the cluster closes after a sweep
+    that succeeded are no news; a sample that fails is reported in the results."""
+    for name in ("distributed", "tornado", "asyncio"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
+
+
+def dask_teardown(worker) -> None:
+    """Worker preload hook (as the worker closes): free the FMUs it loaded, remove their files."""
+    while _WORKER_FMUS:
+        _free(_WORKER_FMUS.popitem()[1])
 
 
 def _fmu_bytes(data: bytes) -> bytes:
@@ -189,31 +216,172 @@ def _fmu_bytes(data: bytes) -> bytes:
 
 
 def _run_batch(fmu_bytes: bytes, digest: str, rows: list[tuple[int, dict]], stop_time: float,
-               step: float, outputs: list[str], inputs, controller=None) -> list[tuple]:
-    """Simulate the samples of one batch: [(index, status, message, {output: array})]."""
+               step: float, outputs: list[str], inputs, controller=None) -> tuple:
+    """Simulate the samples of one batch: (indices, statuses, messages, {output: (k, nt) array}),
+    the batch's trajectories stacked in one array per output (NaN rows for failed samples), so that
+    the caller assembles the results with one copy per batch, not per sample."""
     from fmpy import simulate_fmu
-    out, healthy = [], True
-    for index, values in rows:
-        md, unzip, inst, path = _worker_fmu(fmu_bytes, digest, healthy)
+    nt = int(round(stop_time / step)) + 1
+    blocks = {name: np.full((len(rows), nt), np.nan) for name in outputs}
+    status, message, healthy = [], [], True
+    for j, (index, values) in enumerate(rows):
+        md, unzip, inst = _worker_fmu(fmu_bytes, digest, healthy)
         _LOG.clear()
         try:
             res = simulate_fmu(unzip, start_values=values, stop_time=stop_time, step_size=step,
                                output_interval=step, output=outputs, input=inputs,
                                step_finished=controller,
                                model_description=md, fmu_instance=inst)
-            n = int(round(stop_time / step)) + 1
-            if len(res) != n:
+            if len(res) != nt:
                 raise RuntimeError(f"the FMU stopped at t = {res['time'][-1]!r} of {stop_time!r}")
-            out.append((index, "ok", "", {name: np.asarray(res[name]) for name in outputs}))
+            for name in outputs:
+                blocks[name][j] = res[name]
+            status.append("ok")
+            message.append("")
             healthy = True
         except Exception as e:     # noqa: BLE001 — one failing sample must not end the sweep
-            said = [text for status, text in _LOG if status >= 2]     # the FMU's own reason
+            said = [text for st, text in _LOG if st >= 2]     # the FMU's own reason
             msg = " ".join(str(e).split()) or type(e).__name__
-            if said:
-                msg = f"{said[0]} ({msg})"
-            out.append((index, "failed", msg, None))
+            status.append("failed")
+            message.append(f"{said[0]} ({msg})" if said else msg)
+            for name in outputs:
+                blocks[name][j] = np.nan
             healthy = False
-    return out
+    return [index for index, _ in rows], status, message, blocks
+
+
+# ---------------------------------------------------------------- the local cluster
+# One LocalCluster per process, started by the first sweep that needs it (or sweep_cluster())
+# and reused by every later one; closed by shutdown_cluster() or at exit.
+_LOCAL: dict = {}                 # "client", "cluster", "pid" (the process that started them)
+_LOCAL_LOCK = threading.Lock()
+_AT_EXIT: list[bool] = []         # [True] once shutdown_cluster is registered with atexit
+_PRELOAD = ["distributed", "numpy", "fmpy.simulation", "soa_fmu.sweep"]   # what a worker imports
+
+
+def _start_method() -> str:
+    """How the local cluster starts its workers: ``forkserver`` where the platform has it (Linux,
+    macOS), else ``spawn`` (Windows) — never ``fork``.  The calling process holds threads (the
+    cluster's event loop, the client's, BLAS pools, the user's own), and forking a multi-threaded
+    process can deadlock in the child (a lock held by a thread that does not exist there): the
+    hang of issue 23, which Python 3.12 warns of and 3.14 avoids by defaulting to forkserver.
+    The fork server is a fresh single-threaded process (started by exec, not fork); workers
+    are forked from it, cheaply, with the worker's modules already imported there."""
+    import multiprocessing
+    return "forkserver" if "forkserver" in multiprocessing.get_all_start_methods() else "spawn"
+
+
+def _start_forkserver() -> None:
+    """Start multiprocessing's fork server now, preloaded with the worker's modules, if it is not
+    running: it imports them (~0.3 s) while the caller does its own work, and each worker then
+    forks from it in milliseconds.  Starting it is an exec (safe from any thread)."""
+    import multiprocessing
+    from multiprocessing import forkserver
+    if _start_method() == "forkserver":
+        multiprocessing.get_context("forkserver").set_forkserver_preload(_PRELOAD)
+        forkserver.ensure_running()
+
+
+def _reimporting_main() -> bool:
+    """True while a worker process being started imports the main script again (spawn and
+    forkserver do, as ``__mp_main__``): a script whose sweep is not under
+    ``if __name__ == "__main__":`` would start a cluster from every worker."""
+    f = sys._getframe(1)
+    while f is not None:
+        if f.f_code.co_name == "<module>" and f.f_globals.get("__name__") == "__mp_main__":
+            return True
+        f = f.f_back
+    return False
+
+
+_GUARD = ("put the script's sweep under 'if __name__ == \"__main__\":' (the local cluster's "
+          "workers import the main script as they start; see docs/sweeps.md)")
+
+
+def _check_not_reimporting_main() -> None:
+    if _reimporting_main():
+        raise RuntimeError(f"soa_fmu.sweep: a worker process is importing this script: {_GUARD}")
+
+
+def _local_client():
+    """The running local cluster's Client, or None (also in a forked child: its copy is dead)."""
+    client = _LOCAL.get("client")
+    if client is None or _LOCAL["pid"] != os.getpid():
+        _LOCAL.clear()
+        return None
+    if client.status != "running" or _LOCAL["cluster"].status.name != "running":
+        _close_local()                   # closed by someone else, or its loop died: start anew
+        return None
+    return client
+
+
+def _close_local() -> None:
+    client, cluster = _LOCAL.get("client"), _LOCAL.get("cluster")
+    _LOCAL.clear()
+    for thing in (client, cluster):
+        if thing is not None:
+            try:
+                thing.close(timeout=10)
+            except Exception:    # noqa: BLE001 — already closed or its loop gone: nothing to free
+                pass
+
+
+def _resize(client, cluster, n: int, timeout: float = 60.0) -> None:
+    """Scale the local cluster to ``n`` workers and wait until the scheduler has exactly ``n``."""
+    cluster.scale(n)
+    deadline = time.monotonic() + timeout
+    while len(client.nthreads()) != n:
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the local cluster did not reach {n} workers in {timeout:g} s")
+        time.sleep(0.01)
+
+
+def sweep_cluster(workers: int | None = None):
+    """The process's local Dask cluster for sweeps, as a ``dask.distributed.Client``: started on
+    first use (``workers`` processes, default one per core, 1 thread each, started by a fork
+    server: see docs/sweeps.md) and reused by every later :func:`sweep` with ``client=None``;
+    ``workers`` different from its size scales it (its scheduler stays).  Closed at exit or by
+    :func:`shutdown_cluster`.  The workers keep the FMUs they loaded between sweeps."""
+    if workers is not None and (isinstance(workers, bool) or not isinstance(workers, int)
+                                or workers < 1):
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    _check_not_reimporting_main()
+    with _LOCAL_LOCK:
+        client = _local_client()
+        if client is None:
+            import dask
+            from dask.distributed import Client, LocalCluster
+            from dask.system import CPU_COUNT
+            _start_forkserver()
+            try:
+                # a task whose worker dies is not retried on others (dask's default: 3 times,
+                # each ending one more worker): sweep() runs a lost batch's samples one at a time
+                with dask.config.set({"distributed.worker.multiprocessing-method":
+                                      _start_method(),
+                                      "distributed.scheduler.allowed-failures": 0}):
+                    cluster = LocalCluster(n_workers=workers or CPU_COUNT, threads_per_worker=1,
+                                           processes=True, dashboard_address=":0",
+                                           silence_logs=logging.CRITICAL, preload=[__name__])
+            except Exception as e:
+                raise RuntimeError(f"the local cluster's workers did not start ({e}); if this is "
+                                   f"a script: {_GUARD}") from e
+            client = Client(cluster, set_as_default=False)
+            if not _AT_EXIT:
+                atexit.register(shutdown_cluster)
+                _AT_EXIT.append(True)
+            _LOCAL.update(client=client, cluster=cluster, pid=os.getpid())
+        elif workers is not None and workers != len(_LOCAL["cluster"].worker_spec):
+            _resize(client, _LOCAL["cluster"], workers)
+        return client
+
+
+def shutdown_cluster() -> None:
+    """Close the local cluster of :func:`sweep_cluster` (its workers and scheduler); the next
+    sweep with ``client=None`` starts a new one.  Nothing to do if none is running."""
+    with _LOCAL_LOCK:
+        if _LOCAL.get("pid") == os.getpid():
+            _close_local()
+        _LOCAL.clear()
 
 
 # ---------------------------------------------------------------- the sweep
@@ -247,33 +415,53 @@ def _outputs(md, patterns) -> list[str]:
     return out
 
 
-def _start_method() -> str | None:
-    """How the local cluster starts its worker processes: ``fork`` on Linux (a forked worker is up
-    in ~50 ms with fmpy, numpy and this module already imported; ``spawn``, dask's default, starts
-    a new interpreter that imports them again, ~0.4 s); elsewhere dask's own default."""
-    import multiprocessing
-    return "fork" if sys.platform.startswith("linux") and \
-        "fork" in multiprocessing.get_all_start_methods() else None
+_BATCH_VALUES = 1 << 21      # at most this many result values (16 MiB of float64) in one batch
 
 
-def _client(client, workers: int | None):
-    """(client, things to close afterwards): a new LocalCluster (processes, 1 thread each) for
-    None, a Client for a scheduler address, or the Client given."""
-    import dask
-    from dask.distributed import Client, LocalCluster
-    if client is None:
-        n = workers or os.cpu_count() or 1
-        method = _start_method()
-        config = {"distributed.worker.multiprocessing-method": method} if method else {}
-        with dask.config.set(config):
-            cluster = LocalCluster(n_workers=n, threads_per_worker=1, processes=True,
-                                   dashboard_address=":0", silence_logs=logging.ERROR)
-        c = Client(cluster)
-        return c, [c, cluster]
-    if isinstance(client, str):
-        c = Client(client)
-        return c, [c]
-    return client, []
+def _batch_size(runs: int, slots: int, values_per_run: int) -> int:
+    """Samples per task: about four batches per worker thread (the last ones balance the load),
+    but no batch holding more than _BATCH_VALUES result values, so that long runs and many
+    outputs stream back in pieces a worker and the scheduler hold easily."""
+    return max(1, min(math.ceil(runs / (4 * slots)), _BATCH_VALUES // max(1, values_per_run)))
+
+
+_STALL_S = 20.0      # no worker in the local cluster for this long, work pending: a new cluster
+
+
+class _Stalled(Exception):
+    """The local cluster has had no worker for _STALL_S s with work pending (its nannies did not
+    restart the workers a crash ended); ``left``: the futures that did not finish."""
+
+    def __init__(self, left):
+        super().__init__(f"the local cluster has had no worker for {_STALL_S:g} s")
+        self.left = left
+
+
+def _wait(cl, futures, local: bool, on_done) -> None:
+    """Call ``on_done(future)`` for each of ``futures`` as it finishes (streamed: a batch's
+    results are taken as soon as it is done).  For the local cluster (``local``), raise
+    :class:`_Stalled` rather than wait for ever when it has had no worker for _STALL_S s."""
+    from dask.distributed import as_completed
+    ac, left = as_completed(futures, loop=cl.loop), set(futures)
+    since, check = None, time.monotonic() + 1.0
+    while left:
+        ready = ac.next_batch(block=False)
+        for fut in ready:
+            left.discard(fut)
+            on_done(fut)
+        if ready:
+            since = None
+            continue
+        time.sleep(0.005)
+        now = time.monotonic()
+        if local and now >= check:
+            check = now + 1.0
+            if cl.nthreads():
+                since = None
+            elif since is None:
+                since = now
+            elif now - since > _STALL_S:
+                raise _Stalled(left)
 
 
 def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=None,
@@ -287,16 +475,23 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
     the FMU's DefaultExperiment stepSize); ``inputs``: a time table (structured array or DataFrame
     with a 'time' column) applied to every run; ``controller``: a :class:`Feedback` co-simulated
     with every run (fmpy's ``step_finished``); ``start_values``: values of FMU variables common to
-    every run (a sample's own columns take precedence).  ``client``: None (a local cluster of
-    ``workers`` processes, default one per core, 1 thread each, its workers forked on Linux; closed
-    afterwards), a ``dask.distributed.Client`` or a scheduler address ("tcp://host:8786").
+    every run (a sample's own columns take precedence).  ``client``: None (the process's local
+    cluster, :func:`sweep_cluster`: started by the first such sweep, reused by the next ones;
+    ``workers`` processes, default one per core), a ``dask.distributed.Client`` or a scheduler
+    address ("tcp://host:8786").
 
     Sample i's results equal, bit for bit, ``fmpy.simulate_fmu(fmu, start_values={**start_values,
     **samples.iloc[i]}, stop_time=stop_time, step_size=step, output_interval=step, output=outputs,
-    input=inputs, step_finished=controller)``.  ``ds.attrs``: runs, failures, and the wall time in
-    s (the local cluster's start and close included)."""
+    input=inputs, step_finished=controller)``.  ``ds.attrs``: runs, failures, the wall time in s
+    (a local cluster's start included when this call started it) and the scheduler's address."""
     from fmpy import read_model_description
-    import fmpy.simulation  # noqa: F401 — imported before the workers fork: they inherit it
+    if client is None and workers is not None and (isinstance(workers, bool) or
+                                                   not isinstance(workers, int) or workers < 1):
+        raise ValueError(f"workers must be a positive integer, got {workers!r}")
+    t0 = time.perf_counter()
+    if client is None and not _LOCAL:
+        _check_not_reimporting_main()
+        _start_forkserver()          # its imports overlap the checks and imports below
     path = Path(fmu)
     if not path.is_file():
         raise FileNotFoundError(f"{fmu}: no such FMU")
@@ -331,24 +526,37 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
     digest = hashlib.sha256(data).hexdigest()
     rows = [(i, {k: (v.item() if hasattr(v, "item") else v) for k, v in {**common, **r}.items()})
             for i, r in enumerate(df.to_dict("records"))]
+    n, nt = len(rows), int(round(stop_time / step)) + 1
 
-    t0 = time.perf_counter()
-    cl, to_close = _client(client, workers)
+    from dask.distributed import Client
+    own = isinstance(client, str)
+    cl = sweep_cluster(workers) if client is None else Client(client) if own else client
     try:
         slots = max(1, sum(cl.nthreads().values()))         # worker threads, all workers
-        size = max(1, math.ceil(len(rows) / (4 * slots)))
-        batches = [rows[i:i + size] for i in range(0, len(rows), size)]
+        size = _batch_size(n, slots, nt * len(outs))
+        batches = [rows[i:i + size] for i in range(0, n, size)]
         # the FMU's bytes as a task of their own (not scattered data): the workers fetch them
         # once each, and if a worker dies (a crash in the FMU), the scheduler can recompute them
         blob = cl.submit(_fmu_bytes, data, pure=False)
-        futures = [cl.submit(_run_batch, blob, digest, b, float(stop_time), float(step), outs,
-                             inputs, controller, pure=False) for b in batches]
+        args = (float(stop_time), float(step), outs, inputs, controller)
+        futures = [cl.submit(_run_batch, blob, digest, b, *args, pure=False) for b in batches]
         batch_of = {f.key: b for f, b in zip(futures, batches)}
-        results = []
+        # the results, filled batch by batch as they stream in (one copy per batch)
+        arrays = {name: np.full((n, nt), np.nan) for name in outs}
+        status = np.full(n, "failed", dtype=object)
+        message = np.full(n, "", dtype=object)
+
+        def take(part) -> int:
+            idx, st, msg, blocks = part
+            status[idx], message[idx] = st, msg
+            for name in outs:
+                arrays[name][idx] = blocks[name]
+            return len(idx)
+
         bar = None
         if progress:
             from tqdm import tqdm
-            bar = tqdm(total=len(rows), unit="run", desc=f"sweep {path.name}", file=sys.stderr)
+            bar = tqdm(total=n, unit="run", desc=f"sweep {path.name}", file=sys.stderr)
         # while the workers run, this process's own imports (~0.1 s; xarray imports dask.array,
         # ~0.3 s more, when it builds its first Dataset): the core would idle otherwise
         import xarray as xr
@@ -356,53 +564,68 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
             import dask.array  # noqa: F401
         except ImportError:     # dask without its array extra: xarray does without it
             pass
-        from dask.distributed import as_completed
-        suspects = []
-        for fut in as_completed(futures):
-            try:
-                part = fut.result()
+        suspects, local = [], client is None
+
+        def batch_done(fut) -> None:
+            try:    # (a result lost with its worker is recomputed: no endless wait for it)
+                done = take(fut.result(timeout=_STALL_S))
             except Exception:  # noqa: BLE001 — the batch's worker died (a crash in the FMU) or
-                suspects += batch_of[fut.key]        # it was queued on a worker that another
-                continue                             # batch's crash ended: sort them out below
-            results += part
+                suspects.extend(batch_of[fut.key])   # it was queued on a worker that another
+                return                               # batch's crash ended: sort them out below
+            finally:
+                fut.release()
             if bar is not None:
-                bar.update(len(part))
+                bar.update(done)
+
+        def revive():
+            """A new local cluster when the nannies brought no worker back (_Stalled)."""
+            workers_then = len(_LOCAL["cluster"].worker_spec) if _LOCAL else workers
+            shutdown_cluster()
+            cl = sweep_cluster(workers_then)
+            return cl, cl.submit(_fmu_bytes, data, pure=False)
+
+        try:
+            _wait(cl, futures, local, batch_done)
+        except _Stalled as e:            # the batches left: one sample at a time, below
+            suspects += [row for fut in e.left for row in batch_of[fut.key]]
+            cl, blob = revive()
         # each sample of a lost batch once more, alone and one at a time (no other task in
         # flight to be lost with it): a sample that crashes its worker again fails alone
         for row in suspects:
-            fut = cl.submit(_run_batch, blob, digest, [row], float(stop_time), float(step), outs,
-                            inputs, controller, pure=False)
-            try:
-                part = fut.result()
-            except Exception as e:  # noqa: BLE001
-                msg = " ".join(str(e).split()) or type(e).__name__
-                part = [(row[0], "failed", f"its worker process died: {msg}", None)]
-            results += part
+            for attempt in (1, 2):      # a second one only after a new cluster (_Stalled)
+                fut = cl.submit(_run_batch, blob, digest, [row], *args, pure=False)
+                lost = None
+                try:
+                    _wait(cl, [fut], local, lambda f: take(f.result(timeout=_STALL_S)))
+                except _Stalled:
+                    lost = "its worker process died and was not restarted"
+                    cl, blob = revive()
+                    continue
+                except Exception as e:  # noqa: BLE001
+                    lost = "its worker process died: " + (" ".join(str(e).split()) or
+                                                          type(e).__name__)
+                break
+            if lost:
+                status[row[0]], message[row[0]] = "failed", lost
             if bar is not None:
                 bar.update(1)
         if bar is not None:
             bar.close()
+        address = cl.scheduler.address
+        blob.release()
     finally:
-        for thing in to_close:
-            thing.close()
+        if own:
+            cl.close()
     wall = time.perf_counter() - t0
 
-    n, nt = len(rows), int(round(stop_time / step)) + 1
-    arrays = {name: np.full((n, nt), np.nan) for name in outs}
-    status = np.empty(n, dtype=object)
-    message = np.empty(n, dtype=object)
-    for index, st, msg, values in results:
-        status[index], message[index] = st, msg
-        if values is not None:
-            for name in outs:
-                arrays[name][index] = values[name]
     coords = {"sample": np.arange(n), "time": np.arange(nt) * step}
     coords.update({c: ("sample", df[c].to_numpy()) for c in df.columns})
     ds = xr.Dataset({name: (("sample", "time"), arrays[name]) for name in outs}, coords=coords)
     ds["status"] = ("sample", status.astype(str))
     ds["message"] = ("sample", message.astype(str))
     ds.attrs.update(fmu=path.name, stop_time=float(stop_time), step=float(step),
-                    wall_time_s=wall, runs=n, failures=int((ds["status"] != "ok").sum()))
+                    wall_time_s=wall, runs=n, failures=int((ds["status"] != "ok").sum()),
+                    scheduler=str(address))
     return ds
 
 
@@ -432,7 +655,10 @@ class _Parser(argparse.ArgumentParser):
 def main(argv=None) -> int:
     """``soa-sweep``: a sweep or Monte Carlo of an FMU on Dask, results to NetCDF or Zarr."""
     ap = _Parser(prog="soa-sweep", description="Run an FMU over a samples table or random "
-                 "variations on a Dask cluster; write the results as NetCDF (.nc) or Zarr (.zarr).")
+                 "variations on a Dask cluster; write the results as NetCDF (.nc) or Zarr (.zarr).",
+                 epilog="Exit status: 0 when the results are written (a warning line on stderr "
+                 "says how many runs failed, if any), 1 when every run failed (the results are "
+                 "still written) or on an error, 2 for a bad command line.")
     ap.add_argument("fmu", help="the FMU (.fmu)")
     src = ap.add_mutually_exclusive_group(required=True)
     src.add_argument("--samples", help="CSV file: one column per FMU variable, one row per run")
@@ -492,12 +718,24 @@ def main(argv=None) -> int:
         return 1
     runs, fails, wall = ds.attrs["runs"], ds.attrs["failures"], ds.attrs["wall_time_s"]
     print(f"{runs} runs, {fails} failed, {wall:.1f} s, {runs / wall:.1f} runs/s -> {args.out}")
-    if fails:      # how many, and the first reason, where a shell sees it; every run failed: exit 1
-        first = next(str(m) for st, m in zip(ds["status"].values, ds["message"].values)
-                     if st != "ok")
-        print(f"soa-sweep: {fails} of {runs} runs failed; the first: {' '.join(first.split())}",
-              file=sys.stderr)
-    return 1 if runs and fails == runs else 0
+    return _failures(ds, args.out)
+
+
+def _failures(ds, out) -> int:
+    """The exit status of ``soa-sweep``: 1, with an error line on stderr, when every run failed;
+    0 otherwise, with a warning line on stderr when some failed (their status and message are
+    in the results)."""
+    runs, fails = ds.attrs["runs"], ds.attrs["failures"]
+    if not fails:
+        return 0
+    first = int(np.flatnonzero(ds["status"].values != "ok")[0])
+    why = f"first: sample {first}: {ds['message'].values[first]}"
+    if fails == runs:
+        print(f"soa-sweep: error: all {runs} runs failed ({why})", file=sys.stderr)
+        return 1
+    print(f"soa-sweep: warning: {fails} of {runs} runs failed ({why}); their status and message "
+          f"are in {out}", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":

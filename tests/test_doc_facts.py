@@ -233,6 +233,7 @@ SI = {
     "N": {"kg": 1, "m": 1, "s": -2}, "N.m": {"kg": 1, "m": 2, "s": -2},
     "N.m.s/rad": {"kg": 1, "m": 2, "s": -1, "rad": -1}, "N.s/m": {"kg": 1, "s": -1},
     "kg": {"kg": 1}, "kg.m2": {"kg": 1, "m": 2}, "J": {"kg": 1, "m": 2, "s": -2},
+    "N.m/rad": {"kg": 1, "m": 2, "s": -2, "rad": -1}, "N/m": {"kg": 1, "s": -2},
 }
 
 # The unit of each arm7 variable (all joints revolute), by hand.
@@ -243,6 +244,8 @@ ARM_UNITS = [
     (r"max_step", "s"), (r"rtol|atol", "1"), (r"energy", "J"), (r"\w+\.position\[\d\]", "m"),
     (r"\w+\.orientation\[\d\]", "1"), (r"\w+\.f_ext\[[123]\]", "N.m"), (r"\w+\.f_ext\[[456]\]", "N"),
     (r"der\(q\[\d\]\)", "rad/s"),
+    (r"armature\[\d\]", "kg.m2"), (r"stop_stiffness\[\d\]", "N.m/rad"),
+    (r"stop_damping\[\d\]", "N.m.s/rad"), (r"stop_tau\[\d\]", "N.m"), (r"integrator_used", "1"),
 ]
 
 

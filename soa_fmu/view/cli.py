@@ -63,8 +63,8 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--out", required=True, help="the HTML file to write")
     ap.add_argument("--sample", type=int, default=None, help="sample K of a soa-sweep result")
     ap.add_argument("--floating-base", action="store_true", help="URDF: a free-flyer root joint")
-    ap.add_argument("--fps", type=float, default=60.0, help="keyframes kept per second of result "
-                    "(the rest interpolated; default 60)")
+    ap.add_argument("--fps", type=float, default=30.0, help="keyframes kept per second of result "
+                    "(the rest interpolated; default %(default)g)")
     args = ap.parse_args(argv)
     try:
         if Path(args.out).suffix.lower() not in (".html", ".htm"):

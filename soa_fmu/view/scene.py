@@ -28,7 +28,7 @@ from ..model import Model
 from .geometry import DEFAULT_COLOR, Mesh, Visual, load_mesh, model_visuals
 from .results import Result, ResultError, load_result
 
-MAX_FPS = 30.0                  # keyframes per second of result kept (the rest interpolated)
+MAX_FPS = 30.0                  # keyframes per second of result kept (the rest interpolated; soa-view --fps default)
 STICK_COLOR = (0.55, 0.60, 0.68, 1.0)
 JOINT_COLOR = (0.95, 0.62, 0.15, 1.0)
 COM_COLOR = (0.15, 0.45, 0.85, 1.0)
