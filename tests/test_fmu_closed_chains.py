@@ -11,9 +11,9 @@ import closed_chains_fmu as ex  # noqa: E402
 DOC = (Path(__file__).resolve().parents[1] / "docs" / "closed-chains.md").read_text(encoding="utf-8")
 # the example's residuals as docs/closed-chains.md states them; the tests allow 10× (Baumgarte gains
 # cut 40× exceed that)
-FIGURES = re.search(r"four-bar residual ≤ ([0-9.e-]+), slider-crank ≤ ([0-9.e-]+), two arms ≤ ([0-9.e-]+)",
-                    DOC).groups()
-FOUR_BAR, SLIDER_CRANK, TWO_ARMS = (10 * float(x) for x in FIGURES)
+FIGURES = re.search(r"four-bar residual ≤ ([0-9.e-]+), slider-crank ≤ ([0-9.e-]+), two arms ≤ ([0-9.e-]+)"
+                    r".*?≤ ([0-9.e-]+) after the re-grasp", DOC, re.S).groups()
+FOUR_BAR, SLIDER_CRANK, TWO_ARMS, REGRASP = (10 * float(x) for x in FIGURES)
 
 
 def test_two_arms_release_and_grasp_through_the_active_inputs():
@@ -26,7 +26,7 @@ def test_two_arms_release_and_grasp_through_the_active_inputs():
     assert np.all(f[held] > 5.0) and np.all(err[held] < TWO_ARMS)   # carrying the box
     assert np.all(f[released] == 0.0) and np.all(err[released] == 0.0)
     assert f[regrasped].max() > 50.0                                # the arms arrest the falling box
-    assert np.all(err[regrasped] < TWO_ARMS)                        # re-anchored where it was caught
+    assert np.all(err[regrasped] < REGRASP)              # re-anchored where it was caught (stops hit)
 
 
 def test_four_bar_fmu_residual_stays_bounded():

@@ -24,7 +24,7 @@ def host(tmp_path_factory):
     """The arm7 FMU's sources/ compiled with the sweep counter into the host; its run(energy)."""
     from fmpy import read_model_description
     from soa_fmu.fmu.native import fmi_headers
-    fmu = build("arm7.urdf", name="Arm7", runtime="native")
+    fmu = build("arm7.urdf", name="Arm7", runtime="native", integrator="rk4")   # (auto: implicit)
     tmp = tmp_path_factory.mktemp("sweeps")
     zipfile.ZipFile(fmu).extractall(tmp / "fmu")
     src = tmp / "fmu" / "sources"

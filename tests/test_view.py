@@ -302,12 +302,9 @@ def test_soa_sweep_view_animates_sample_k_of_the_fmu(tmp_path, capsys):
 
 
 def test_contact_spheres_planes_and_force_arrows(tmp_path):
-    from types import SimpleNamespace
     model = sf.load_model(example_path("double_pendulum.toml"))
-    k = model.body_index("lower")            # the model's contact spheres and planes (issue 19)
-    model.contact_spheres = [SimpleNamespace(name="foot", body=k, center=np.array([0.0, 0.0, -1.0]),
-                                             radius=0.05)]
-    model.contact_planes = [SimpleNamespace(name="ground", normal=np.array([0.0, 0.0, 1.0]), offset=-2.0)]
+    model.add_contact_sphere("foot", "lower", center=(0.0, 0.0, -1.0), radius=0.05)   # issue 19
+    model.add_contact_plane("ground", point=(0.0, 0.0, -2.0), normal=(0.0, 0.0, 1.0))
     res = swing(model, 0.5)
     F = np.stack([np.zeros_like(res["t"]), np.zeros_like(res["t"]), 10 + res["t"]], axis=1)
     res.update({f"foot.force[{i + 1}]": F[:, i] for i in range(3)})
