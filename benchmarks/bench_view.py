@@ -31,19 +31,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 
 import soa_fmu as sf  # noqa: E402
 from timing import table, write_result  # noqa: E402
-from view_fixtures import mesh_bytes, robot_file, scene_of, swing  # noqa: E402
+from view_fixtures import mesh_bytes, robot_file, scene_of, swing, write_fmpy_csv  # noqa: E402
 
 T_END, DT = 10.0, 1e-3
-
-
-def write_csv(path: Path, model, res) -> None:
-    from fmpy.util import write_csv as fmpy_csv
-    names = [f"q[{i}]" for i in range(1, model.nq + 1)]
-    arr = np.zeros(len(res["t"]), dtype=[("time", float)] + [(n, float) for n in names])
-    arr["time"] = res["t"]
-    for i, n in enumerate(names):
-        arr[n] = res["q"][:, i]
-    fmpy_csv(str(path), arr)
 
 
 def convert(model_file: Path, csv: Path, out: Path, extra=()) -> tuple[float, float]:
@@ -106,7 +96,7 @@ def main() -> int:
             warnings.simplefilter("ignore")
             model = sf.load_model(path, floating_base=fb)
         csv, html = tmp / f"{path.stem}.csv", tmp / f"{path.stem}.html"
-        write_csv(csv, model, swing(model, T_END, DT, amplitude=0.3))
+        write_fmpy_csv(csv, swing(model, T_END, DT, amplitude=0.3))
         cold, wall = convert(path, csv, html, ["--floating-base"] if fb else [])
         ref = read_csv_time(csv)
         sc = scene_of(html)

@@ -17,7 +17,7 @@ from model_descriptions import example_path  # noqa: E402
 from soa_fmu.view import ResultError, ViewWarning, load_result  # noqa: E402
 from soa_fmu.view import cli  # noqa: E402
 from soa_fmu.view.scene import keyframe_rows, quaternions  # noqa: E402
-from view_fixtures import TOML, f32, node, rotation, scene_of, swing  # noqa: E402
+from view_fixtures import TOML, f32, node, rotation, scene_of, swing, write_fmpy_csv  # noqa: E402
 
 
 @pytest.fixture(autouse=True)
@@ -28,17 +28,6 @@ def _mesh_cache(tmp_path, monkeypatch):
 @pytest.fixture(scope="module")
 def arm():
     return sf.load_model(example_path("arm7.urdf"))
-
-
-def write_fmpy_csv(path, res, names=None):
-    from fmpy.util import write_csv
-    q = res["q"]
-    names = names or [f"q[{i}]" for i in range(1, q.shape[1] + 1)]
-    arr = np.zeros(len(res["t"]), dtype=[("time", float)] + [(n, float) for n in names])
-    arr["time"] = res["t"]
-    for i, n in enumerate(names):
-        arr[n] = q[:, i]
-    write_csv(str(path), arr)
 
 
 # ---------------------------------------------------------------- poses and timing

@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import soa_fmu as sf
-from view_fixtures import TOML, mesh_bytes, robot_file, scene_of, swing
+from view_fixtures import TOML, mesh_bytes, robot_file, scene_of, swing, write_fmpy_csv
 
 CHROMIUM = "/usr/bin/chromium"
 ARGS = ["--headless=new", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
@@ -130,16 +130,6 @@ def test_page_offline_plays_seeks_and_draws_links_where_kinematics_puts_them(bro
     pg.page.close()
 
 
-def fmpy_csv(path, model, res) -> None:
-    from fmpy.util import write_csv
-    names = [f"q[{i}]" for i in range(1, model.nq + 1)]
-    arr = np.zeros(len(res["t"]), dtype=[("time", float)] + [(n, float) for n in names])
-    arr["time"] = res["t"]
-    for i, n in enumerate(names):
-        arr[n] = res["q"][:, i]
-    write_csv(str(path), arr)
-
-
 @pytest.mark.parametrize("folder, file, floating", [
     ("panda_description", "urdf/panda.urdf", False),          # an arm with DAE meshes
     ("solo_description", "robots/solo12.urdf", True),         # a quadruped sharing STL meshes
@@ -152,7 +142,7 @@ def test_real_robots_from_an_fmi_host_csv(browser, tmp_path, folder, file, float
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")                        # panda's mimic finger joint
         model = sf.load_model(path, floating_base=floating)
-        fmpy_csv(tmp_path / "r.csv", model, swing(model, 2.0, amplitude=0.3))
+        write_fmpy_csv(tmp_path / "r.csv", swing(model, 2.0, amplitude=0.3))
         out = sf.animate(model, tmp_path / "r.csv", tmp_path / "r.html")
     sc = scene_of(out)
     files = set()

@@ -96,3 +96,16 @@ def robot_file(folder: str, file: str) -> Path | None:
         if p.is_file():
             return p
     return None
+
+
+def write_fmpy_csv(path, res, names=None) -> None:
+    """A result (t, q) as the CSV an FMI host writes (fmpy's write_csv): a time column and q[i]
+    (or ``names``) columns."""
+    from fmpy.util import write_csv
+    q = res["q"]
+    names = names or [f"q[{i}]" for i in range(1, q.shape[1] + 1)]
+    arr = np.zeros(len(res["t"]), dtype=[("time", float)] + [(n, float) for n in names])
+    arr["time"] = res["t"]
+    for i, n in enumerate(names):
+        arr[n] = q[:, i]
+    write_csv(str(path), arr)
