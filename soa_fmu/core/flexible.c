@@ -26,10 +26,10 @@
 
 /* ------------------------------------------------------------------ SO(3) of a node's rotation */
 /* The SO(3) quantities of a node's rotation vector theta (s = |theta|, K = theta~):
- * R = exp(K) = I + c1 K + a K^2 and the right Jacobian J_r = I - a K + b K^2 (omega_body =
- * J_r theta-dot), with c1 = sin s / s, a = (1 - cos s) / s^2, b = (s - sin s) / s^3; co <- (a, b,
- * a'/s, b'/s) for the rate so3_jacobian_rate.  One sincos of s / 2; series below s = 0.02, where
- * the closed forms cancel. */
+ * R = exp(K) = I + c1 K + a K^2 and the left Jacobian J_l = R J_r = I + a K + b K^2 (the node's
+ * angular velocity in parent axes is J_l theta-dot), with c1 = sin s / s, a = (1 - cos s) / s^2,
+ * b = (s - sin s) / s^3; co <- (a, b, a'/s, b'/s) for the rate so3_jacobian_rate.  One sincos of
+ * s / 2; series below s = 0.02, where the closed forms cancel. */
 static void so3_node(const double *th, double *R, double *J, double *co)
 {
     const double s2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2], s = sqrt(s2);
@@ -42,11 +42,12 @@ static void so3_node(const double *th, double *R, double *J, double *co)
         b1 = -1.0 / 60.0 + s2 / 1260.0 - s2 * s2 / 60480.0;
     } else {
         const double h = sin(0.5 * s), c = cos(0.5 * s), sn = 2.0 * h * c, omc = 2.0 * h * h;
-        c1 = sn / s;
-        a = omc / s2;
-        b = (s - sn) / (s2 * s);
-        a1 = (s * sn - 2.0 * omc) / (s2 * s2);
-        b1 = (omc * s - 3.0 * (s - sn)) / (s2 * s2 * s);
+        const double i2 = 1.0 / s2, i1 = 1.0 / s, i4 = i2 * i2;
+        c1 = sn * i1;
+        a = omc * i2;
+        b = (s - sn) * i2 * i1;
+        a1 = (s * sn - 2.0 * omc) * i4;
+        b1 = (omc * s - 3.0 * (s - sn)) * i4 * i1;
     }
     const double x = th[0], y = th[1], z = th[2];
     const double K[9] = {0, -z, y, z, 0, -x, -y, x, 0};
@@ -55,12 +56,12 @@ static void so3_node(const double *th, double *R, double *J, double *co)
     for (int i = 0; i < 9; i++) {
         const double e = i % 4 == 0 ? 1.0 : 0.0;
         R[i] = e + c1 * K[i] + a * K2[i];
-        J[i] = e - a * K[i] + b * K2[i];
+        J[i] = e + a * K[i] + b * K2[i];
     }
     co[0] = a; co[1] = b; co[2] = a1; co[3] = b1;
 }
 
-/* Jd = (d/dt J_r) theta-dot = -a-dot (theta x thd) + b-dot theta x (theta x thd)
+/* Jd = (d/dt J_l) theta-dot = a-dot (theta x thd) + b-dot theta x (theta x thd)
  *      + b thd x (theta x thd),  a-dot = (a'/s) theta.thd,  b-dot = (b'/s) theta.thd
  * (K-dot theta-dot = thd x thd = 0), co from so3_node. */
 static void so3_jacobian_rate(const double *th, const double *thd, const double *co, double *Jd)
@@ -70,7 +71,7 @@ static void so3_jacobian_rate(const double *th, const double *thd, const double 
     cross3(th, thd, c);
     cross3(th, c, cc);
     cross3(thd, c, dc);
-    for (int i = 0; i < 3; i++) Jd[i] = -co[2] * td * c[i] + co[3] * td * cc[i] + co[1] * dc[i];
+    for (int i = 0; i < 3; i++) Jd[i] = co[2] * td * c[i] + co[3] * td * cc[i] + co[1] * dc[i];
 }
 
 static inline void mat3_vec(const double *A, const double *x, double *y)
@@ -97,32 +98,47 @@ static void node_motion(const double *Psi, int ld, int n, const double *x, doubl
     }
 }
 
+/* out += X x for a 6 x n block X of row stride ld. */
+static void add_block_times(const double *X, int ld, int n, const double *x, double *out)
+{
+    for (int i = 0; i < 6; i++) {
+        double s = 0.0;
+        for (int j = 0; j < n; j++) s += X[i * ld + j] * x[j];
+        out[i] += s;
+    }
+}
+
 /* ------------------------------------------------------------------ kinematics (eq. 4.1) */
-/* The record d->fl_node of an attachment, kept by soa_flex_attachment for the velocity sweep:
- * J_r(theta), R(theta), c_A and so3_node's coefficients. */
-enum { NODE_J = 0, NODE_R = 9, NODE_C = 18, NODE_CO = 21, NODE = 25 };
+/* The record d->fl_node of an attachment, kept by node_placement for the velocity sweep: the
+ * deformed node's position r + u in the parent and so3_node's coefficients. */
+enum { NODE_RU = 0, NODE_CO = 3, NODE = 25 };
 
 /* Body k's placement (R, l) in its parent when its joint frame sits on a node of the flexible
  * parent p: the joint frame A is carried by the node's deformation, x -> r + u + R(theta)(x - r),
  * so R_A = R(theta) Xr, l_A = r + u + R(theta)(Xp - r); then R = R_A Rj, l = l_A + R_A tj.  Also
- * Gamma_A = [Xr* J_r Psi_r;  Xr* R(theta)* Psi_t - c_A x Xr* J_r Psi_r], c_A = Xr*(Xp - r): the
- * velocity of A per eta-dot(p) (A's frame), and Gamma = phi*(k, A) Gamma_A.  Needs Rj, tj. */
-void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q)
+ * the C* h* term of seed 000 eq. 4.1 as a twist at the parent's origin in parent axes,
+ *   Gamma_p = [J_l Psi_r;  Psi_t + (r + u) x J_l Psi_r]
+ * (the node turns at J_l theta-dot and moves at u-dot; that rigid motion seen at p's origin), so
+ * that V(k) = phi*(p, k) (V(p) + Gamma_p eta-dot(p)) + H* beta-dot and Phi(p, k) = [phi(p, k);
+ * Gamma_p* phi(p, k)]: no transform of Gamma to body k is needed by the recursions.  Needs Rj, tj. */
+static void node_placement(const soa_model *m, soa_data *d, int k, const double *q)
 {
     SOA_SIZES(m);
     const int p = m->parent[k], mp = m->nmod[p];
     const double *Psi = m->at_Psi + 6 * nm * k, *r = m->at_r + 3 * k;
     const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k;
     double *th = d->fl_th + 3 * k, *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k;
-    double *GA = d->fl_GA + 6 * nm * k, *node = d->fl_node + NODE * k, u[3], e[3], Re[3];
-    double *J = node + NODE_J, *Rt = node + NODE_R, *cA = node + NODE_C;
+    double *G = d->fl_GA + 6 * nm * k, *node = d->fl_node + NODE * k, *ru = node + NODE_RU;
+    double u[3], e[3], Re[3], Rt[9], J[9];
     node_motion(Psi, nm, mp, q + m->q0[p] + m->nqj[p], th, u);
     so3_node(th, Rt, J, node + NODE_CO);
-    for (int i = 0; i < 3; i++) e[i] = Xp[i] - r[i];
-    mat3_vec(Rt, e, Re);
-    mat3t_vec(Xr, e, cA);
     for (int i = 0; i < 3; i++) {
-        lA[i] = r[i] + u[i] + Re[i];
+        e[i] = Xp[i] - r[i];
+        ru[i] = r[i] + u[i];
+    }
+    mat3_vec(Rt, e, Re);
+    for (int i = 0; i < 3; i++) {
+        lA[i] = ru[i] + Re[i];
         for (int j = 0; j < 3; j++)
             RA[3 * i + j] = Rt[3 * i] * Xr[j] + Rt[3 * i + 1] * Xr[3 + j] + Rt[3 * i + 2] * Xr[6 + j];
     }
@@ -134,100 +150,96 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
     }
     for (int c = 0; c < mp; c++) {
         const double pr[3] = {Psi[c], Psi[nm + c], Psi[2 * nm + c]};
-        const double pt[3] = {Psi[3 * nm + c], Psi[4 * nm + c], Psi[5 * nm + c]};
-        double Jp[3], w[3], Rp[3], v[3], cw[3];
-        mat3_vec(J, pr, Jp);
-        mat3t_vec(Xr, Jp, w);
-        mat3t_vec(Rt, pt, Rp);
-        mat3t_vec(Xr, Rp, v);
-        cross3(cA, w, cw);
+        double w[3], v[3];
+        mat3_vec(J, pr, w);
+        cross3(ru, w, v);
         for (int i = 0; i < 3; i++) {
-            GA[i * nm + c] = w[i];
-            GA[(3 + i) * nm + c] = v[i] - cw[i];
+            G[i * nm + c] = w[i];
+            G[(3 + i) * nm + c] = Psi[(3 + i) * nm + c] + v[i];
         }
     }
-    phi_star_block(Rj, tj, GA, mp, nm, d->fl_G + 6 * nm * k, nm);
 }
 
-/* out += X x for a 6 x n block X of row stride ld. */
-static void add_block_times(const double *X, int ld, int n, const double *x, double *out)
-{
-    for (int i = 0; i < 6; i++) {
-        double s = 0.0;
-        for (int j = 0; j < n; j++) s += X[i * ld + j] * x[j];
-        out[i] += s;
-    }
-}
-
-/* V(k) = phi*(k, p) V(p) + Gamma(k) eta-dot(p) + H*(k) beta(k) (eq. 4.1) and the velocity-product
- * acceleration a(k) with alpha(k) = phi*(k, p) alpha(p) + Gamma eta-ddot(p) + H* beta-dot + a(k):
- * through the deformed joint frame A,
- *   a(k) = phi*(k, A) [Gamma_A-dot eta-dot + V_A x~ Gamma_A eta-dot] + V(k) x~ H* beta(k),
- *   Gamma_A-dot eta-dot = [Xr* Jd;  -Xr* (w_b x R(theta)* Psi_t eta-dot) - c_A x Xr* Jd],
- * w_b = J_r theta-dot, Jd = J_r-dot theta-dot (so3_jacobian_rate); the gyroscopic force
- * b(k) = V x* (fl_M's rows of V) (V; eta-dot) (Euler-Poincare: fl_M is constant in the body
- * frame); gravity g in body axes.  Needs soa_outward_placements. */
-void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd)
+/* The placement of body k on a node of its flexible parent (node_placement), and Gamma(k) =
+ * phi*(p, k) Gamma_p in k's frame (d->fl_G, for the point Jacobian of soa_point_jacobian).  Called
+ * by soa_outward_placements. */
+void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q)
 {
     SOA_SIZES(m);
-    for (int k = 0; k < nb; k++) {
-        const int p = m->parent[k], v0 = m->v0[k], mk = m->nmod[k];
-        double *V = d->V + 6 * k, *a = d->a + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0};
-        for (int dd = 0; dd < m->nvj[k]; dd++) {
-            const double *s = m->S + 6 * (v0 + dd), x = qd[v0 + dd];
-            for (int i = 0; i < 6; i++) rel[i] += s[i] * x;
+    node_placement(m, d, k, q);
+    phi_star_block(d->R + 9 * k, d->l + 3 * k, d->fl_GA + 6 * nm * k, m->nmod[m->parent[k]], nm,
+                   d->fl_G + 6 * nm * k, nm);
+}
+
+/* Body k's V, a, b and gravity (the outward velocity step, seed 000 eq. 4.1):
+ *   V(k) = phi*(p, k) (V(p) + g) + H* beta(k),  g = Gamma_p eta-dot(p),
+ * and the velocity-product acceleration a(k) of alpha(k) = phi*(p, k) (alpha(p) + Gamma_p
+ * eta-ddot(p)) + H* beta-dot + a(k):
+ *   a(k) = phi*(p, k) [Gamma_p-dot eta-dot + V(p) x~ g] + V(k) x~ H* beta(k),
+ *   Gamma_p-dot eta-dot = [Jd;  u-dot x w + (r + u) x Jd],  w = J_l theta-dot,
+ * Jd = J_l-dot theta-dot (so3_jacobian_rate), u-dot = Psi_t eta-dot; the gyroscopic force
+ * b(k) = V x* (fl_M's rows of V) (V; eta-dot) (Euler-Poincare: fl_M is constant in the body
+ * frame); gravity g in body axes.  Needs the placements of k (and V, gravity of its parent). */
+static void body_velocity(const soa_model *m, soa_data *d, int k, const double *qd)
+{
+    SOA_SIZES(m);
+    const int p = m->parent[k], v0 = m->v0[k], mk = m->nmod[k];
+    const double *R = d->R + 9 * k, *l = d->l + 3 * k;
+    double *V = d->V + 6 * k, *a = d->a + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0};
+    for (int dd = 0; dd < m->nvj[k]; dd++) {
+        const double *s = m->S + 6 * (v0 + dd), x = qd[v0 + dd];
+        for (int i = 0; i < 6; i++) rel[i] += s[i] * x;
+    }
+    if (p < 0) {
+        for (int i = 0; i < 6; i++) {
+            V[i] = rel[i];
+            a[i] = 0.0;                                    /* V x~ rel = rel x~ rel = 0 */
         }
-        double cA[6] = {0, 0, 0, 0, 0, 0};
-        if (p < 0) {
-            for (int i = 0; i < 6; i++) V[i] = 0.0;
-        } else if (m->attach[k]) {
-            const int mp = m->nmod[p];
-            const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
-            const double *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k, *Xr = m->Xr + 9 * k;
-            const double *th = d->fl_th + 3 * k, *node = d->fl_node + NODE * k;
-            const double *J = node + NODE_J, *Rt = node + NODE_R, *c = node + NODE_C;
-            double VA[6], relA[6] = {0, 0, 0, 0, 0, 0}, thd[3], ud[3], Jd[3], wb[3];
-            apply_phi_star(RA, lA, d->V + 6 * p, VA);
-            add_block_times(d->fl_GA + 6 * nm * k, nm, mp, etad, relA);
-            for (int i = 0; i < 6; i++) VA[i] += relA[i];
-            node_motion(Psi, nm, mp, etad, thd, ud);
-            so3_jacobian_rate(th, thd, node + NODE_CO, Jd);
-            mat3_vec(J, thd, wb);
-            double y[3], Rty[3], wy[3], dw[3], t[3];
-            mat3t_vec(Rt, ud, y);
-            cross3(wb, y, wy);
-            mat3t_vec(Xr, wy, Rty);
-            mat3t_vec(Xr, Jd, dw);
-            cross3(c, dw, t);
-            for (int i = 0; i < 3; i++) {
-                cA[i] = dw[i];
-                cA[3 + i] = -Rty[i] - t[i];
-            }
-            double cx[6];
-            cross_motion(VA, relA, cx);
-            for (int i = 0; i < 6; i++) cx[i] += cA[i];
-            apply_phi_star(d->Rj + 9 * k, d->tj + 3 * k, cx, cA);    /* phi*(k, A) */
-            apply_phi_star(d->Rj + 9 * k, d->tj + 3 * k, VA, V);
-        } else {
-            apply_phi_star(d->R + 9 * k, d->l + 3 * k, d->V + 6 * p, V);
+    } else if (m->attach[k]) {
+        const int mp = m->nmod[p];
+        const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
+        const double *th = d->fl_th + 3 * k, *node = d->fl_node + NODE * k, *Vp = d->V + 6 * p;
+        double g[6] = {0, 0, 0, 0, 0, 0}, Vq[6], thd[3], ud[3], Jd[3], c[6], x[6];
+        add_block_times(d->fl_GA + 6 * nm * k, nm, mp, etad, g);
+        node_motion(Psi, nm, mp, etad, thd, ud);
+        so3_jacobian_rate(th, thd, node + NODE_CO, Jd);
+        cross_motion(Vp, g, c);
+        cross3(ud, g, x);
+        cross3(node + NODE_RU, Jd, x + 3);
+        for (int i = 0; i < 3; i++) {
+            c[i] += Jd[i];
+            c[3 + i] += x[i] + x[3 + i];
         }
+        for (int i = 0; i < 6; i++) Vq[i] = Vp[i] + g[i];
+        apply_phi_star(R, l, Vq, V);
+        apply_phi_star(R, l, c, x);
         for (int i = 0; i < 6; i++) V[i] += rel[i];
         cross_motion(V, rel, a);
-        for (int i = 0; i < 6; i++) a[i] += cA[i];
-        /* gravity in body axes: g(k) = R* g(p), g(world) = -a0[3..5] */
-        const double gw[3] = {-m->a0[3], -m->a0[4], -m->a0[5]};
-        mat3t_vec(d->R + 9 * k, p < 0 ? gw : d->fl_gb + 3 * p, d->fl_gb + 3 * k);
-        /* b = V x* (M_VV V + M_Veta eta-dot) */
-        const double *M = m->fl_M + nx * nx * k, *etad = qd + v0 + m->nvj[k];
-        double h[6];
-        for (int i = 0; i < 6; i++) {
-            double s = 0.0;
-            for (int j = 0; j < 6; j++) s += M[nx * i + j] * V[j];
-            for (int j = 0; j < mk; j++) s += M[nx * i + 6 + j] * etad[j];
-            h[i] = s;
-        }
-        cross_force(V, h, d->b + 6 * k);
+        for (int i = 0; i < 6; i++) a[i] += x[i];
+    } else {
+        apply_phi_star(R, l, d->V + 6 * p, V);
+        for (int i = 0; i < 6; i++) V[i] += rel[i];
+        cross_motion(V, rel, a);
     }
+    /* gravity in body axes: g(k) = R* g(p), g(world) = -a0[3..5] */
+    const double gw[3] = {-m->a0[3], -m->a0[4], -m->a0[5]};
+    mat3t_vec(R, p < 0 ? gw : d->fl_gb + 3 * p, d->fl_gb + 3 * k);
+    /* b = V x* (M_VV V + M_Veta eta-dot) */
+    const double *M = m->fl_M + nx * nx * k, *etad = qd + v0 + m->nvj[k];
+    double h[6];
+    for (int i = 0; i < 6; i++) {
+        double s = 0.0;
+        for (int j = 0; j < 6; j++) s += M[nx * i + j] * V[j];
+        for (int j = 0; j < mk; j++) s += M[nx * i + 6 + j] * etad[j];
+        h[i] = s;
+    }
+    cross_force(V, h, d->b + 6 * k);
+}
+
+/* V, a, b and gravity of every body, base to tip (body_velocity).  Needs soa_outward_placements. */
+void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd)
+{
+    for (int k = 0; k < m->nb; k++) body_velocity(m, d, k, qd);
 }
 
 /* h = m c + S_t eta: body k's first moment of mass about its origin, deformed (S_t = fl_M's
@@ -272,50 +284,76 @@ static void applied_force(const soa_model *m, const soa_data *d, int k, const do
     }
 }
 
-/* ------------------------------------------------------------------ dense helpers (n <= nx) */
-/* Cholesky L L* = A in place (lower triangle, row stride ld) of an n x n symmetric A, with the
- * diagonal stored inverted (1 / L(i, i)); 0 if A is not positive definite. */
-static int cholesky(double *A, int n, int ld)
+/* ------------------------------------------------------------------ the innovations step */
+/* One step of the Riccati / innovations recursion (seed 001 eqs. 34-36, 63-65) for n dofs with
+ * the rows X = (P H*)* of the body's V (n x 6, in W on entry), D = H P H* (lower triangle, in L on
+ * entry, row stride ld) and the innovations u = T - H z (in w on entry): the LDL* factor
+ * D = L Delta L* without square roots (unit lower L, 1 / delta on its diagonal), W <- L^-1 X,
+ * w <- L^-1 u, and the V block of what is handed on,
+ *   A <- A - X* D^-1 X = A - sum_c W_c* W_c / delta_c,  z <- z + X* D^-1 u = z + sum_c W_c* w_c / delta_c
+ * (P+ = P - G D G*, z+ = z + G u with G = P H* D^-1; A a full 6 x 6).
+ * 0 if D is not positive definite. */
+static int ldl_step(double *L, int n, int ld, double *W, double *w, double *A, double *z)
 {
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j <= i; j++) {
-            double s = A[ld * i + j];
-            for (int c = 0; c < j; c++) s -= A[ld * i + c] * A[ld * j + c];
-            if (i == j) {
-                if (!(s > 0.0) || !isfinite(s)) return 0;
-                A[ld * i + i] = 1.0 / sqrt(s);
-            } else {
-                A[ld * i + j] = s * A[ld * j + j];
-            }
+    for (int i = 0; i < n; i++) {
+        double *Li = L + ld * i, *Wi = W + 6 * i;
+        for (int j = 0; j < i; j++) {              /* F_ij = L_ij delta_j = D_ij - sum F_ic L_jc */
+            const double *Lj = L + ld * j;
+            double s = Li[j];
+            for (int c = 0; c < j; c++) s -= Li[c] * Lj[c];
+            Li[j] = s;
         }
+        double dl = Li[i], x = w[i];
+        for (int c = 0; c < i; c++) {
+            const double f = Li[c], lc = f * L[ld * c + c];
+            dl -= f * lc;
+            Li[c] = lc;
+            x -= lc * w[c];
+            for (int e = 0; e < 6; e++) Wi[e] -= lc * W[6 * c + e];
+        }
+        if (!(dl > 0.0) || !isfinite(dl)) return 0;
+        const double inv = 1.0 / dl;
+        double ws[6];
+        Li[i] = inv;
+        w[i] = x;
+        for (int e = 0; e < 6; e++) ws[e] = Wi[e] * inv;
+        for (int r = 0; r < 6; r++) {
+            for (int e = 0; e < 6; e++) A[6 * r + e] -= ws[r] * Wi[e];
+            z[r] += ws[r] * x;
+        }
+    }
     return 1;
 }
 
-/* x <- L^-* x (back substitution). */
-static void back_solve(const double *L, int n, int ld, double *x)
+/* The accelerations of one step's dofs, D x = u - X alpha (seed 001 eq. 65, beta-dot = D^-1 u -
+ * G* alpha) with ldl_step's factors: x = L^-* Delta^-1 (w - W alpha). */
+static void ldl_solve(const double *L, int n, int ld, const double *W, const double *w,
+                      const double *al, double *x)
 {
     for (int i = n - 1; i >= 0; i--) {
-        double s = x[i];
+        double s = (w[i] - dot6(W + 6 * i, al)) * L[ld * i + i];
         for (int c = i + 1; c < n; c++) s -= L[ld * c + i] * x[c];
-        x[i] = s * L[ld * i + i];
+        x[i] = s;
     }
 }
 
-/* Phi(p, k) f for a force f of body k: [phi(p, k) f;  Gamma(k)* f] added to z(p)'s (V, eta). */
+/* Phi(p, k) f for a force f of body k: f' = phi(p, k) f to z(p)'s V and Gamma_p* f' to its modes. */
 static void add_to_parent(const soa_model *m, const soa_data *d, int k, const double *f, double *zp)
 {
     SOA_SIZES(m);
-    add_phi(d->R + 9 * k, d->l + 3 * k, f, zp);
+    double g[6] = {0, 0, 0, 0, 0, 0};
+    add_phi(d->R + 9 * k, d->l + 3 * k, f, g);
+    for (int i = 0; i < 6; i++) zp[i] += g[i];
     if (!m->attach[k]) return;
-    const double *G = d->fl_G + 6 * nm * k;
+    const double *G = d->fl_GA + 6 * nm * k;
     for (int j = 0; j < m->nmod[m->parent[k]]; j++) {
         double s = 0.0;
-        for (int i = 0; i < 6; i++) s += G[i * nm + j] * f[i];
+        for (int i = 0; i < 6; i++) s += G[i * nm + j] * g[i];
         zp[6 + j] += s;
     }
 }
 
-/* alpha(k) = phi*(k, p) alpha(p) + Gamma(k) eta-ddot(p) + a(k) (without k's own dofs). */
+/* alpha(k) = phi*(k, p) (alpha(p) + Gamma_p eta-ddot(p)) + a(k) (without k's own dofs). */
 static void inherited_acceleration(const soa_model *m, const soa_data *d, int k, const double *qdd,
                                    int with_a, double *al)
 {
@@ -323,151 +361,128 @@ static void inherited_acceleration(const soa_model *m, const soa_data *d, int k,
     const int p = m->parent[k];
     for (int i = 0; i < 6; i++) al[i] = with_a ? d->a[6 * k + i] : 0.0;
     if (p < 0) return;
-    double x[6];
-    apply_phi_star(d->R + 9 * k, d->l + 3 * k, d->alpha + 6 * p, x);
-    for (int i = 0; i < 6; i++) al[i] += x[i];
+    double x[6], y[6];
+    for (int i = 0; i < 6; i++) y[i] = d->alpha[6 * p + i];
     if (m->attach[k])
-        add_block_times(d->fl_G + 6 * nm * k, nm, m->nmod[p], qdd + m->v0[p] + m->nvj[p], al);
+        add_block_times(d->fl_GA + 6 * nm * k, nm, m->nmod[p], qdd + m->v0[p] + m->nvj[p], y);
+    apply_phi_star(d->R + 9 * k, d->l + 3 * k, y, x);
+    for (int i = 0; i < 6; i++) al[i] += x[i];
 }
 
-/* P(p) += Phi(p, k) P+ Phi*(p, k) and z(p) += Phi(p, k) z+ for the V rows P+ (6 x 6, symmetric)
- * and z+ of body k: the blocks phi P+ phi*, phi P+ Gamma, Gamma* P+ Gamma. */
+/* P(p) += Phi(p, k) P+ Phi*(p, k) and z(p) += Phi(p, k) (z+ + P+ a(k)) for the V block P+ (6 x 6,
+ * full) and z+ of body k, Phi(p, k) = [phi(p, k); Gamma_p* phi(p, k)]: with P' = phi P+ phi*
+ * (add_phi_inertia) the blocks are P', P' Gamma_p and Gamma_p* P' Gamma_p (P(p) as soa_flex_fd
+ * keeps it). */
 static void propagate(const soa_model *m, soa_data *d, int k, const double *Pk, const double *zk)
 {
     SOA_SIZES(m);
     const int p = m->parent[k];
-    double *P = d->fl_P + nx * nx * p, acc[36] = {0};
+    double *P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36] = {0}, f[6];
     add_phi_inertia(d->R + 9 * k, d->l + 3 * k, Pk, acc);
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 6; j++) P[nx * i + j] += acc[6 * i + j];
-    add_to_parent(m, d, k, zk, d->fl_z + nx * p);
+    matvec6(Pk, d->a + 6 * k, f);
+    for (int i = 0; i < 6; i++) f[i] += zk[i];
+    add_to_parent(m, d, k, f, zp);
     if (!m->attach[k]) return;
     const int mp = m->nmod[p];
-    const double *G = d->fl_G + 6 * nm * k;
-    for (int j = 0; j < mp; j++) {
-        double g[6], y[6], col[6] = {0, 0, 0, 0, 0, 0};
-        for (int i = 0; i < 6; i++) g[i] = G[i * nm + j];
-        matvec6(Pk, g, y);                                 /* P+ Gamma(:, j) */
-        add_phi(d->R + 9 * k, d->l + 3 * k, y, col);
-        for (int i = 0; i < 6; i++) {
-            P[nx * i + 6 + j] += col[i];
-            P[nx * (6 + j) + i] += col[i];
-        }
-        for (int c = 0; c < mp; c++) {
+    const double *G = d->fl_GA + 6 * nm * k;
+    for (int c = 0; c < mp; c++) {
+        const double g[6] = {G[c], G[nm + c], G[2 * nm + c], G[3 * nm + c], G[4 * nm + c],
+                             G[5 * nm + c]};
+        double y[6], *row = P + nx * (6 + c);
+        matvec6(acc, g, y);                                /* P' Gamma_p(:, c) */
+        for (int i = 0; i < 6; i++) row[i] += y[i];
+        for (int e = 0; e <= c; e++) {
             double x = 0.0;
-            for (int i = 0; i < 6; i++) x += G[i * nm + c] * y[i];
-            P[nx * (6 + c) + 6 + j] += x;
+            for (int i = 0; i < 6; i++) x += G[i * nm + e] * y[i];
+            row[6 + e] += x;
         }
     }
 }
 
 /* ------------------------------------------------------------------ forward dynamics */
 /* Articulated-body forward dynamics with flexible bodies (seed 001 Algorithm 3 / seed 000 A.1-A.2
- * with (V, eta-dot) per body; the header's recursion):
- *   inward   U = P H*, D = H U = L L*, u = T - H z;  W = L^-1 U_V*, w = L^-1 u;
- *            P+_VV = P_VV - W* W,  z+_V = z_V + P+_VV a + W* w;
- *            P(p) += Phi P+_VV Phi*,  z(p) += Phi z+_V
- *   outward  alpha' = phi* alpha(p) + Gamma eta-ddot(p) + a;  beta-dot(k) = L^-* (w - W alpha')
- * Only the V rows of P+ and z+ reach the parent (a child's modes are its own dofs); with the
- * Cholesky factor L the gain G = P H* D^-1 is never formed.  tau holds the joint forces and the
- * applied modal forces; qdd <- joint and modal accelerations. */
+ * with (V, eta-dot) per body; the header's recursion), with H(k) = [H_joint 0; 0 I] taken in two
+ * innovations steps (ldl_step), the modal dofs first (H = [0 I]: D = P_etaeta, X = P_etaV), then
+ * the joint's on what remains (H = [H_joint 0]: D = H_j A1 H_j*, X = H_j A1, A1 = the Schur
+ * complement P_VV - P_Veta P_etaeta^-1 P_etaV).  This is the LDL* factor of the body's whole
+ * D = H P H* in the block order (modes, joint): the same P+, z+ and accelerations, with factors
+ * of the sizes m(k) and r_v(k) and no square roots.
+ *   inward   P(k) = M(k) + sum_c Phi P+(c) Phi*,  z(k) = b - Q + sum_c Phi (z+(c) + P+(c) a(c))
+ *   outward  alpha' = phi* (alpha(p) + Gamma_p eta-ddot(p)) + a;  beta-dot = joint step's solve,
+ *            alpha(k) = alpha' + H_j* beta-dot;  eta-ddot = modal step's solve at alpha(k)
+ * tau holds the joint forces and the applied modal forces; qdd <- joint and modal accelerations.
+ * fl_P holds P's V rows (6 x 6) and its modal rows' lower triangle (P_etaV, P_etaeta); fl_L, fl_Y, fl_u the modal step's factors in rows 0..m-1 and
+ * the joint's in rows m..m+r_v-1. */
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd)
 {
     SOA_SIZES(m);
     soa_status st = {SOA_OK, 0};
     soa_outward_placements(m, d, q);
-    soa_flex_velocities(m, d, qd);
     for (int k = 0; k < nb; k++) {
-        const int mk = m->nmod[k];
+        const int n = 6 + m->nmod[k];
         double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
         const double *M = m->fl_M + nx * nx * k;
-        for (int i = 0; i < 6 + mk; i++)
-            for (int j = 0; j < 6 + mk; j++) P[nx * i + j] = M[nx * i + j];
+        body_velocity(m, d, k, qd);
+        for (int i = 0; i < n; i++)
+            for (int j = 0; j < (i < 6 ? 6 : i + 1); j++) P[nx * i + j] = M[nx * i + j];
         applied_force(m, d, k, q, qd, use_fext, 1, z);
-        for (int i = 0; i < 6 + mk; i++) z[i] = (i < 6 ? d->b[6 * k + i] : 0.0) - z[i];
+        for (int i = 0; i < n; i++) z[i] = (i < 6 ? d->b[6 * k + i] : 0.0) - z[i];
     }
     for (int k = nb - 1; k >= 0; k--) {
-        const int p = m->parent[k], nj = m->nvj[k], mk = m->nmod[k], nu = nj + mk, v0 = m->v0[k];
-        const double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
-        double *U = d->fl_U + nx * nx * k, *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k;
-        double *w = d->fl_u + nx * k, Pp[36], zp[6], Pa[6];
-        if (nu == 0) {                                     /* welded rigid body: all to the parent */
-            if (p < 0) continue;
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++) Pp[6 * i + j] = P[nx * i + j];
-            matvec6(Pp, d->a + 6 * k, Pa);
-            for (int i = 0; i < 6; i++) zp[i] = z[i] + Pa[i];
-            propagate(m, d, k, Pp, zp);
-            continue;
+        const int p = m->parent[k], nj = m->nvj[k], mk = m->nmod[k], v0 = m->v0[k];
+        const double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k, *arm = m->armature + v0;
+        double *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k;
+        double A[36], zv[6];
+        for (int i = 0; i < 6; i++) {
+            for (int j = 0; j < 6; j++) A[6 * i + j] = P[nx * i + j];
+            zv[i] = z[i];
         }
-        for (int i = 0; i < 6 + mk; i++) {                  /* U = P H* */
+        int ok = 1;
+        if (mk) {                                          /* the modal dofs: H = [0 I] */
+            for (int i = 0; i < mk; i++) {
+                const double *r = P + nx * (6 + i);
+                for (int j = 0; j <= i; j++) L[nx * i + j] = r[6 + j];
+                L[nx * i + i] += arm[nj + i];              /* D + diag(a) */
+                for (int e = 0; e < 6; e++) W[6 * i + e] = r[e];
+                w[i] = tau[v0 + nj + i] - z[6 + i];
+            }
+            ok = ldl_step(L, mk, nx, W, w, A, zv);
+        }
+        if (ok && nj) {                                    /* the joint's: H = [H_j 0] on A1 */
+            double *Lj = L + nx * mk + mk, *Wj = W + 6 * mk, *wj = w + mk;
             for (int j = 0; j < nj; j++) {
                 const double *s = m->S + 6 * (v0 + j);
-                double x = 0.0;
-                for (int c = 0; c < 6; c++) x += P[nx * i + c] * s[c];
-                U[nx * i + j] = x;
+                matvec6(A, s, Wj + 6 * j);
+                wj[j] = tau[v0 + j] - dot6(s, zv);
+                for (int i = 0; i <= j; i++) Lj[nx * j + i] = dot6(m->S + 6 * (v0 + i), Wj + 6 * j);
+                Lj[nx * j + j] += arm[j];
             }
-            for (int j = 0; j < mk; j++) U[nx * i + nj + j] = P[nx * i + 6 + j];
+            ok = ldl_step(Lj, nj, nx, Wj, wj, A, zv);
         }
-        for (int j = 0; j < nu; j++)                       /* D = H U (lower triangle), into L */
-            for (int i = 0; i <= j; i++) {
-                double x = 0.0;
-                if (j < nj) {
-                    const double *s = m->S + 6 * (v0 + j);
-                    for (int c = 0; c < 6; c++) x += s[c] * U[nx * c + i];
-                } else {
-                    x = U[nx * (6 + j - nj) + i];
-                }
-                L[nx * j + i] = x + (i == j ? m->armature[v0 + j] : 0.0);   /* D + diag(a) */
-            }
-        if (!cholesky(L, nu, nx)) {
+        if (!ok) {
             st.kind = SOA_SINGULAR;
             st.index = k;
             return st;
         }
-        for (int j = 0; j < nu; j++) {     /* u = T - H z; W = L^-1 U_V*, w = L^-1 u, row by row */
-            double x = tau[v0 + j], r[6];
-            if (j < nj)
-                x -= dot6(m->S + 6 * (v0 + j), z);
-            else
-                x -= z[6 + j - nj];
-            for (int c = 0; c < 6; c++) r[c] = U[nx * c + j];
-            for (int i = 0; i < j; i++) {
-                const double l = L[nx * j + i], *Wi = W + 6 * i;
-                for (int c = 0; c < 6; c++) r[c] -= l * Wi[c];
-                x -= l * w[i];
-            }
-            const double inv = L[nx * j + j];
-            for (int c = 0; c < 6; c++) W[6 * j + c] = r[c] * inv;
-            w[j] = x * inv;
-        }
         if (p < 0) continue;
-        for (int i = 0; i < 6; i++)                        /* P+_VV = P_VV - W* W */
-            for (int j = i; j < 6; j++) {
-                double x = P[nx * i + j];
-                for (int c = 0; c < nu; c++) x -= W[6 * c + i] * W[6 * c + j];
-                Pp[6 * i + j] = Pp[6 * j + i] = x;
-            }
-        matvec6(Pp, d->a + 6 * k, Pa);
-        for (int i = 0; i < 6; i++) {                      /* z+_V = z_V + P+ a + W* w */
-            double x = z[i] + Pa[i];
-            for (int c = 0; c < nu; c++) x += W[6 * c + i] * w[c];
-            zp[i] = x;
-        }
-        propagate(m, d, k, Pp, zp);
+        propagate(m, d, k, A, zv);
     }
     for (int k = 0; k < nb; k++) {
-        const int nj = m->nvj[k], nu = nj + m->nmod[k], v0 = m->v0[k];
+        const int nj = m->nvj[k], mk = m->nmod[k], v0 = m->v0[k];
         const double *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k, *L = d->fl_L + nx * nx * k;
         double *al = d->alpha + 6 * k, *x = qdd + v0;
         inherited_acceleration(m, d, k, qdd, 1, al);
-        for (int j = 0; j < nu; j++) x[j] = w[j] - dot6(W + 6 * j, al);
-        back_solve(L, nu, nx, x);
-        for (int j = 0; j < nj; j++) {
-            const double *s = m->S + 6 * (v0 + j);
-            for (int c = 0; c < 6; c++) al[c] += s[c] * x[j];
+        if (nj) {
+            ldl_solve(L + nx * mk + mk, nj, nx, W + 6 * mk, w + mk, al, x);
+            for (int j = 0; j < nj; j++) {
+                const double *s = m->S + 6 * (v0 + j);
+                for (int c = 0; c < 6; c++) al[c] += s[c] * x[j];
+            }
         }
+        if (mk) ldl_solve(L, mk, nx, W, w, al, x + nj);
     }
     return st;
 }
