@@ -20,6 +20,7 @@
  *   smoother             alpha = Phi* alpha(p) + a,  beta-dot = D^-1 u - G* alpha.
  * Rigid bodies of the model are the case m(k) = 0.  Everything is in body frames. */
 #include <math.h>
+#include <string.h>
 
 #include "soa.h"
 #include "spatial.h"
@@ -171,6 +172,25 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
                    d->fl_G + 6 * nm * k, nm);
 }
 
+/* Body k's placement (R, l) in its parent at theta: the joint transform (Rj, tj), then the joint
+ * frame's placement, fixed (R = Xr Rj, l = Xp + Xr tj) or on a deformed node (node_placement).
+ * soa_flex_fd's own outward step: it needs no Gamma in k's frame (soa_flex_attachment). */
+static void body_placement(const soa_model *m, soa_data *d, int k, const double *q)
+{
+    double *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k, *R = d->R + 9 * k, *l = d->l + 3 * k;
+    soa_joint_transform(m, k, q, Rj, tj);
+    if (m->attach[k]) {
+        node_placement(m, d, k, q);
+        return;
+    }
+    const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k;
+    for (int i = 0; i < 3; i++) {
+        const double *x = Xr + 3 * i;
+        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
+        l[i] = Xp[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
+    }
+}
+
 /* Body k's V, a, b and gravity (the outward velocity step, seed 000 eq. 4.1):
  *   V(k) = phi*(p, k) (V(p) + g) + H* beta(k),  g = Gamma_p eta-dot(p),
  * and the velocity-product acceleration a(k) of alpha(k) = phi*(p, k) (alpha(p) + Gamma_p
@@ -291,12 +311,13 @@ static void applied_force(const soa_model *m, const soa_data *d, int k, const do
  * D = L Delta L* without square roots (unit lower L, 1 / delta on its diagonal), W <- L^-1 X,
  * w <- L^-1 u, and the V block of what is handed on,
  *   A <- A - X* D^-1 X = A - sum_c W_c* W_c / delta_c,  z <- z + X* D^-1 u = z + sum_c W_c* w_c / delta_c
- * (P+ = P - G D G*, z+ = z + G u with G = P H* D^-1; A a full 6 x 6).
+ * (P+ = P - G D G*, z+ = z + G u with G = P H* D^-1; the lower triangle of the 6 x 6 A).
  * 0 if D is not positive definite. */
-static int ldl_step(double *L, int n, int ld, double *W, double *w, double *A, double *z)
+static int ldl_step(double *restrict L, int n, int ld, double *restrict W, double *restrict w,
+                    double *restrict A, double *restrict z)
 {
     for (int i = 0; i < n; i++) {
-        double *Li = L + ld * i, *Wi = W + 6 * i;
+        double *Li = L + ld * i, wi[6], ws[6];
         for (int j = 0; j < i; j++) {              /* F_ij = L_ij delta_j = D_ij - sum F_ic L_jc */
             const double *Lj = L + ld * j;
             double s = Li[j];
@@ -304,21 +325,24 @@ static int ldl_step(double *L, int n, int ld, double *W, double *w, double *A, d
             Li[j] = s;
         }
         double dl = Li[i], x = w[i];
+        for (int e = 0; e < 6; e++) wi[e] = W[6 * i + e];
         for (int c = 0; c < i; c++) {
             const double f = Li[c], lc = f * L[ld * c + c];
             dl -= f * lc;
             Li[c] = lc;
             x -= lc * w[c];
-            for (int e = 0; e < 6; e++) Wi[e] -= lc * W[6 * c + e];
+            for (int e = 0; e < 6; e++) wi[e] -= lc * W[6 * c + e];
         }
         if (!(dl > 0.0) || !isfinite(dl)) return 0;
         const double inv = 1.0 / dl;
-        double ws[6];
         Li[i] = inv;
         w[i] = x;
-        for (int e = 0; e < 6; e++) ws[e] = Wi[e] * inv;
+        for (int e = 0; e < 6; e++) {
+            W[6 * i + e] = wi[e];
+            ws[e] = wi[e] * inv;
+        }
         for (int r = 0; r < 6; r++) {
-            for (int e = 0; e < 6; e++) A[6 * r + e] -= ws[r] * Wi[e];
+            for (int e = 0; e <= r; e++) A[6 * r + e] -= ws[r] * wi[e];
             z[r] += ws[r] * x;
         }
     }
@@ -335,6 +359,13 @@ static void ldl_solve(const double *L, int n, int ld, const double *W, const dou
         for (int c = i + 1; c < n; c++) s -= L[ld * c + i] * x[c];
         x[i] = s;
     }
+}
+
+/* The upper triangle of a symmetric 6 x 6 from its lower. */
+static void mirror6(double *A)
+{
+    for (int i = 1; i < 6; i++)
+        for (int j = 0; j < i; j++) A[6 * j + i] = A[6 * i + j];
 }
 
 /* Phi(p, k) f for a force f of body k: f' = phi(p, k) f to z(p)'s V and Gamma_p* f' to its modes. */
@@ -420,14 +451,13 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
 {
     SOA_SIZES(m);
     soa_status st = {SOA_OK, 0};
-    soa_outward_placements(m, d, q);
     for (int k = 0; k < nb; k++) {
         const int n = 6 + m->nmod[k];
         double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
         const double *M = m->fl_M + nx * nx * k;
+        body_placement(m, d, k, q);
         body_velocity(m, d, k, qd);
-        for (int i = 0; i < n; i++)
-            for (int j = 0; j < (i < 6 ? 6 : i + 1); j++) P[nx * i + j] = M[nx * i + j];
+        memcpy(P, M, sizeof(double) * (size_t)(nx * n));    /* rows 0..n-1 of M(k) */
         applied_force(m, d, k, q, qd, use_fext, 1, z);
         for (int i = 0; i < n; i++) z[i] = (i < 6 ? d->b[6 * k + i] : 0.0) - z[i];
     }
@@ -453,6 +483,7 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
         }
         if (ok && nj) {                                    /* the joint's: H = [H_j 0] on A1 */
             double *Lj = L + nx * mk + mk, *Wj = W + 6 * mk, *wj = w + mk;
+            mirror6(A);
             for (int j = 0; j < nj; j++) {
                 const double *s = m->S + 6 * (v0 + j);
                 matvec6(A, s, Wj + 6 * j);
@@ -468,6 +499,7 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
             return st;
         }
         if (p < 0) continue;
+        mirror6(A);
         propagate(m, d, k, A, zv);
     }
     for (int k = 0; k < nb; k++) {
