@@ -25,6 +25,13 @@
 #include "soa.h"
 #include "spatial.h"
 
+/* The helpers compiled into each of soa_flex_fd's kernels (FLEX_UNROLLED below). */
+#if defined(__GNUC__)
+#define FLEX_INLINE static inline __attribute__((always_inline))
+#else
+#define FLEX_INLINE static inline
+#endif
+
 /* ------------------------------------------------------------------ SO(3) of a node's rotation */
 /* The SO(3) quantities of a node's rotation vector theta (s = |theta|, K = theta~):
  * R = exp(K) = I + c1 K + a K^2 and the left Jacobian J_l = R J_r = I + a K + b K^2 (the node's
@@ -86,7 +93,7 @@ static inline void mat3t_vec(const double *A, const double *x, double *y)
 }
 
 /* (rows 0-2, rows 3-5) . x for a 6 x n block of row stride ld: a node's rotation and translation. */
-static void node_motion(const double *Psi, int ld, int n, const double *x, double *th, double *u)
+FLEX_INLINE void node_motion(const double *Psi, int ld, int n, const double *x, double *th, double *u)
 {
     for (int i = 0; i < 3; i++) {
         double r = 0.0, t = 0.0;
@@ -100,13 +107,27 @@ static void node_motion(const double *Psi, int ld, int n, const double *x, doubl
 }
 
 /* out += X x for a 6 x n block X of row stride ld. */
-static void add_block_times(const double *X, int ld, int n, const double *x, double *out)
+FLEX_INLINE void add_block_times(const double *X, int ld, int n, const double *x, double *out)
 {
     for (int i = 0; i < 6; i++) {
         double s = 0.0;
         for (int j = 0; j < n; j++) s += X[i * ld + j] * x[j];
         out[i] += s;
     }
+}
+
+/* ------------------------------------------------------------------ sizes of a body's step */
+/* The sizes one body's step runs on: its modes mk, its parent's mp and the model's nm (the row
+ * strides of the flexible tables, nx = 6 + nm).  soa_flex_fd passes them as constants to the
+ * kernels of the uniform bodies (FLEX_UNROLLED), so that their short loops unroll. */
+typedef struct {
+    int mk, mp, nm;
+} flex_dims;
+
+static flex_dims dims_of(const soa_model *m, int k)
+{
+    const int p = m->parent[k];
+    return (flex_dims){m->nmod[k], p < 0 ? 0 : m->nmod[p], m->nm};
 }
 
 /* ------------------------------------------------------------------ kinematics (eq. 4.1) */
@@ -122,10 +143,10 @@ enum { NODE_RU = 0, NODE_CO = 3, NODE = 25 };
  * (the node turns at J_l theta-dot and moves at u-dot; that rigid motion seen at p's origin), so
  * that V(k) = phi*(p, k) (V(p) + Gamma_p eta-dot(p)) + H* beta-dot and Phi(p, k) = [phi(p, k);
  * Gamma_p* phi(p, k)]: no transform of Gamma to body k is needed by the recursions.  Needs Rj, tj. */
-static void node_placement(const soa_model *m, soa_data *d, int k, const double *q)
+FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const double *q,
+                                flex_dims dm)
 {
-    SOA_SIZES(m);
-    const int p = m->parent[k], mp = m->nmod[p];
+    const int p = m->parent[k], mp = dm.mp, nm = dm.nm;
     const double *Psi = m->at_Psi + 6 * nm * k, *r = m->at_r + 3 * k;
     const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k;
     double *th = d->fl_th + 3 * k, *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k;
@@ -166,21 +187,23 @@ static void node_placement(const soa_model *m, soa_data *d, int k, const double 
  * by soa_outward_placements. */
 void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q)
 {
-    SOA_SIZES(m);
-    node_placement(m, d, k, q);
-    phi_star_block(d->R + 9 * k, d->l + 3 * k, d->fl_GA + 6 * nm * k, m->nmod[m->parent[k]], nm,
+    const flex_dims dm = dims_of(m, k);
+    const int nm = dm.nm;
+    node_placement(m, d, k, q, dm);
+    phi_star_block(d->R + 9 * k, d->l + 3 * k, d->fl_GA + 6 * nm * k, dm.mp, nm,
                    d->fl_G + 6 * nm * k, nm);
 }
 
 /* Body k's placement (R, l) in its parent at theta: the joint transform (Rj, tj), then the joint
  * frame's placement, fixed (R = Xr Rj, l = Xp + Xr tj) or on a deformed node (node_placement).
  * soa_flex_fd's own outward step: it needs no Gamma in k's frame (soa_flex_attachment). */
-static void body_placement(const soa_model *m, soa_data *d, int k, const double *q)
+FLEX_INLINE void body_placement(const soa_model *m, soa_data *d, int k, const double *q,
+                                flex_dims dm)
 {
     double *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k, *R = d->R + 9 * k, *l = d->l + 3 * k;
     soa_joint_transform(m, k, q, Rj, tj);
     if (m->attach[k]) {
-        node_placement(m, d, k, q);
+        node_placement(m, d, k, q, dm);
         return;
     }
     const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k;
@@ -200,10 +223,10 @@ static void body_placement(const soa_model *m, soa_data *d, int k, const double 
  * Jd = J_l-dot theta-dot (so3_jacobian_rate), u-dot = Psi_t eta-dot; the gyroscopic force
  * b(k) = V x* (fl_M's rows of V) (V; eta-dot) (Euler-Poincare: fl_M is constant in the body
  * frame); gravity g in body axes.  Needs the placements of k (and V, gravity of its parent). */
-static void body_velocity(const soa_model *m, soa_data *d, int k, const double *qd)
+FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const double *qd,
+                               flex_dims dm)
 {
-    SOA_SIZES(m);
-    const int p = m->parent[k], v0 = m->v0[k], mk = m->nmod[k];
+    const int p = m->parent[k], v0 = m->v0[k], mk = dm.mk, mp = dm.mp, nm = dm.nm, nx = 6 + nm;
     const double *R = d->R + 9 * k, *l = d->l + 3 * k;
     double *V = d->V + 6 * k, *a = d->a + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0};
     for (int dd = 0; dd < m->nvj[k]; dd++) {
@@ -216,7 +239,6 @@ static void body_velocity(const soa_model *m, soa_data *d, int k, const double *
             a[i] = 0.0;                                    /* V x~ rel = rel x~ rel = 0 */
         }
     } else if (m->attach[k]) {
-        const int mp = m->nmod[p];
         const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
         const double *th = d->fl_th + 3 * k, *node = d->fl_node + NODE * k, *Vp = d->V + 6 * p;
         double g[6] = {0, 0, 0, 0, 0, 0}, Vq[6], thd[3], ud[3], Jd[3], c[6], x[6];
@@ -246,31 +268,32 @@ static void body_velocity(const soa_model *m, soa_data *d, int k, const double *
     mat3t_vec(R, p < 0 ? gw : d->fl_gb + 3 * p, d->fl_gb + 3 * k);
     /* b = V x* (M_VV V + M_Veta eta-dot) */
     const double *M = m->fl_M + nx * nx * k, *etad = qd + v0 + m->nvj[k];
+    const double v[6] = {V[0], V[1], V[2], V[3], V[4], V[5]};
     double h[6];
     for (int i = 0; i < 6; i++) {
-        double s = 0.0;
-        for (int j = 0; j < 6; j++) s += M[nx * i + j] * V[j];
-        for (int j = 0; j < mk; j++) s += M[nx * i + 6 + j] * etad[j];
+        const double *r = M + nx * i;
+        double s = r[0] * v[0] + r[1] * v[1] + r[2] * v[2] + r[3] * v[3] + r[4] * v[4] + r[5] * v[5];
+        for (int j = 0; j < mk; j++) s += r[6 + j] * etad[j];
         h[i] = s;
     }
-    cross_force(V, h, d->b + 6 * k);
+    cross_force(v, h, d->b + 6 * k);
 }
 
 /* V, a, b and gravity of every body, base to tip (body_velocity).  Needs soa_outward_placements. */
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd)
 {
-    for (int k = 0; k < m->nb; k++) body_velocity(m, d, k, qd);
+    for (int k = 0; k < m->nb; k++) body_velocity(m, d, k, qd, dims_of(m, k));
 }
 
 /* h = m c + S_t eta: body k's first moment of mass about its origin, deformed (S_t = fl_M's
  * (v, eta) block), body axes. */
-static void first_moment(const soa_model *m, int k, const double *eta, double *h)
+FLEX_INLINE void first_moment(const soa_model *m, int k, const double *eta, double *h, flex_dims dm)
 {
-    SOA_SIZES(m);
+    const int nx = 6 + dm.nm;
     const double *M = m->fl_M + nx * nx * k;
     for (int i = 0; i < 3; i++) {
         double s = m->mass[k] * m->com[3 * k + i];
-        for (int j = 0; j < m->nmod[k]; j++) s += M[nx * (3 + i) + 6 + j] * eta[j];
+        for (int j = 0; j < dm.mk; j++) s += M[nx * (3 + i) + 6 + j] * eta[j];
         h[i] = s;
     }
 }
@@ -278,11 +301,10 @@ static void first_moment(const soa_model *m, int k, const double *eta, double *h
 /* Applied generalized force Q(k) on (V, eta): f_ext, gravity [h x g; m g; S_t* g] with the first
  * moment h = m c + S_t eta (S_t = fl_M's (v, eta) block), and the elastic and damping forces
  * -K eta - D eta-dot.  gravity = 0 drops gravity, elasticity and damping (mass-matrix columns). */
-static void applied_force(const soa_model *m, const soa_data *d, int k, const double *q,
-                          const double *qd, int use_fext, int gravity, double *Q)
+FLEX_INLINE void applied_force(const soa_model *m, const soa_data *d, int k, const double *q,
+                               const double *qd, int use_fext, int gravity, double *Q, flex_dims dm)
 {
-    SOA_SIZES(m);
-    const int mk = m->nmod[k];
+    const int mk = dm.mk, nm = dm.nm, nx = 6 + nm;
     const double *M = m->fl_M + nx * nx * k, *g = d->fl_gb + 3 * k;
     for (int i = 0; i < 6 + mk; i++) Q[i] = 0.0;
     if (use_fext)
@@ -290,7 +312,7 @@ static void applied_force(const soa_model *m, const soa_data *d, int k, const do
     if (!gravity) return;
     const double *eta = q + m->q0[k] + m->nqj[k], *etad = qd + m->v0[k] + m->nvj[k];
     double hm[3], t[3];
-    first_moment(m, k, eta, hm);
+    first_moment(m, k, eta, hm, dm);
     cross3(hm, g, t);
     for (int i = 0; i < 3; i++) {
         Q[i] += t[i];
@@ -313,8 +335,8 @@ static void applied_force(const soa_model *m, const soa_data *d, int k, const do
  *   A <- A - X* D^-1 X = A - sum_c W_c* W_c / delta_c,  z <- z + X* D^-1 u = z + sum_c W_c* w_c / delta_c
  * (P+ = P - G D G*, z+ = z + G u with G = P H* D^-1; the lower triangle of the 6 x 6 A).
  * 0 if D is not positive definite. */
-static int ldl_step(double *restrict L, int n, int ld, double *restrict W, double *restrict w,
-                    double *restrict A, double *restrict z)
+FLEX_INLINE int ldl_step(double *restrict L, int n, int ld, double *restrict W, double *restrict w,
+                         double *restrict A, double *restrict z)
 {
     for (int i = 0; i < n; i++) {
         double *Li = L + ld * i, wi[6], ws[6];
@@ -351,8 +373,8 @@ static int ldl_step(double *restrict L, int n, int ld, double *restrict W, doubl
 
 /* The accelerations of one step's dofs, D x = u - X alpha (seed 001 eq. 65, beta-dot = D^-1 u -
  * G* alpha) with ldl_step's factors: x = L^-* Delta^-1 (w - W alpha). */
-static void ldl_solve(const double *L, int n, int ld, const double *W, const double *w,
-                      const double *al, double *x)
+FLEX_INLINE void ldl_solve(const double *L, int n, int ld, const double *W, const double *w,
+                           const double *al, double *x)
 {
     for (int i = n - 1; i >= 0; i--) {
         double s = (w[i] - dot6(W + 6 * i, al)) * L[ld * i + i];
@@ -362,22 +384,23 @@ static void ldl_solve(const double *L, int n, int ld, const double *W, const dou
 }
 
 /* The upper triangle of a symmetric 6 x 6 from its lower. */
-static void mirror6(double *A)
+static inline void mirror6(double *A)
 {
     for (int i = 1; i < 6; i++)
         for (int j = 0; j < i; j++) A[6 * j + i] = A[6 * i + j];
 }
 
 /* Phi(p, k) f for a force f of body k: f' = phi(p, k) f to z(p)'s V and Gamma_p* f' to its modes. */
-static void add_to_parent(const soa_model *m, const soa_data *d, int k, const double *f, double *zp)
+FLEX_INLINE void add_to_parent(const soa_model *m, const soa_data *d, int k, const double *f,
+                               double *zp, flex_dims dm)
 {
-    SOA_SIZES(m);
+    const int nm = dm.nm;
     double g[6] = {0, 0, 0, 0, 0, 0};
     add_phi(d->R + 9 * k, d->l + 3 * k, f, g);
     for (int i = 0; i < 6; i++) zp[i] += g[i];
     if (!m->attach[k]) return;
     const double *G = d->fl_GA + 6 * nm * k;
-    for (int j = 0; j < m->nmod[m->parent[k]]; j++) {
+    for (int j = 0; j < dm.mp; j++) {
         double s = 0.0;
         for (int i = 0; i < 6; i++) s += G[i * nm + j] * g[i];
         zp[6 + j] += s;
@@ -385,17 +408,16 @@ static void add_to_parent(const soa_model *m, const soa_data *d, int k, const do
 }
 
 /* alpha(k) = phi*(k, p) (alpha(p) + Gamma_p eta-ddot(p)) + a(k) (without k's own dofs). */
-static void inherited_acceleration(const soa_model *m, const soa_data *d, int k, const double *qdd,
-                                   int with_a, double *al)
+FLEX_INLINE void inherited_acceleration(const soa_model *m, const soa_data *d, int k,
+                                        const double *qdd, int with_a, double *al, flex_dims dm)
 {
-    SOA_SIZES(m);
     const int p = m->parent[k];
     for (int i = 0; i < 6; i++) al[i] = with_a ? d->a[6 * k + i] : 0.0;
     if (p < 0) return;
     double x[6], y[6];
     for (int i = 0; i < 6; i++) y[i] = d->alpha[6 * p + i];
     if (m->attach[k])
-        add_block_times(d->fl_GA + 6 * nm * k, nm, m->nmod[p], qdd + m->v0[p] + m->nvj[p], y);
+        add_block_times(d->fl_GA + 6 * dm.nm * k, dm.nm, dm.mp, qdd + m->v0[p] + m->nvj[p], y);
     apply_phi_star(d->R + 9 * k, d->l + 3 * k, y, x);
     for (int i = 0; i < 6; i++) al[i] += x[i];
 }
@@ -404,21 +426,20 @@ static void inherited_acceleration(const soa_model *m, const soa_data *d, int k,
  * full) and z+ of body k, Phi(p, k) = [phi(p, k); Gamma_p* phi(p, k)]: with P' = phi P+ phi*
  * (add_phi_inertia) the blocks are P', P' Gamma_p and Gamma_p* P' Gamma_p (P(p) as soa_flex_fd
  * keeps it). */
-static void propagate(const soa_model *m, soa_data *d, int k, const double *Pk, const double *zk)
+FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double *Pk,
+                           const double *zk, flex_dims dm)
 {
-    SOA_SIZES(m);
-    const int p = m->parent[k];
+    const int p = m->parent[k], nm = dm.nm, nx = 6 + nm;
     double *P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36] = {0}, f[6];
     add_phi_inertia(d->R + 9 * k, d->l + 3 * k, Pk, acc);
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 6; j++) P[nx * i + j] += acc[6 * i + j];
     matvec6(Pk, d->a + 6 * k, f);
     for (int i = 0; i < 6; i++) f[i] += zk[i];
-    add_to_parent(m, d, k, f, zp);
+    add_to_parent(m, d, k, f, zp, dm);
     if (!m->attach[k]) return;
-    const int mp = m->nmod[p];
     const double *G = d->fl_GA + 6 * nm * k;
-    for (int c = 0; c < mp; c++) {
+    for (int c = 0; c < dm.mp; c++) {
         const double g[6] = {G[c], G[nm + c], G[2 * nm + c], G[3 * nm + c], G[4 * nm + c],
                              G[5 * nm + c]};
         double y[6], *row = P + nx * (6 + c);
@@ -433,6 +454,97 @@ static void propagate(const soa_model *m, soa_data *d, int k, const double *Pk, 
 }
 
 /* ------------------------------------------------------------------ forward dynamics */
+/* Body k's outward step of soa_flex_fd: placement, V, a, b, then P(k) = M(k) (rows 0..5 + m) and
+ * z(k) = b - Q. */
+FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double *q,
+                            const double *qd, int use_fext, flex_dims dm)
+{
+    const int n = 6 + dm.mk, nx = 6 + dm.nm;
+    double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
+    body_placement(m, d, k, q, dm);
+    body_velocity(m, d, k, qd, dm);
+    memcpy(P, m->fl_M + nx * nx * k, sizeof(double) * (size_t)(nx * n));
+    applied_force(m, d, k, q, qd, use_fext, 1, z, dm);
+    for (int i = 0; i < 6; i++) z[i] = d->b[6 * k + i] - z[i];
+    for (int i = 6; i < n; i++) z[i] = -z[i];
+}
+
+/* Body k's inward step: the modal then the joint innovations step, and the hand-over to the
+ * parent; 0 if D(k) is not positive definite. */
+FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *tau, flex_dims dm)
+{
+    const int p = m->parent[k], nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], nx = 6 + dm.nm;
+    const double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k, *arm = m->armature + v0;
+    double *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k;
+    double A[36], zv[6];
+    for (int i = 0; i < 6; i++) {
+        for (int j = 0; j < 6; j++) A[6 * i + j] = P[nx * i + j];
+        zv[i] = z[i];
+    }
+    if (mk) {                                              /* the modal dofs: H = [0 I] */
+        for (int i = 0; i < mk; i++) {
+            const double *r = P + nx * (6 + i);
+            for (int j = 0; j <= i; j++) L[nx * i + j] = r[6 + j];
+            L[nx * i + i] += arm[nj + i];                  /* D + diag(a) */
+            for (int e = 0; e < 6; e++) W[6 * i + e] = r[e];
+            w[i] = tau[v0 + nj + i] - z[6 + i];
+        }
+        if (!ldl_step(L, mk, nx, W, w, A, zv)) return 0;
+    }
+    if (nj) {                                              /* the joint's: H = [H_j 0] on A1 */
+        double *Lj = L + nx * mk + mk, *Wj = W + 6 * mk, *wj = w + mk;
+        mirror6(A);
+        for (int j = 0; j < nj; j++) {
+            const double *s = m->S + 6 * (v0 + j);
+            matvec6(A, s, Wj + 6 * j);
+            wj[j] = tau[v0 + j] - dot6(s, zv);
+            for (int i = 0; i <= j; i++) Lj[nx * j + i] = dot6(m->S + 6 * (v0 + i), Wj + 6 * j);
+            Lj[nx * j + j] += arm[j];
+        }
+        if (!ldl_step(Lj, nj, nx, Wj, wj, A, zv)) return 0;
+    }
+    if (p >= 0) {
+        mirror6(A);
+        propagate(m, d, k, A, zv, dm);
+    }
+    return 1;
+}
+
+/* Body k's accelerations: alpha' inherited, the joint's beta-dot, alpha(k), then eta-ddot. */
+FLEX_INLINE void fd_accel(const soa_model *m, soa_data *d, int k, double *qdd, flex_dims dm)
+{
+    const int nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], nx = 6 + dm.nm;
+    const double *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k, *L = d->fl_L + nx * nx * k;
+    double *al = d->alpha + 6 * k, *x = qdd + v0;
+    inherited_acceleration(m, d, k, qdd, 1, al, dm);
+    if (nj) {
+        ldl_solve(L + nx * mk + mk, nj, nx, W + 6 * mk, w + mk, al, x);
+        for (int j = 0; j < nj; j++) {
+            const double *s = m->S + 6 * (v0 + j);
+            for (int c = 0; c < 6; c++) al[c] += s[c] * x[j];
+        }
+    }
+    if (mk) ldl_solve(L, mk, nx, W, w, al, x + nj);
+}
+
+/* The modal counts M with kernels of their own: a body with M modes whose parent (if any) has M,
+ * in a model whose bodies have at most M (chains and trees of like flexible links; 4 is the
+ * examples' count), runs fd_outward, fd_inward and fd_accel compiled for that constant M, the
+ * loops over modes unrolled and the row strides fixed: a quarter fewer instructions per body.
+ * Each M adds about 25 kB of code and 0.6 s of compile time; other bodies run the same functions
+ * with their sizes read from the model. */
+#define FLEX_UNROLLED(X) X(4)
+
+/* M if body k runs FLEX_UNROLLED's kernels for M modes, else 0 (also for rigid bodies: their loops
+ * over modes are empty anyway). */
+static int uniform_modes(const soa_model *m, int k)
+{
+    const int p = m->parent[k], mk = m->nmod[k];
+    return mk == m->nm && (p < 0 || m->nmod[p] == mk) ? mk : 0;
+}
+
+#define FLEX_DIMS(M) ((flex_dims){M, M, M})
+
 /* Articulated-body forward dynamics with flexible bodies (seed 001 Algorithm 3 / seed 000 A.1-A.2
  * with (V, eta-dot) per body; the header's recursion), with H(k) = [H_joint 0; 0 I] taken in two
  * innovations steps (ldl_step), the modal dofs first (H = [0 I]: D = P_etaeta, X = P_etaV), then
@@ -444,77 +556,42 @@ static void propagate(const soa_model *m, soa_data *d, int k, const double *Pk, 
  *   outward  alpha' = phi* (alpha(p) + Gamma_p eta-ddot(p)) + a;  beta-dot = joint step's solve,
  *            alpha(k) = alpha' + H_j* beta-dot;  eta-ddot = modal step's solve at alpha(k)
  * tau holds the joint forces and the applied modal forces; qdd <- joint and modal accelerations.
- * fl_P holds P's V rows (6 x 6) and its modal rows' lower triangle (P_etaV, P_etaeta); fl_L, fl_Y, fl_u the modal step's factors in rows 0..m-1 and
- * the joint's in rows m..m+r_v-1. */
+ * fl_P holds P's V rows (6 x 6) and its modal rows' lower triangle (P_etaV, P_etaeta); fl_L,
+ * fl_Y, fl_u the modal step's factors in rows 0..m-1 and the joint's in rows m..m+r_v-1. */
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd)
 {
-    SOA_SIZES(m);
+    const int nb = m->nb;
     soa_status st = {SOA_OK, 0};
     for (int k = 0; k < nb; k++) {
-        const int n = 6 + m->nmod[k];
-        double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
-        const double *M = m->fl_M + nx * nx * k;
-        body_placement(m, d, k, q);
-        body_velocity(m, d, k, qd);
-        memcpy(P, M, sizeof(double) * (size_t)(nx * n));    /* rows 0..n-1 of M(k) */
-        applied_force(m, d, k, q, qd, use_fext, 1, z);
-        for (int i = 0; i < n; i++) z[i] = (i < 6 ? d->b[6 * k + i] : 0.0) - z[i];
+        switch (uniform_modes(m, k)) {
+#define FLEX_OUT(M) case M: fd_outward(m, d, k, q, qd, use_fext, FLEX_DIMS(M)); break;
+        FLEX_UNROLLED(FLEX_OUT)
+#undef FLEX_OUT
+        default: fd_outward(m, d, k, q, qd, use_fext, dims_of(m, k));
+        }
     }
     for (int k = nb - 1; k >= 0; k--) {
-        const int p = m->parent[k], nj = m->nvj[k], mk = m->nmod[k], v0 = m->v0[k];
-        const double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k, *arm = m->armature + v0;
-        double *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k;
-        double A[36], zv[6];
-        for (int i = 0; i < 6; i++) {
-            for (int j = 0; j < 6; j++) A[6 * i + j] = P[nx * i + j];
-            zv[i] = z[i];
-        }
-        int ok = 1;
-        if (mk) {                                          /* the modal dofs: H = [0 I] */
-            for (int i = 0; i < mk; i++) {
-                const double *r = P + nx * (6 + i);
-                for (int j = 0; j <= i; j++) L[nx * i + j] = r[6 + j];
-                L[nx * i + i] += arm[nj + i];              /* D + diag(a) */
-                for (int e = 0; e < 6; e++) W[6 * i + e] = r[e];
-                w[i] = tau[v0 + nj + i] - z[6 + i];
-            }
-            ok = ldl_step(L, mk, nx, W, w, A, zv);
-        }
-        if (ok && nj) {                                    /* the joint's: H = [H_j 0] on A1 */
-            double *Lj = L + nx * mk + mk, *Wj = W + 6 * mk, *wj = w + mk;
-            mirror6(A);
-            for (int j = 0; j < nj; j++) {
-                const double *s = m->S + 6 * (v0 + j);
-                matvec6(A, s, Wj + 6 * j);
-                wj[j] = tau[v0 + j] - dot6(s, zv);
-                for (int i = 0; i <= j; i++) Lj[nx * j + i] = dot6(m->S + 6 * (v0 + i), Wj + 6 * j);
-                Lj[nx * j + j] += arm[j];
-            }
-            ok = ldl_step(Lj, nj, nx, Wj, wj, A, zv);
+        int ok;
+        switch (uniform_modes(m, k)) {
+#define FLEX_IN(M) case M: ok = fd_inward(m, d, k, tau, FLEX_DIMS(M)); break;
+        FLEX_UNROLLED(FLEX_IN)
+#undef FLEX_IN
+        default: ok = fd_inward(m, d, k, tau, dims_of(m, k));
         }
         if (!ok) {
             st.kind = SOA_SINGULAR;
             st.index = k;
             return st;
         }
-        if (p < 0) continue;
-        mirror6(A);
-        propagate(m, d, k, A, zv);
     }
     for (int k = 0; k < nb; k++) {
-        const int nj = m->nvj[k], mk = m->nmod[k], v0 = m->v0[k];
-        const double *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k, *L = d->fl_L + nx * nx * k;
-        double *al = d->alpha + 6 * k, *x = qdd + v0;
-        inherited_acceleration(m, d, k, qdd, 1, al);
-        if (nj) {
-            ldl_solve(L + nx * mk + mk, nj, nx, W + 6 * mk, w + mk, al, x);
-            for (int j = 0; j < nj; j++) {
-                const double *s = m->S + 6 * (v0 + j);
-                for (int c = 0; c < 6; c++) al[c] += s[c] * x[j];
-            }
+        switch (uniform_modes(m, k)) {
+#define FLEX_ACC(M) case M: fd_accel(m, d, k, qdd, FLEX_DIMS(M)); break;
+        FLEX_UNROLLED(FLEX_ACC)
+#undef FLEX_ACC
+        default: fd_accel(m, d, k, qdd, dims_of(m, k));
         }
-        if (mk) ldl_solve(L, mk, nx, W, w, al, x + nj);
     }
     return st;
 }
@@ -532,7 +609,7 @@ static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const
     for (int k = 0; k < nb; k++) {
         const int nj = m->nvj[k], v0 = m->v0[k];
         double *al = d->alpha + 6 * k;
-        inherited_acceleration(m, d, k, qdd, full, al);
+        inherited_acceleration(m, d, k, qdd, full, al, dims_of(m, k));
         for (int j = 0; j < nj; j++) {
             const double *s = m->S + 6 * (v0 + j);
             for (int c = 0; c < 6; c++) al[c] += s[c] * qdd[v0 + j];
@@ -542,7 +619,7 @@ static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const
         const int mk = m->nmod[k];
         const double *M = m->fl_M + nx * nx * k, *etadd = qdd + m->v0[k] + m->nvj[k];
         double *F = d->fl_z + nx * k;
-        applied_force(m, d, k, q, qd, use_fext && full, full, F);
+        applied_force(m, d, k, q, qd, use_fext && full, full, F, dims_of(m, k));
         for (int i = 0; i < 6 + mk; i++) {
             double x = (full && i < 6 ? d->b[6 * k + i] : 0.0) - F[i];
             for (int j = 0; j < 6; j++) x += M[nx * i + j] * d->alpha[6 * k + j];
@@ -555,7 +632,7 @@ static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const
         const double *F = d->fl_z + nx * k;
         for (int j = 0; j < nj; j++) tau[v0 + j] = dot6(m->S + 6 * (v0 + j), F);
         for (int j = 0; j < m->nmod[k]; j++) tau[v0 + nj + j] = F[6 + j];
-        if (m->parent[k] >= 0) add_to_parent(m, d, k, F, d->fl_z + nx * m->parent[k]);
+        if (m->parent[k] >= 0) add_to_parent(m, d, k, F, d->fl_z + nx * m->parent[k], dims_of(m, k));
     }
 }
 
@@ -611,7 +688,7 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
             T += 0.5 * xi * s;
         }
         double h[3], c[3];
-        first_moment(m, k, eta, h);
+        first_moment(m, k, eta, h, dims_of(m, k));
         mat3_vec(d->Rw + 9 * k, h, c);
         for (int i = 0; i < 3; i++) c[i] += m->mass[k] * d->pw[3 * k + i];
         U += m->a0[3] * c[0] + m->a0[4] * c[1] + m->a0[5] * c[2];      /* -g . (first moment) */
