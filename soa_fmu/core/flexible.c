@@ -106,14 +106,12 @@ FLEX_INLINE void node_motion(const double *Psi, int ld, int n, const double *x, 
     }
 }
 
-/* out += X x for a 6 x n block X of row stride ld. */
-FLEX_INLINE void add_block_times(const double *X, int ld, int n, const double *x, double *out)
+/* out += X x for n columns of 6 (X + 6 j: column j). */
+FLEX_INLINE void add_columns_times(const double *restrict X, int n, const double *restrict x,
+                                   double *restrict out)
 {
-    for (int i = 0; i < 6; i++) {
-        double s = 0.0;
-        for (int j = 0; j < n; j++) s += X[i * ld + j] * x[j];
-        out[i] += s;
-    }
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < 6; i++) out[i] += X[6 * j + i] * x[j];
 }
 
 /* ------------------------------------------------------------------ sizes of a body's step */
@@ -142,7 +140,8 @@ enum { NODE_RU = 0, NODE_CO = 3, NODE = 25 };
  *   Gamma_p = [J_l Psi_r;  Psi_t + (r + u) x J_l Psi_r]
  * (the node turns at J_l theta-dot and moves at u-dot; that rigid motion seen at p's origin), so
  * that V(k) = phi*(p, k) (V(p) + Gamma_p eta-dot(p)) + H* beta-dot and Phi(p, k) = [phi(p, k);
- * Gamma_p* phi(p, k)]: no transform of Gamma to body k is needed by the recursions.  Needs Rj, tj. */
+ * Gamma_p* phi(p, k)]: no transform of Gamma to body k is needed by the recursions.  Gamma_p is
+ * stored by columns (d->fl_GA + 6 nm k, column c at 6 c).  Needs Rj, tj. */
 FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const double *q,
                                 flex_dims dm)
 {
@@ -176,8 +175,8 @@ FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const do
         mat3_vec(J, pr, w);
         cross3(ru, w, v);
         for (int i = 0; i < 3; i++) {
-            G[i * nm + c] = w[i];
-            G[(3 + i) * nm + c] = Psi[(3 + i) * nm + c] + v[i];
+            G[6 * c + i] = w[i];
+            G[6 * c + 3 + i] = Psi[(3 + i) * nm + c] + v[i];
         }
     }
 }
@@ -189,9 +188,14 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
 {
     const flex_dims dm = dims_of(m, k);
     const int nm = dm.nm;
+    const double *Gp = d->fl_GA + 6 * nm * k;
+    double *G = d->fl_G + 6 * nm * k;
     node_placement(m, d, k, q, dm);
-    phi_star_block(d->R + 9 * k, d->l + 3 * k, d->fl_GA + 6 * nm * k, dm.mp, nm,
-                   d->fl_G + 6 * nm * k, nm);
+    for (int c = 0; c < dm.mp; c++) {
+        double g[6];
+        apply_phi_star(d->R + 9 * k, d->l + 3 * k, Gp + 6 * c, g);
+        for (int i = 0; i < 6; i++) G[i * nm + c] = g[i];
+    }
 }
 
 /* Body k's placement (R, l) in its parent at theta: the joint transform (Rj, tj), then the joint
@@ -242,7 +246,7 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
         const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
         const double *th = d->fl_th + 3 * k, *node = d->fl_node + NODE * k, *Vp = d->V + 6 * p;
         double g[6] = {0, 0, 0, 0, 0, 0}, Vq[6], thd[3], ud[3], Jd[3], c[6], x[6];
-        add_block_times(d->fl_GA + 6 * nm * k, nm, mp, etad, g);
+        add_columns_times(d->fl_GA + 6 * nm * k, mp, etad, g);
         node_motion(Psi, nm, mp, etad, thd, ud);
         so3_jacobian_rate(th, thd, node + NODE_CO, Jd);
         cross_motion(Vp, g, c);
@@ -400,11 +404,7 @@ FLEX_INLINE void add_to_parent(const soa_model *m, const soa_data *d, int k, con
     for (int i = 0; i < 6; i++) zp[i] += g[i];
     if (!m->attach[k]) return;
     const double *G = d->fl_GA + 6 * nm * k;
-    for (int j = 0; j < dm.mp; j++) {
-        double s = 0.0;
-        for (int i = 0; i < 6; i++) s += G[i * nm + j] * g[i];
-        zp[6 + j] += s;
-    }
+    for (int j = 0; j < dm.mp; j++) zp[6 + j] += dot6(G + 6 * j, g);
 }
 
 /* alpha(k) = phi*(k, p) (alpha(p) + Gamma_p eta-ddot(p)) + a(k) (without k's own dofs). */
@@ -417,7 +417,7 @@ FLEX_INLINE void inherited_acceleration(const soa_model *m, const soa_data *d, i
     double x[6], y[6];
     for (int i = 0; i < 6; i++) y[i] = d->alpha[6 * p + i];
     if (m->attach[k])
-        add_block_times(d->fl_GA + 6 * dm.nm * k, dm.nm, dm.mp, qdd + m->v0[p] + m->nvj[p], y);
+        add_columns_times(d->fl_GA + 6 * dm.nm * k, dm.mp, qdd + m->v0[p] + m->nvj[p], y);
     apply_phi_star(d->R + 9 * k, d->l + 3 * k, y, x);
     for (int i = 0; i < 6; i++) al[i] += x[i];
 }
@@ -430,7 +430,7 @@ FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double 
                            const double *zk, flex_dims dm)
 {
     const int p = m->parent[k], nm = dm.nm, nx = 6 + nm;
-    double *P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36] = {0}, f[6];
+    double *restrict P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36] = {0}, f[6];
     add_phi_inertia(d->R + 9 * k, d->l + 3 * k, Pk, acc);
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 6; j++) P[nx * i + j] += acc[6 * i + j];
@@ -438,39 +438,39 @@ FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double 
     for (int i = 0; i < 6; i++) f[i] += zk[i];
     add_to_parent(m, d, k, f, zp, dm);
     if (!m->attach[k]) return;
-    const double *G = d->fl_GA + 6 * nm * k;
+    const double *restrict G = d->fl_GA + 6 * nm * k;
     for (int c = 0; c < dm.mp; c++) {
-        const double g[6] = {G[c], G[nm + c], G[2 * nm + c], G[3 * nm + c], G[4 * nm + c],
-                             G[5 * nm + c]};
+        const double g[6] = {G[6 * c], G[6 * c + 1], G[6 * c + 2], G[6 * c + 3], G[6 * c + 4],
+                             G[6 * c + 5]};
         double y[6], *row = P + nx * (6 + c);
         matvec6(acc, g, y);                                /* P' Gamma_p(:, c) */
         for (int i = 0; i < 6; i++) row[i] += y[i];
         for (int e = 0; e <= c; e++) {
-            double x = 0.0;
-            for (int i = 0; i < 6; i++) x += G[i * nm + e] * y[i];
-            row[6 + e] += x;
+            const double *g = G + 6 * e;
+            row[6 + e] += g[0] * y[0] + g[1] * y[1] + g[2] * y[2] + g[3] * y[3] + g[4] * y[4] + g[5] * y[5];
         }
     }
 }
 
 /* ------------------------------------------------------------------ forward dynamics */
-/* Body k's outward step of soa_flex_fd: placement, V, a, b, then P(k) = M(k) (rows 0..5 + m) and
- * z(k) = b - Q. */
+/* Body k's outward step of soa_flex_fd: placement, V, a, b, then P(k) = M(k) (rows 0..5 + m, row
+ * stride nx) and z(k) = b - Q. */
 FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double *q,
                             const double *qd, int use_fext, flex_dims dm)
 {
     const int n = 6 + dm.mk, nx = 6 + dm.nm;
+    const double *M = m->fl_M + nx * nx * k;
     double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
     body_placement(m, d, k, q, dm);
     body_velocity(m, d, k, qd, dm);
-    memcpy(P, m->fl_M + nx * nx * k, sizeof(double) * (size_t)(nx * n));
+    memcpy(P, M, sizeof(double) * (size_t)(nx * n));
     applied_force(m, d, k, q, qd, use_fext, 1, z, dm);
     for (int i = 0; i < 6; i++) z[i] = d->b[6 * k + i] - z[i];
     for (int i = 6; i < n; i++) z[i] = -z[i];
 }
 
-/* Body k's inward step: the modal then the joint innovations step, and the hand-over to the
- * parent; 0 if D(k) is not positive definite. */
+/* Body k's inward step: the modal then the joint innovations step on P(k)'s V block A (it becomes
+ * P+), and the hand-over to the parent; 0 if D(k) is not positive definite. */
 FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *tau, flex_dims dm)
 {
     const int p = m->parent[k], nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], nx = 6 + dm.nm;
@@ -556,7 +556,7 @@ static int uniform_modes(const soa_model *m, int k)
  *   outward  alpha' = phi* (alpha(p) + Gamma_p eta-ddot(p)) + a;  beta-dot = joint step's solve,
  *            alpha(k) = alpha' + H_j* beta-dot;  eta-ddot = modal step's solve at alpha(k)
  * tau holds the joint forces and the applied modal forces; qdd <- joint and modal accelerations.
- * fl_P holds P's V rows (6 x 6) and its modal rows' lower triangle (P_etaV, P_etaeta); fl_L,
+ * fl_P holds P's V rows and its modal rows' P_etaV and lower triangle of P_etaeta; fl_L,
  * fl_Y, fl_u the modal step's factors in rows 0..m-1 and the joint's in rows m..m+r_v-1. */
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd)
