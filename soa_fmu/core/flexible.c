@@ -387,6 +387,19 @@ FLEX_INLINE void ldl_solve(const double *L, int n, int ld, const double *W, cons
     }
 }
 
+/* i if the joint axis s is e_i (a revolute or prismatic joint about or along a coordinate axis of
+ * its frame), else -1. */
+static inline int unit_axis(const double *s)
+{
+    int i = -1;
+    for (int c = 0; c < 6; c++)
+        if (s[c] != 0.0) {
+            if (s[c] != 1.0 || i >= 0) return -1;
+            i = c;
+        }
+    return i;
+}
+
 /* The upper triangle of a symmetric 6 x 6 from its lower. */
 static inline void mirror6(double *A)
 {
@@ -491,7 +504,14 @@ FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *
         }
         if (!ldl_step(L, mk, nx, W, w, A, zv)) return 0;
     }
-    if (nj) {                                              /* the joint's: H = [H_j 0] on A1 */
+    const int ax = nj == 1 ? unit_axis(m->S + 6 * v0) : -1;
+    if (ax >= 0) {                     /* about or along a coordinate axis: H_j A1 = A1's row ax */
+        double *Wj = W + 6 * mk;
+        for (int e = 0; e < 6; e++) Wj[e] = e <= ax ? A[6 * ax + e] : A[6 * e + ax];
+        L[nx * mk + mk] = A[7 * ax] + arm[0];
+        w[mk] = tau[v0] - zv[ax];
+        if (!ldl_step(L + nx * mk + mk, 1, nx, Wj, w + mk, A, zv)) return 0;
+    } else if (nj) {                                       /* the joint's: H = [H_j 0] on A1 */
         double *Lj = L + nx * mk + mk, *Wj = W + 6 * mk, *wj = w + mk;
         mirror6(A);
         for (int j = 0; j < nj; j++) {
