@@ -332,26 +332,28 @@ FLEX_INLINE void applied_force(const soa_model *m, const soa_data *d, int k, con
 
 /* ------------------------------------------------------------------ the innovations step */
 /* One step of the Riccati / innovations recursion (seed 001 eqs. 34-36, 63-65) for n dofs with
- * the rows X = (P H*)* of the body's V (n x 6, in W on entry), D = H P H* (lower triangle, in L on
- * entry, row stride ld) and the innovations u = T - H z (in w on entry): the LDL* factor
- * D = L Delta L* without square roots (unit lower L, 1 / delta on its diagonal), W <- L^-1 X,
- * w <- L^-1 u, and the V block of what is handed on,
+ * D = H P H* + diag(arm) (lower triangle of D, row stride ld; arm NULL: none), the rows X = (P H*)*
+ * of the body's V (n x 6, row stride ldx) and the innovations u = T - H z (in w on entry): the LDL*
+ * factor D = L Delta L* without square roots (unit lower L, 1 / delta on its diagonal; L may be D),
+ * W = L^-1 X (may be X when ldx = 6), w <- L^-1 u, and the V block of what is handed on,
  *   A <- A - X* D^-1 X = A - sum_c W_c* W_c / delta_c,  z <- z + X* D^-1 u = z + sum_c W_c* w_c / delta_c
  * (P+ = P - G D G*, z+ = z + G u with G = P H* D^-1; the lower triangle of the 6 x 6 A).
  * 0 if D is not positive definite. */
-FLEX_INLINE int ldl_step(double *restrict L, int n, int ld, double *restrict W, double *restrict w,
-                         double *restrict A, double *restrict z)
+FLEX_INLINE int ldl_step(const double *D, const double *X, int ldx, const double *arm, double *L,
+                         int n, int ld, double *W, double *w, double *restrict A,
+                         double *restrict z)
 {
     for (int i = 0; i < n; i++) {
         double *Li = L + ld * i, wi[6], ws[6];
+        const double *Di = D + ld * i;
         for (int j = 0; j < i; j++) {              /* F_ij = L_ij delta_j = D_ij - sum F_ic L_jc */
             const double *Lj = L + ld * j;
-            double s = Li[j];
+            double s = Di[j];
             for (int c = 0; c < j; c++) s -= Li[c] * Lj[c];
             Li[j] = s;
         }
-        double dl = Li[i], x = w[i];
-        for (int e = 0; e < 6; e++) wi[e] = W[6 * i + e];
+        double dl = Di[i] + (arm ? arm[i] : 0.0), x = w[i];
+        for (int e = 0; e < 6; e++) wi[e] = X[ldx * i + e];
         for (int c = 0; c < i; c++) {
             const double f = Li[c], lc = f * L[ld * c + c];
             dl -= f * lc;
@@ -494,23 +496,17 @@ FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *
         for (int j = 0; j < 6; j++) A[6 * i + j] = P[nx * i + j];
         zv[i] = z[i];
     }
-    if (mk) {                                              /* the modal dofs: H = [0 I] */
-        for (int i = 0; i < mk; i++) {
-            const double *r = P + nx * (6 + i);
-            for (int j = 0; j <= i; j++) L[nx * i + j] = r[6 + j];
-            L[nx * i + i] += arm[nj + i];                  /* D + diag(a) */
-            for (int e = 0; e < 6; e++) W[6 * i + e] = r[e];
-            w[i] = tau[v0 + nj + i] - z[6 + i];
-        }
-        if (!ldl_step(L, mk, nx, W, w, A, zv)) return 0;
+    if (mk) {                               /* the modal dofs: H = [0 I], D = P_etaeta + diag(a) */
+        for (int i = 0; i < mk; i++) w[i] = tau[v0 + nj + i] - z[6 + i];
+        if (!ldl_step(P + 6 * nx + 6, P + 6 * nx, nx, arm + nj, L, mk, nx, W, w, A, zv)) return 0;
     }
     const int ax = nj == 1 ? unit_axis(m->S + 6 * v0) : -1;
     if (ax >= 0) {                     /* about or along a coordinate axis: H_j A1 = A1's row ax */
         double *Wj = W + 6 * mk;
         for (int e = 0; e < 6; e++) Wj[e] = e <= ax ? A[6 * ax + e] : A[6 * e + ax];
-        L[nx * mk + mk] = A[7 * ax] + arm[0];
+        const double Dj = A[7 * ax];
         w[mk] = tau[v0] - zv[ax];
-        if (!ldl_step(L + nx * mk + mk, 1, nx, Wj, w + mk, A, zv)) return 0;
+        if (!ldl_step(&Dj, Wj, 6, arm, L + nx * mk + mk, 1, nx, Wj, w + mk, A, zv)) return 0;
     } else if (nj) {                                       /* the joint's: H = [H_j 0] on A1 */
         double *Lj = L + nx * mk + mk, *Wj = W + 6 * mk, *wj = w + mk;
         mirror6(A);
@@ -519,9 +515,8 @@ FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *
             matvec6(A, s, Wj + 6 * j);
             wj[j] = tau[v0 + j] - dot6(s, zv);
             for (int i = 0; i <= j; i++) Lj[nx * j + i] = dot6(m->S + 6 * (v0 + i), Wj + 6 * j);
-            Lj[nx * j + j] += arm[j];
         }
-        if (!ldl_step(Lj, nj, nx, Wj, wj, A, zv)) return 0;
+        if (!ldl_step(Lj, Wj, 6, arm, Lj, nj, nx, Wj, wj, A, zv)) return 0;
     }
     if (p >= 0) {
         mirror6(A);
