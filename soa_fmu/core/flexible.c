@@ -7,14 +7,15 @@
  * mass fl_M(k) = [B; h* Psi] m(k) [B; h* Psi]* (soa_fmu/flexible.py); its strain energy is
  * 1/2 eta* K eta.  A child whose joint frame sits on a node (attach[k]) moves with the node's
  * deformation, u = Psi_t eta and R(theta) = exp(theta~), theta = Psi_r eta, exactly: its velocity
- * gains the term C* h* u-dot of eq. (4.1), here Gamma(k) eta-dot(p), with Gamma the node's
- * deformation rate seen at k (through the right Jacobian J_r of SO(3) for the rotation).  Gravity
+ * gains the term C* h* u-dot of eq. (4.1), here phi*(p, k) Gamma_p(k) eta-dot(p), with Gamma_p the
+ * node's deformation rate as a twist at p's origin (through the left Jacobian J_l of SO(3) for the
+ * rotation).  Gravity
  * is an applied force derived from the potential -g . (m p + R (m c + S_t eta)), S_t = fl_M's
  * (v, eta) block, so the model is Lagrangian: T + U + strain is conserved without damping.
  *
  * With H(k) = [H_joint 0; 0 I] mapping (V, eta-dot) to the body's dofs (joint, then modal) and
- * Phi(p, k) = [phi(p, k); Gamma*(k)] carrying a child's force to its parent's (V, eta-dot), the
- * recursions are those of seed 001 / seed 000 App. A with 6 + m in place of 6:
+ * Phi(p, k) = [phi(p, k); Gamma_p* phi(p, k)] carrying a child's force to its parent's
+ * (V, eta-dot), the recursions are those of seed 001 / seed 000 App. A with 6 + m in place of 6:
  *   articulated inertia  P(k) = M(k) + sum_c Phi(k, c) P+(c) Phi*(k, c),  D = H P H*, G = P H* D^-1
  *   filter               z(k) = b(k) + sum_c Phi(k, c) z+(c),  u = T - H z
  *   smoother             alpha = Phi* alpha(p) + a,  beta-dot = D^-1 u - G* alpha.
@@ -131,7 +132,7 @@ static flex_dims dims_of(const soa_model *m, int k)
 /* ------------------------------------------------------------------ kinematics (eq. 4.1) */
 /* The record d->fl_node of an attachment, kept by node_placement for the velocity sweep: the
  * deformed node's position r + u in the parent and so3_node's coefficients. */
-enum { NODE_RU = 0, NODE_CO = 3, NODE = 25 };
+enum { NODE_RU = 0, NODE_CO = 3, NODE = 7 };
 
 /* Body k's placement (R, l) in its parent when its joint frame sits on a node of the flexible
  * parent p: the joint frame A is carried by the node's deformation, x -> r + u + R(theta)(x - r),
