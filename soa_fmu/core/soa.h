@@ -306,18 +306,18 @@ typedef struct {
     /* ---- flexible.c: the recursions with flexible bodies (body frames; seed 000 sec. 4) ---- */ \
     X(fl_RA,   3, nbf, 3, 3)  /* attach[k]: the deformed joint frame A in the parent, rotation */ \
     X(fl_lA,   2, nbf, 3, 0)  /* ... and origin */                                              \
-    X(fl_GA,   3, nbf, 6, nm) /* Gamma_A(k): parent eta-dot -> velocity of A, A's frame */       \
-    X(fl_G,    3, nbf, 6, nm) /* Gamma(k) = phi*(k, A) Gamma_A: ... -> V(k), k's frame (the C* \
+    X(fl_GA,   3, nbf, 6, nm) /* Gamma_p(k): parent eta-dot -> twist of A at p's origin, p's axes;  \
+                                 by columns (column c at 6 c) */                                 \
+    X(fl_G,    3, nbf, 6, nm) /* Gamma(k) = phi*(p, k) Gamma_p: ... -> V(k), k's frame (the C* \
                                  of seed 000 eq. 4.1) */                                         \
     X(fl_th,   2, nbf, 3, 0)  /* attach[k]: the node's rotation vector theta = Psi_r eta(p) */  \
-    X(fl_node, 2, nbf, 25, 0) /* ... J_r(theta), R(theta), c_A, so3_node's coefficients */       \
+    X(fl_node, 2, nbf, 7, 0)  /* ... the node at r + u, so3_node's coefficients */               \
     X(fl_gb,   2, nbf, 3, 0)  /* gravity in body k's axes */                                     \
     X(fl_P,    3, nbf, nx, nx) /* articulated inertia P(k) of (V, eta-dot) */                    \
-    X(fl_U,    3, nbf, nx, nx) /* P H*, nx x (joint + modal dofs) */                             \
-    X(fl_L,    3, nbf, nx, nx) /* Cholesky factor of D = H P H* */                               \
-    X(fl_Y,    3, nbf, nx, 6)  /* D^-1 U0*, U0 = the rows of P H* for V */                        \
+    X(fl_L,    3, nbf, nx, nx) /* LDL* factors of D = H P H*: modal block, then the joint's */     \
+    X(fl_Y,    3, nbf, nx, 6)  /* L^-1 (P H*)*: the V rows of the modal, then the joint's dofs */  \
     X(fl_z,    2, nbf, nx, 0)  /* bias / residual force z(k) of (V, eta-dot) */                  \
-    X(fl_u,    2, nbf, nx, 0)  /* innovations u = T - H z */                                     \
+    X(fl_u,    2, nbf, nx, 0)  /* L^-1 u, u = T - H z the innovations */                          \
     X(fl_s,    2, 4, nx, 0)    /* scratch */ \
     /* ---- contact.c: the last evaluation of the contact forces ---- */                        \
     X(ct_fext,  2, nb, 6, 0)     /* f_ext plus the contact forces, body frames */                \
