@@ -143,11 +143,12 @@ static int riccati_step(const double *S, int n, const double *P, const double *a
  * children's terms): D(k) = H P H* + diag(a) (a = diag of k's dofs: the armature, or the implicit
  * step's a + h B + h^2 K), G(k), and P+(k) = tau-bar P = P - G D G* moved into the parent,
  *     P(p) += phi(p, k) P+(k) phi*(p, k)
- * (in the inertial frame phi is the identity).  Returns 0 if D(k) is not positive definite. */
-static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, int k, int inertial,
-                             const double *diag)
+ * (in the inertial frame phi is the identity; p: k's parent in the sweep, spar(k) in the inertial
+ * frame).  Returns 0 if D(k) is not positive definite. */
+static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, int k, int p,
+                             int inertial, const double *diag)
 {
-    const int n = m->nvj[k], p = m->parent[k];
+    const int n = m->nvj[k];
     const double *a = diag + m->v0[k];
     double *P = d->P + 36 * k, *Pplus = d->s66 + 3 * 36;
     if (n == 1 && inertial && p >= 0)                 /* P(p) += P - U U^T / D, no temporary */
@@ -198,9 +199,9 @@ static void filter_start(soa_data *d, int k, int with_bias, const double *fext, 
  * eps(k) = T(k) - H(k) z(k), nu(k) = D^-1(k) eps(k), z+(k) = z(k) + G(k) eps(k) moved to the parent
  * by phi(p, k) (the identity in the inertial frame). */
 static void filter_step_body(const soa_model *m, soa_data *d, const double *S, const double *T,
-                             int k, int inertial)
+                             int k, int p, int inertial)
 {
-    const int v0 = m->v0[k], n = m->nvj[k], p = m->parent[k];
+    const int v0 = m->v0[k], n = m->nvj[k];
     double *z = d->f + 6 * k;
     const double *Dinv = d->Dinv + 36 * k, *G = d->G + 36 * k;
     if (n == 1) {                                    /* (the common case, written out) */
@@ -225,6 +226,35 @@ static void filter_step_body(const soa_model *m, soa_data *d, const double *S, c
         add_phi(d->R + 9 * k, d->l + 3 * k, z, d->f + 6 * p);
 }
 
+/* The bodies a sweep visits, parents first: in the inertial frame the moving bodies only, with
+ * their sweep parents (the fixed links folded into their carriers by soa_model_finish); in body
+ * frames every body with its parent (the folded bodies carry no inertia there: exact as well). */
+typedef struct { const int *ord; int n; const int *par; } sweep_order;
+static inline sweep_order sweep_bodies(const soa_model *m, int inertial)
+{
+    sweep_order o = {m->order, m->nmov, m->spar};
+    if (!inertial) {
+        o.ord = NULL;
+        o.n = m->nb;
+        o.par = m->parent;
+    }
+    return o;
+}
+#define SWEPT(o, i) ((o).ord ? (o).ord[i] : (i))
+
+/* z(carrier) -= phi(I, k) f_ext(k) for every folded body k (inertial frame): the forces on the
+ * folded links enter the sweep at their carriers (world-welded links: they move nothing). */
+static void fold_forces(const soa_model *m, soa_data *d, const double *fext)
+{
+    for (int i = m->nmov; i < m->nb; i++) {
+        const int k = m->order[i], r = m->spar[k];
+        if (r < 0) continue;
+        double fe[6] = {0, 0, 0, 0, 0, 0};
+        add_phi(d->Rw + 9 * k, d->pw + 3 * k, fext + 6 * k, fe);
+        for (int j = 0; j < 6; j++) d->f[6 * r + j] -= fe[j];
+    }
+}
+
 /* P(k), D(k)^-1, G(k) for every body, tip to base, in body frames, or with `inertial` in the
  * inertial frame (world axes and origin: M_I(k) = Mw, H*_I(k) = Sw; needs the world placements,
  * and forms Sw and Mw).  Returns the index of a body whose D(k) is not positive definite, or -1. */
@@ -237,17 +267,21 @@ int soa_riccati_sweep_diag(const soa_model *m, soa_data *d, int inertial, const 
 {
     SOA_COUNT_SWEEP(0);
     const double *S = m->S;
+    const sweep_order o = sweep_bodies(m, inertial);
     if (!diag) diag = m->armature;
     if (inertial) {
         soa_joint_maps_to_world(m, d);
         soa_inertias_to_world(m, d);
-        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
+        for (int i = 0; i < o.n; i++)
+            for (int j = 0, k = SWEPT(o, i); j < 36; j++) d->P[36 * k + j] = d->Mw[36 * k + j];
         S = d->Sw;
     } else {
-        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->inertia[i];
+        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->finertia[i];
     }
-    for (int k = m->nb - 1; k >= 0; k--)
-        if (!riccati_step_body(m, d, S, k, inertial, diag)) return k;
+    for (int i = o.n - 1; i >= 0; i--) {
+        const int k = SWEPT(o, i);
+        if (!riccati_step_body(m, d, S, k, o.par[k], inertial, diag)) return k;
+    }
     return -1;
 }
 
@@ -258,8 +292,13 @@ void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, in
                             const double *fext, int inertial)
 {
     const double *S = inertial ? d->Sw : m->S;
-    for (int k = 0; k < m->nb; k++) filter_start(d, k, with_bias, fext, inertial);
-    for (int k = m->nb - 1; k >= 0; k--) filter_step_body(m, d, S, T, k, inertial);
+    const sweep_order o = sweep_bodies(m, inertial);
+    for (int i = 0; i < o.n; i++) filter_start(d, SWEPT(o, i), with_bias, fext, inertial);
+    if (fext && inertial) fold_forces(m, d, fext);
+    for (int i = o.n - 1; i >= 0; i--) {
+        const int k = SWEPT(o, i);
+        filter_step_body(m, d, S, T, k, o.par[k], inertial);
+    }
 }
 
 /* The Riccati sweep and the filter with the bias in ONE tip-to-base pass (seed 001 Algorithm 3:
@@ -271,16 +310,19 @@ static int articulated_pass(const soa_model *m, soa_data *d, const double *S, co
 {
     /* use_fext: SOA_USE_FEXT, or SOA_USE_CONTACT for f_ext + the contact forces (contact.c) */
     const double *fext = (use_fext & SOA_USE_CONTACT) ? d->ct_fext : use_fext ? d->fext : NULL;
+    const sweep_order o = sweep_bodies(m, inertial);
     SOA_COUNT_SWEEP(factor ? 0 : 1);
-    for (int k = 0; k < m->nb; k++)
-        for (int i = 0; i < 6; i++) d->f[6 * k + i] = 0.0;
-    for (int k = m->nb - 1; k >= 0; k--) {
+    for (int i = 0; i < o.n; i++)
+        for (int j = 0, k = SWEPT(o, i); j < 6; j++) d->f[6 * k + j] = 0.0;
+    if (fext && inertial) fold_forces(m, d, fext);
+    for (int i = o.n - 1; i >= 0; i--) {
+        const int k = SWEPT(o, i), p = o.par[k];
         double z[6];
-        for (int i = 0; i < 6; i++) z[i] = d->f[6 * k + i];      /* the children's z+ */
-        if (factor && !riccati_step_body(m, d, S, k, inertial, diag)) return k;
+        for (int j = 0; j < 6; j++) z[j] = d->f[6 * k + j];      /* the children's z+ */
+        if (factor && !riccati_step_body(m, d, S, k, p, inertial, diag)) return k;
         filter_start(d, k, 1, fext, inertial);
-        for (int i = 0; i < 6; i++) d->f[6 * k + i] += z[i];
-        filter_step_body(m, d, S, T, k, inertial);
+        for (int j = 0; j < 6; j++) d->f[6 * k + j] += z[j];
+        filter_step_body(m, d, S, T, k, p, inertial);
     }
     return -1;
 }
@@ -290,8 +332,9 @@ static int articulated_pass(const soa_model *m, soa_data *d, const double *S, co
 static void smoother(const soa_model *m, soa_data *d, const double *S, const double *base,
                      int with_bias, double *qdd, int inertial)
 {
-    for (int k = 0; k < m->nb; k++) {
-        const int p = m->parent[k], v0 = m->v0[k], n = m->nvj[k];
+    const sweep_order o = sweep_bodies(m, inertial);
+    for (int t = 0; t < o.n; t++) {
+        const int k = SWEPT(o, t), p = o.par[k], v0 = m->v0[k], n = m->nvj[k];
         double *ak = d->alpha + 6 * k;
         const double *G = d->G + 36 * k, *ap = p < 0 ? base : d->alpha + 6 * p;
         if (inertial)
@@ -313,8 +356,9 @@ static void smoother(const soa_model *m, soa_data *d, const double *S, const dou
                 for (int i = 0; i < 6; i++) ak[i] += S[6 * (v0 + dd) + i] * qdd[v0 + dd];
         }
         if (with_bias)
-            for (int i = 0; i < 6; i++) ak[i] += d->a[6 * k + i];
+            for (int j = 0; j < 6; j++) ak[j] += d->a[6 * k + j];
     }
+    if (inertial) soa_fold_accelerations(m, d, base, 1);    /* the folded links' alpha */
 }
 
 /* The smoother after the filter of the same frame (body frames, or `inertial`). */
@@ -330,7 +374,7 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
 {
     soa_outward_placements(m, d, q);
     soa_outward_velocities(m, d, qd);
-    for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->inertia[i];
+    for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->finertia[i];
     const int k = articulated_pass(m, d, m->S, tau, use_fext, 0, 1, m->armature);
     if (k >= 0) return k;
     smoother(m, d, m->S, m->a0, 1, qdd, 0);

@@ -10,15 +10,16 @@
 
 /* Mw(k) <- M_I(k) = phi(I, k) M(k) phi*(I, k): each body's inertia at the world origin, world axes
  * (seed 004 eq. 5.44), formed from (m, p, J_C) moved to world: centre of mass pw + Rw p, rotational
- * inertia Rw J_C Rw^T.  Needs the world placements. */
+ * inertia Rw J_C Rw^T.  Needs the world placements.  The folded rigid bodies' (m, p, J_C) (model.c:
+ * a folded link's are 0, its inertia is its carrier's). */
 void soa_inertias_to_world(const soa_model *m, soa_data *d)
 {
     for (int k = 0; k < m->nb; k++) {
-        const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k, *p = m->com + 3 * k;
+        const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k, *p = m->fcom + 3 * k;
         double c[3], J[9];
         for (int i = 0; i < 3; i++) c[i] = pw[i] + Rw[3 * i] * p[0] + Rw[3 * i + 1] * p[1] + Rw[3 * i + 2] * p[2];
-        rotate_symmetric3(Rw, m->Jc + 9 * k, 3, J);
-        spatial_inertia(m->mass[k], c, J, d->Mw + 36 * k);
+        rotate_symmetric3(Rw, m->fJc + 9 * k, 3, J);
+        spatial_inertia(m->fmass[k], c, J, d->Mw + 36 * k);
     }
 }
 
@@ -41,17 +42,28 @@ soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
     if (st.kind != SOA_OK) return st;
     if (m->nm) return soa_flex_crba(m, d, q, M);
     const int nv = m->nv;
-    soa_outward_placements(m, d, q);
-    soa_world_placements(m, d);
-    soa_composite_inertia_sweep(m, d);
-    soa_joint_maps_to_world(m, d);
+    soa_sweep_placements(m, d, q);                    /* the moving bodies (model.c: the fold) */
+    for (int t = 0; t < m->nmov; t++) {               /* r_I(k) = M_I(k) + its children's */
+        const int k = m->order[t];
+        const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k, *p = m->fcom + 3 * k;
+        double c[3], J[9];
+        for (int i = 0; i < 3; i++) c[i] = pw[i] + Rw[3 * i] * p[0] + Rw[3 * i + 1] * p[1] + Rw[3 * i + 2] * p[2];
+        rotate_symmetric3(Rw, m->fJc + 9 * k, 3, J);
+        spatial_inertia(m->fmass[k], c, J, d->P + 36 * k);
+    }
+    for (int t = m->nmov - 1; t >= 0; t--) {
+        const int k = m->order[t], p = m->spar[k];
+        if (p >= 0)
+            for (int i = 0; i < 36; i++) d->P[36 * p + i] += d->P[36 * k + i];
+    }
     for (int i = 0; i < nv * nv; i++) M[i] = 0.0;    /* pairs on different branches stay 0 */
-    for (int k = 0; k < m->nb; k++) {
+    for (int t = 0; t < m->nmov; t++) {
+        const int k = m->order[t];
         for (int dd = 0; dd < m->nvj[k]; dd++) {
             const int c = m->v0[k] + dd;
             double x[6];
             matvec6(d->P + 36 * k, d->Sw + 6 * c, x);                 /* x = r(k) H*(k)  (eq. 32) */
-            for (int j = k; j >= 0; j = m->parent[j])                  /* m(j, k) = H(j) x (eq. 33) */
+            for (int j = k; j >= 0; j = m->spar[j])                    /* m(j, k) = H(j) x (eq. 33) */
                 for (int e = 0; e < m->nvj[j]; e++) {
                     const int r = m->v0[j] + e;
                     if (r <= c) M[r * nv + c] = M[c * nv + r] = dot6(d->Sw + 6 * r, x);

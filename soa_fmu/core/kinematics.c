@@ -67,7 +67,7 @@ void soa_outward_velocities(const soa_model *m, soa_data *d, const double *qd)
         add_joint_motion(m, k, qd, rel);
         for (int i = 0; i < 6; i++) V[i] += rel[i];
         cross_motion(V, rel, d->a + 6 * k);
-        matvec6(m->inertia + 36 * k, V, MV);
+        matvec6(m->finertia + 36 * k, V, MV);
         cross_force(V, MV, d->b + 6 * k);
     }
 }
@@ -150,10 +150,12 @@ void soa_joint_maps_to_world(const soa_model *m, soa_data *d)
 /* R = Xr Rj, l = Xp (+ Xr tj): body k's placement in its parent for the joints of robot arms
  * written out (revolute / prismatic about a coordinate axis of the joint frame: Rj mixes two
  * columns of Xr; fixed), the others by soa_joint_transform.  Rj, tj are stored as
- * soa_outward_placements stores them. */
-static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, const double *q)
+ * soa_outward_placements stores them.  (Xr, Xp): the joint frame in the parent's frame, or in the
+ * sweep parent's (fXr, fXp) for the sweeps over the moving bodies. */
+static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, const double *q,
+                                       const double *Xr, const double *Xp)
 {
-    const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *ax = m->axis + 3 * k;
+    const double *ax = m->axis + 3 * k;
     double *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k, *R = d->R + 9 * k, *l = d->l + 3 * k;
     const int jt = m->jtype[k];
     int e = -1;                                      /* the coordinate axis of the joint, if any */
@@ -201,9 +203,9 @@ static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, c
  * numbers (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
 void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, const double *qd)
 {
-    for (int k = 0; k < m->nb; k++) {
-        const int p = m->parent[k], v0 = m->v0[k];
-        placement_in_parent(m, d, k, q);
+    for (int t = 0; t < m->nmov; t++) {               /* the moving bodies (model.c: the fold) */
+        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k];
+        placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
         const double *R = d->R + 9 * k, *l = d->l + 3 * k;
         double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
         if (p < 0) {
@@ -224,17 +226,123 @@ void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, cons
             joint_map_to_world(Rw, pw, m->S + 6 * (v0 + dd), o);
             for (int i = 0; i < 6; i++) rel[i] += o[i] * qd[v0 + dd];
         }
-        const double *cb = m->com + 3 * k;          /* M_I(k) from (m, pw + Rw p, Rw J_C Rw^T) */
+        const double *cb = m->fcom + 3 * k;         /* M_I(k) from (m, pw + Rw p, Rw J_C Rw^T) */
         double c[3], J[9], *Mw = d->Mw + 36 * k;
         for (int i = 0; i < 3; i++)
             c[i] = pw[i] + Rw[3 * i] * cb[0] + Rw[3 * i + 1] * cb[1] + Rw[3 * i + 2] * cb[2];
-        rotate_symmetric3(Rw, m->Jc + 9 * k, 3, J);
-        spatial_inertia(m->mass[k], c, J, Mw);
+        rotate_symmetric3(Rw, m->fJc + 9 * k, 3, J);
+        spatial_inertia(m->fmass[k], c, J, Mw);
         for (int i = 0; i < 36; i++) d->P[36 * k + i] = Mw[i];
         for (int i = 0; i < 6; i++) V[i] = (p < 0 ? 0.0 : d->V[6 * p + i]) + rel[i];
         cross_motion(V, rel, d->a + 6 * k);
         matvec6(Mw, V, MV);
         cross_force(V, MV, d->b + 6 * k);
+    }
+    soa_fold_placements(m, d, 1);
+    soa_fold_velocities(m, d, 1);
+}
+
+/* The placements of a sweep over the moving bodies (model.c: the fold): R, l in the sweep parent,
+ * Rw, pw, and H*_I (Sw) -- soa_outward_placements, soa_world_placements and
+ * soa_joint_maps_to_world in one pass; the folded bodies' placements filled in after. */
+void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
+{
+    for (int t = 0; t < m->nmov; t++) {
+        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k];
+        placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
+        const double *R = d->R + 9 * k, *l = d->l + 3 * k;
+        double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
+        if (p < 0) {
+            for (int i = 0; i < 9; i++) Rw[i] = R[i];
+            for (int i = 0; i < 3; i++) pw[i] = l[i];
+        } else {
+            const double *Rp = d->Rw + 9 * p, *pp = d->pw + 3 * p;
+            for (int i = 0; i < 3; i++) {
+                const double *r = Rp + 3 * i;
+                for (int j = 0; j < 3; j++)
+                    Rw[3 * i + j] = r[0] * R[j] + r[1] * R[3 + j] + r[2] * R[6 + j];
+                pw[i] = pp[i] + r[0] * l[0] + r[1] * l[1] + r[2] * l[2];
+            }
+        }
+        for (int dd = 0; dd < m->nvj[k]; dd++)
+            joint_map_to_world(Rw, pw, m->S + 6 * (v0 + dd), d->Sw + 6 * (v0 + dd));
+    }
+    soa_fold_placements(m, d, 1);
+}
+
+/* R(k), l(k) of body k in its sweep parent spar(k) (the moving bodies of rnea.c). */
+void soa_sweep_placement(const soa_model *m, soa_data *d, int k, const double *q)
+{
+    placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
+}
+
+/* After a sweep over the moving bodies (model.c: the fold), the placements it skipped: a folded
+ * body's R, l in its parent (the constant Xr, Xp; Rj = 1, tj = 0) and, with `world`, Rw, pw from
+ * its carrier's, Rw(r) fXr, pw(r) + Rw(r) fXp (seed 000 eq. 2.7 with a constant phi); and a moving
+ * body with a folded parent gets R, l in that parent again (Xr Rj, Xp + Xr tj). */
+void soa_fold_placements(const soa_model *m, soa_data *d, int world)
+{
+    for (int t = m->nmov; t < m->nb; t++) {
+        const int k = m->order[t], r = m->spar[k];
+        const double *X = m->fXr + 9 * k, *x = m->fXp + 3 * k;
+        double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
+        for (int i = 0; i < 9; i++) d->R[9 * k + i] = m->Xr[9 * k + i];
+        for (int i = 0; i < 3; i++) d->l[3 * k + i] = m->Xp[3 * k + i];
+        set_identity3(d->Rj + 9 * k);
+        d->tj[3 * k] = d->tj[3 * k + 1] = d->tj[3 * k + 2] = 0.0;
+        if (!world) continue;
+        if (r < 0) {
+            for (int i = 0; i < 9; i++) Rw[i] = X[i];
+            for (int i = 0; i < 3; i++) pw[i] = x[i];
+            continue;
+        }
+        const double *Rr = d->Rw + 9 * r, *pr = d->pw + 3 * r;
+        for (int i = 0; i < 3; i++) {
+            const double *a = Rr + 3 * i;
+            for (int j = 0; j < 3; j++) Rw[3 * i + j] = a[0] * X[j] + a[1] * X[3 + j] + a[2] * X[6 + j];
+            pw[i] = pr[i] + a[0] * x[0] + a[1] * x[1] + a[2] * x[2];
+        }
+    }
+    for (int t = 0; t < m->nfix; t++) {
+        const int k = m->fixr[t];
+        const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k;
+        double *R = d->R + 9 * k, *l = d->l + 3 * k;
+        for (int i = 0; i < 3; i++) {
+            const double *x = Xr + 3 * i;
+            for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
+            l[i] = Xp[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
+        }
+    }
+}
+
+/* The folded bodies' velocities after a sweep over the moving bodies: a rigid body's V_I is one
+ * (inertial: V_I(k) = V_I(r)); in body frames V(k) = phi*(r, k) V(r) with the constant placement
+ * (fXr, fXp) (seed 000 eq. 2.8, H* beta = 0); a(k) = 0, b(k) = 0 (its inertia is the carrier's). */
+void soa_fold_velocities(const soa_model *m, soa_data *d, int inertial)
+{
+    for (int t = m->nmov; t < m->nb; t++) {
+        const int k = m->order[t], r = m->spar[k];
+        double *V = d->V + 6 * k;
+        for (int i = 0; i < 6; i++) V[i] = d->a[6 * k + i] = d->b[6 * k + i] = 0.0;
+        if (r < 0) continue;
+        if (inertial)
+            for (int i = 0; i < 6; i++) V[i] = d->V[6 * r + i];
+        else
+            apply_phi_star(m->fXr + 9 * k, m->fXp + 3 * k, d->V + 6 * r, V);
+    }
+}
+
+/* The same for the accelerations: alpha(k) = alpha(r) (inertial) or phi*(r, k) alpha(r), with
+ * alpha(world) = base (seed 001 eq. 25). */
+void soa_fold_accelerations(const soa_model *m, soa_data *d, const double *base, int inertial)
+{
+    for (int t = m->nmov; t < m->nb; t++) {
+        const int k = m->order[t], r = m->spar[k];
+        const double *ar = r < 0 ? base : d->alpha + 6 * r;
+        if (inertial)
+            for (int i = 0; i < 6; i++) d->alpha[6 * k + i] = ar[i];
+        else
+            apply_phi_star(m->fXr + 9 * k, m->fXp + 3 * k, ar, d->alpha + 6 * k);
     }
 }
 

@@ -157,7 +157,12 @@ typedef struct {
     X(sp_body, 1, nsph, 0, 0) /* body carrying sphere s */                                      \
     X(sp_set,  1, nsph, 0, 0) /* bit c: the sphere overrides law constant c (SOA_CT_*) */       \
     X(pl_set,  1, npln, 0, 0) /* bit c: the plane overrides law constant c */                   \
-    X(ss_pair, 2, nssp, 2, 0) /* the two spheres (a, b) of each sphere-sphere pair */
+    X(ss_pair, 2, nssp, 2, 0) /* the two spheres (a, b) of each sphere-sphere pair */ \
+    /* ---- model.c: fixed links folded into their parents' rigid bodies (soa_model_finish) ---- */ \
+    X(order,   1, nb, 0, 0)   /* the moving bodies ascending (first nmov), then the folded ones */ \
+    X(spar,    1, nb, 0, 0)   /* sweep parent: a moving body's nearest moving ancestor; a folded \
+                                 body's carrier, the moving body it is folded into (-1: world) */ \
+    X(fixr,    1, nb, 0, 0)   /* the moving bodies whose parent is folded (first nfix) */
 
 #define SOA_MODEL_REALS(X)                                                                    \
     X(axis,    2, nb, 3, 0)   /* revolute/prismatic axis, planar normal (unit) */               \
@@ -171,6 +176,14 @@ typedef struct {
     X(inertia, 3, nb, 6, 6)   /* M(k) about the body origin, body frame: derived from (m, p, J_C) \
                                  by soa_model_finish (seed 000 sec. 2) */                        \
     X(a0,      1, 6, 0, 0)    /* base acceleration [0; -g]: gravity as a base acceleration */   \
+    /* ---- model.c: the folded rigid bodies (soa_model_finish; see fold_fixed_links) ---- */   \
+    X(fXr,     3, nb, 3, 3)   /* moving body: its joint frame in spar's frame; folded body: its \
+                                 own frame in its carrier's (world's when spar = -1) */         \
+    X(fXp,     2, nb, 3, 0)   /* ... the origin of that frame */                                \
+    X(fmass,   1, nb, 0, 0)   /* the folded rigid body: a moving body with its folded links */  \
+    X(fcom,    2, nb, 3, 0)   /* (0 for a folded body): mass, centre of mass, body frame, */     \
+    X(fJc,     3, nb, 3, 3)   /* rotational inertia about that centre, body axes, */           \
+    X(finertia, 3, nb, 6, 6)  /* and M(k) about the body origin (what the dynamics read) */     \
     /* ---- dissipation.c: joint forces the simulator adds, -d qd - f_c tanh(qd / v_s) ---- */   \
     X(damping,  1, nv, 0, 0)  /* viscous damping d per velocity dof (N.m.s/rad or N.s/m) */     \
     X(friction, 1, nv, 0, 0)  /* Coulomb friction force f_c per velocity dof (N.m or N) */      \
@@ -369,6 +382,7 @@ typedef struct soa_model {
     int dfs_identity;       /* the velocity dofs are already in depth-first order */
     int dissipative;        /* some damping or friction is not zero (soa_model_finish) */
     int stopped;            /* some joint stop exists and stops[0] is on (soa_model_finish) */
+    int nmov, nfix;         /* moving bodies (order), moving bodies with a folded parent (fixr) */
     void *buffer;           /* the one allocation behind every array above */
     size_t nbytes;
 } soa_model;
@@ -432,6 +446,12 @@ void soa_inertial_accelerations(const soa_model *m, soa_data *d, const double *q
                                 const double *base);
 void soa_joint_maps_to_world(const soa_model *m, soa_data *d);
 void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, const double *qd);
+/* The sweeps over the moving bodies (fixed links folded: model.c) and the fill of the rest. */
+void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q);
+void soa_sweep_placement(const soa_model *m, soa_data *d, int k, const double *q);
+void soa_fold_placements(const soa_model *m, soa_data *d, int world);
+void soa_fold_velocities(const soa_model *m, soa_data *d, int inertial);
+void soa_fold_accelerations(const soa_model *m, soa_data *d, const double *base, int inertial);
 void soa_point_jacobian(const soa_model *m, const soa_data *d, int body, const double *p_world,
                         double *J);
 soa_status soa_kinematics(const soa_model *m, soa_data *d, const double *q, const double *qd);
