@@ -153,18 +153,14 @@ void soa_joint_maps_to_world(const soa_model *m, soa_data *d)
  * soa_outward_placements stores them.  (Xr, Xp): the joint frame in the parent's frame, or in the
  * sweep parent's (fXr, fXp) for the sweeps over the moving bodies. */
 static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, const double *q,
-                                       const double *Xr, const double *Xp)
+                                       const double *restrict Xr, const double *restrict Xp)
 {
-    const double *ax = m->axis + 3 * k;
-    double *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k, *R = d->R + 9 * k, *l = d->l + 3 * k;
-    const int jt = m->jtype[k];
-    int e = -1;                                      /* the coordinate axis of the joint, if any */
-    if (jt == SOA_REVOLUTE || jt == SOA_PRISMATIC)
-        for (int i = 0; i < 3; i++)
-            if (ax[i] == 1.0 && ax[(i + 1) % 3] == 0.0 && ax[(i + 2) % 3] == 0.0) e = i;
+    double *restrict Rj = d->Rj + 9 * k, *restrict tj = d->tj + 3 * k, *restrict R = d->R + 9 * k,
+           *restrict l = d->l + 3 * k;
+    const int jt = m->jtype[k], e = m->jaxis[k];    /* the coordinate axis of the joint, or -1 */
     if (jt == SOA_FIXED || (jt == SOA_PRISMATIC && e >= 0)) {
         const double x = jt == SOA_FIXED ? 0.0 : q[m->q0[k]];
-        set_identity3(Rj);
+        for (int i = 0; i < 9; i++) Rj[i] = (i % 4 == 0) ? 1.0 : 0.0;
         tj[0] = tj[1] = tj[2] = 0.0;
         if (e >= 0) tj[e] = x;
         for (int i = 0; i < 9; i++) R[i] = Xr[i];
@@ -173,11 +169,12 @@ static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, c
     }
     if (jt == SOA_REVOLUTE && e >= 0) {              /* Rj: a rotation by theta about axis e */
         const double th = q[m->q0[k]], c = cos(th), sn = sin(th);
-        const int a = (e + 1) % 3, b = (e + 2) % 3;  /* Rj e_a = c e_a + s e_b, Rj e_b = -s e_a + c e_b */
-        set_identity3(Rj);
-        Rj[4 * a] = Rj[4 * b] = c;
-        Rj[3 * b + a] = sn;
-        Rj[3 * a + b] = -sn;
+        const int a = e == 2 ? 0 : e + 1, b = e == 0 ? 2 : e - 1;   /* (e, a, b) cyclic */
+        double J[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};   /* Rj e_a = c e_a + s e_b, Rj e_b = -s e_a + c e_b */
+        J[4 * a] = J[4 * b] = c;
+        J[3 * b + a] = sn;
+        J[3 * a + b] = -sn;
+        for (int i = 0; i < 9; i++) Rj[i] = J[i];
         tj[0] = tj[1] = tj[2] = 0.0;
         for (int i = 0; i < 3; i++) {
             const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
@@ -196,47 +193,74 @@ static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, c
     }
 }
 
-/* The outward passes of the inertial-frame forward dynamics fused into one base-to-tip pass (rigid
- * models): per body its placement in the parent and in world, H*_I (Sw), M_I (Mw, and P <- M_I
- * for the Riccati sweep), V_I, a_I, b_I -- what soa_outward_placements, soa_world_placements,
- * soa_joint_maps_to_world, soa_inertias_to_world and soa_inertial_velocities compute, the same
- * numbers (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
+/* (Rw, pw) <- (Rp R, pp + Rp l): a placement (R, l) in a frame at (Rp, pp) in world (NULL: the
+ * world itself), seed 000 eq. 2.7. */
+static inline void world_placement(const double *restrict R, const double *restrict l,
+                                   const double *restrict Rp, const double *restrict pp,
+                                   double *restrict Rw, double *restrict pw)
+{
+    if (!Rp) {
+        for (int i = 0; i < 9; i++) Rw[i] = R[i];
+        for (int i = 0; i < 3; i++) pw[i] = l[i];
+        return;
+    }
+    for (int i = 0; i < 3; i++) {
+        const double r0 = Rp[3 * i], r1 = Rp[3 * i + 1], r2 = Rp[3 * i + 2];
+        for (int j = 0; j < 3; j++) Rw[3 * i + j] = r0 * R[j] + r1 * R[3 + j] + r2 * R[6 + j];
+        pw[i] = pp[i] + r0 * l[0] + r1 * l[1] + r2 * l[2];
+    }
+}
+
+/* One body of soa_inertial_outward, everything in registers (restrict: no reloads): from its
+ * placement (R, l) in the sweep parent and the parent's (Rp, pp, Vp; NULL: the world), its world
+ * placement (Rw, pw), H*_I of its n dofs (Sw), M_I in compact form (Ic) and as the 6x6 P, V_I, a_I
+ * and b_I = V x* M_I V (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
+static inline void outward_body(const double *restrict R, const double *restrict l,
+                                const double *restrict Rp, const double *restrict pp,
+                                const double *restrict Vp, const double *restrict S, int n,
+                                const double *restrict qd, double mass, const double *restrict cb,
+                                const double *restrict Jc, double *restrict Rw, double *restrict pw,
+                                double *restrict Sw, double *restrict P, double *restrict V,
+                                double *restrict a, double *restrict b)
+{
+    double W[9], x[3], rel[6] = {0, 0, 0, 0, 0, 0}, Ic[10], MV[6], Vk[6];
+    world_placement(R, l, Rp, pp, W, x);
+    for (int i = 0; i < 9; i++) Rw[i] = W[i];
+    for (int i = 0; i < 3; i++) pw[i] = x[i];
+    for (int dd = 0; dd < n; dd++) {                 /* H*_I and the joint's relative velocity */
+        double o[6];
+        joint_map_to_world(W, x, S + 6 * dd, o);
+        for (int i = 0; i < 6; i++) {
+            Sw[6 * dd + i] = o[i];
+            rel[i] += o[i] * qd[dd];
+        }
+    }
+    inertia_world_compact(mass, cb, Jc, W, x, Ic);
+    inertia_expand(Ic, P);
+    for (int i = 0; i < 6; i++) Vk[i] = (Vp ? Vp[i] : 0.0) + rel[i];
+    for (int i = 0; i < 6; i++) V[i] = Vk[i];
+    cross_motion(Vk, rel, a);
+    inertia_apply(Ic, Vk, MV);
+    cross_force(Vk, MV, b);
+}
+
+/* The outward passes of the inertial-frame forward dynamics fused into one base-to-tip pass over
+ * the moving bodies (rigid models; model.c: the fold): per body its placement in the sweep parent
+ * and in world, H*_I (Sw), P <- M_I for the Riccati sweep (M_I of the folded rigid body, formed in
+ * compact form: not stored in Mw), V_I, a_I, b_I -- what soa_outward_placements,
+ * soa_world_placements, soa_joint_maps_to_world, soa_inertias_to_world and
+ * soa_inertial_velocities compute, the same numbers (seed 004 sec. 5.2; seed 001 eqs. 6-9); then
+ * the folded links' placements and velocities. */
 void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, const double *qd)
 {
-    for (int t = 0; t < m->nmov; t++) {               /* the moving bodies (model.c: the fold) */
+    for (int t = 0; t < m->nmov; t++) {
         const int k = m->order[t], p = m->spar[k], v0 = m->v0[k];
         placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
-        const double *R = d->R + 9 * k, *l = d->l + 3 * k;
-        double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
-        if (p < 0) {
-            for (int i = 0; i < 9; i++) Rw[i] = R[i];
-            for (int i = 0; i < 3; i++) pw[i] = l[i];
-        } else {
-            const double *Rp = d->Rw + 9 * p, *pp = d->pw + 3 * p;
-            for (int i = 0; i < 3; i++) {
-                const double *r = Rp + 3 * i;
-                for (int j = 0; j < 3; j++)
-                    Rw[3 * i + j] = r[0] * R[j] + r[1] * R[3 + j] + r[2] * R[6 + j];
-                pw[i] = pp[i] + r[0] * l[0] + r[1] * l[1] + r[2] * l[2];
-            }
-        }
-        double *V = d->V + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0}, MV[6];
-        for (int dd = 0; dd < m->nvj[k]; dd++) {     /* H*_I and the joint's relative velocity */
-            double *o = d->Sw + 6 * (v0 + dd);
-            joint_map_to_world(Rw, pw, m->S + 6 * (v0 + dd), o);
-            for (int i = 0; i < 6; i++) rel[i] += o[i] * qd[v0 + dd];
-        }
-        const double *cb = m->fcom + 3 * k;         /* M_I(k) from (m, pw + Rw p, Rw J_C Rw^T) */
-        double c[3], J[9], *Mw = d->Mw + 36 * k;
-        for (int i = 0; i < 3; i++)
-            c[i] = pw[i] + Rw[3 * i] * cb[0] + Rw[3 * i + 1] * cb[1] + Rw[3 * i + 2] * cb[2];
-        rotate_symmetric3(Rw, m->fJc + 9 * k, 3, J);
-        spatial_inertia(m->fmass[k], c, J, Mw);
-        for (int i = 0; i < 36; i++) d->P[36 * k + i] = Mw[i];
-        for (int i = 0; i < 6; i++) V[i] = (p < 0 ? 0.0 : d->V[6 * p + i]) + rel[i];
-        cross_motion(V, rel, d->a + 6 * k);
-        matvec6(Mw, V, MV);
-        cross_force(V, MV, d->b + 6 * k);
+        outward_body(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->Rw + 9 * p,
+                     p < 0 ? NULL : d->pw + 3 * p, p < 0 ? NULL : d->V + 6 * p, m->S + 6 * v0,
+                     m->nvj[k], qd + v0, m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k,
+                     d->Rw + 9 * k, d->pw + 3 * k, d->Sw + 6 * v0, d->P + 36 * k, d->V + 6 * k,
+                     d->a + 6 * k, d->b + 6 * k);
     }
     soa_fold_placements(m, d, 1);
     soa_fold_velocities(m, d, 1);
@@ -250,20 +274,9 @@ void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
     for (int t = 0; t < m->nmov; t++) {
         const int k = m->order[t], p = m->spar[k], v0 = m->v0[k];
         placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
-        const double *R = d->R + 9 * k, *l = d->l + 3 * k;
         double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
-        if (p < 0) {
-            for (int i = 0; i < 9; i++) Rw[i] = R[i];
-            for (int i = 0; i < 3; i++) pw[i] = l[i];
-        } else {
-            const double *Rp = d->Rw + 9 * p, *pp = d->pw + 3 * p;
-            for (int i = 0; i < 3; i++) {
-                const double *r = Rp + 3 * i;
-                for (int j = 0; j < 3; j++)
-                    Rw[3 * i + j] = r[0] * R[j] + r[1] * R[3 + j] + r[2] * R[6 + j];
-                pw[i] = pp[i] + r[0] * l[0] + r[1] * l[1] + r[2] * l[2];
-            }
-        }
+        world_placement(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->Rw + 9 * p,
+                        p < 0 ? NULL : d->pw + 3 * p, Rw, pw);
         for (int dd = 0; dd < m->nvj[k]; dd++)
             joint_map_to_world(Rw, pw, m->S + 6 * (v0 + dd), d->Sw + 6 * (v0 + dd));
     }
@@ -284,29 +297,26 @@ void soa_fold_placements(const soa_model *m, soa_data *d, int world)
 {
     for (int t = m->nmov; t < m->nb; t++) {
         const int k = m->order[t], r = m->spar[k];
-        const double *X = m->fXr + 9 * k, *x = m->fXp + 3 * k;
-        double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
-        for (int i = 0; i < 9; i++) d->R[9 * k + i] = m->Xr[9 * k + i];
-        for (int i = 0; i < 3; i++) d->l[3 * k + i] = m->Xp[3 * k + i];
-        set_identity3(d->Rj + 9 * k);
-        d->tj[3 * k] = d->tj[3 * k + 1] = d->tj[3 * k + 2] = 0.0;
-        if (!world) continue;
-        if (r < 0) {
-            for (int i = 0; i < 9; i++) Rw[i] = X[i];
-            for (int i = 0; i < 3; i++) pw[i] = x[i];
-            continue;
+        const double *restrict Xr = m->Xr + 9 * k, *restrict Xp = m->Xp + 3 * k;
+        double *restrict R = d->R + 9 * k, *restrict l = d->l + 3 * k, *restrict Rj = d->Rj + 9 * k,
+               *restrict tj = d->tj + 3 * k;
+        for (int i = 0; i < 9; i++) {
+            R[i] = Xr[i];
+            Rj[i] = (i % 4 == 0) ? 1.0 : 0.0;
         }
-        const double *Rr = d->Rw + 9 * r, *pr = d->pw + 3 * r;
         for (int i = 0; i < 3; i++) {
-            const double *a = Rr + 3 * i;
-            for (int j = 0; j < 3; j++) Rw[3 * i + j] = a[0] * X[j] + a[1] * X[3 + j] + a[2] * X[6 + j];
-            pw[i] = pr[i] + a[0] * x[0] + a[1] * x[1] + a[2] * x[2];
+            l[i] = Xp[i];
+            tj[i] = 0.0;
         }
+        if (!world) continue;
+        world_placement(m->fXr + 9 * k, m->fXp + 3 * k, r < 0 ? NULL : d->Rw + 9 * r,
+                        r < 0 ? NULL : d->pw + 3 * r, d->Rw + 9 * k, d->pw + 3 * k);
     }
     for (int t = 0; t < m->nfix; t++) {
         const int k = m->fixr[t];
-        const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k;
-        double *R = d->R + 9 * k, *l = d->l + 3 * k;
+        const double *restrict Xr = m->Xr + 9 * k, *restrict Xp = m->Xp + 3 * k,
+                     *restrict Rj = d->Rj + 9 * k, *restrict tj = d->tj + 3 * k;
+        double *restrict R = d->R + 9 * k, *restrict l = d->l + 3 * k;
         for (int i = 0; i < 3; i++) {
             const double *x = Xr + 3 * i;
             for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];

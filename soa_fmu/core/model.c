@@ -206,6 +206,13 @@ static void fold_fixed_links(soa_model *m)
     }
     for (int k = 0, n = m->nmov; k < nb; k++)
         if (!nm && m->jtype[k] == SOA_FIXED) m->order[n++] = k;
+    for (int k = 0; k < nb; k++) {                    /* joints about a coordinate axis */
+        const double *ax = m->axis + 3 * k;
+        m->jaxis[k] = -1;
+        if (m->jtype[k] == SOA_REVOLUTE || m->jtype[k] == SOA_PRISMATIC)
+            for (int i = 0; i < 3; i++)
+                if (ax[i] == 1.0 && ax[(i + 1) % 3] == 0.0 && ax[(i + 2) % 3] == 0.0) m->jaxis[k] = i;
+    }
     /* each body's mass, centre of mass and J_C in its carrier's frame (IO: c at 0, J at 3) */
     for (int k = 0; k < nb; k++) {
         double *c = IO + 36 * k, *J = c + 3;

@@ -162,7 +162,9 @@ typedef struct {
     X(order,   1, nb, 0, 0)   /* the moving bodies ascending (first nmov), then the folded ones */ \
     X(spar,    1, nb, 0, 0)   /* sweep parent: a moving body's nearest moving ancestor; a folded \
                                  body's carrier, the moving body it is folded into (-1: world) */ \
-    X(fixr,    1, nb, 0, 0)   /* the moving bodies whose parent is folded (first nfix) */
+    X(fixr,    1, nb, 0, 0)   /* the moving bodies whose parent is folded (first nfix) */ \
+    X(jaxis,   1, nb, 0, 0)   /* kinematics.c: 0, 1, 2 for a revolute / prismatic joint about that \
+                                 coordinate axis of its joint frame, else -1 (soa_model_finish) */
 
 #define SOA_MODEL_REALS(X)                                                                    \
     X(axis,    2, nb, 3, 0)   /* revolute/prismatic axis, planar normal (unit) */               \
@@ -301,7 +303,7 @@ typedef struct {
     X(cl_q,     1, nq, 0, 0)  /* the step's working configuration */                            \
     X(cl_qd,    1, nv, 0, 0)  /* ... and velocity */ \
     /* ---- sensitivities.c, derivatives.c (inertial frame, seed 004 sec. 5.2) ---- */           \
-    X(Ri,      2, nb, 10, 0)  /* composite inertia R_I(k), compact: J (6), m c (3), m */         \
+    X(Ri,      2, nb, 10, 0)  /* composite inertia R_I(k), compact: J (6), m c (3), m (also crba) */ \
     X(Rdot,    2, nb, 10, 0)  /* its rate (compact, m-dot = 0), seed 004 eq. 3.19 summed */      \
     X(hc,      2, nb, 6, 0)   /* composite momentum h(k) = sum_{c >= k} M_I V_I */               \
     X(Fs,      2, nv, 6, 0)   /* F(i) = R_I(k) H*_I(i), k the body of dof i */                   \

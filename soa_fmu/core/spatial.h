@@ -267,6 +267,41 @@ static inline void inertia_apply(const double *restrict Ic, const double *restri
     out[5] = m * v2 - (c0 * w1 - c1 * w0);
 }
 
+/* Ic <- the compact inertia about the world origin (world axes) of a rigid body at (Rw, pw) with
+ * mass m, centre of mass cb and rotational inertia Jc about it (body frame): c = pw + Rw cb,
+ * J_O = Rw Jc Rw^T + m (|c|^2 1 - c c^T), m c (seed 004 eq. 5.44; the parallel-axis theorem). */
+static inline void inertia_world_compact(double mass, const double *restrict cb,
+                                         const double *restrict Jc, const double *restrict Rw,
+                                         const double *restrict pw, double *restrict Ic)
+{
+    double J[9];
+    const double x = pw[0] + Rw[0] * cb[0] + Rw[1] * cb[1] + Rw[2] * cb[2];
+    const double y = pw[1] + Rw[3] * cb[0] + Rw[4] * cb[1] + Rw[5] * cb[2];
+    const double z = pw[2] + Rw[6] * cb[0] + Rw[7] * cb[1] + Rw[8] * cb[2];
+    const double mx = mass * x, my = mass * y, mz = mass * z;
+    rotate_symmetric3(Rw, Jc, 3, J);
+    Ic[0] = J[0] + my * y + mz * z;
+    Ic[1] = J[1] - mx * y;
+    Ic[2] = J[2] - mx * z;
+    Ic[3] = J[4] + mx * x + mz * z;
+    Ic[4] = J[5] - my * z;
+    Ic[5] = J[8] + mx * x + my * y;
+    Ic[6] = mx; Ic[7] = my; Ic[8] = mz; Ic[9] = mass;
+}
+
+/* M <- the 6x6 [[J, c~], [-c~, m 1]] of a compact inertia (inertia_compact's inverse). */
+static inline void inertia_expand(const double *restrict Ic, double *restrict M)
+{
+    const double mx = Ic[6], my = Ic[7], mz = Ic[8], mass = Ic[9];
+    M[0] = Ic[0];  M[1] = M[6] = Ic[1];  M[2] = M[12] = Ic[2];
+    M[7] = Ic[3];  M[8] = M[13] = Ic[4]; M[14] = Ic[5];
+    M[3] = M[18] = 0.0;   M[4] = M[24] = -mz;   M[5] = M[30] = my;
+    M[9] = M[19] = mz;    M[10] = M[25] = 0.0;  M[11] = M[31] = -mx;
+    M[15] = M[20] = -my;  M[16] = M[26] = mx;   M[17] = M[32] = 0.0;
+    M[21] = M[28] = M[35] = mass;
+    M[22] = M[23] = M[27] = M[29] = M[33] = M[34] = 0.0;
+}
+
 static inline double dot6(const double *a, const double *b)
 {
     return a[0] * b[0] + a[1] * b[1] + a[2] * b[2] + a[3] * b[3] + a[4] * b[4] + a[5] * b[5];
