@@ -82,29 +82,24 @@ static int riccati_step_1dof(const double *restrict s, const double *restrict P,
     return 1;
 }
 
-/* The same step with P+ added straight into the parent's P (the inertial frame, where phi is the
- * identity): Pp += P - U U^T / D.  Returns 0 if D <= 0. */
-static int riccati_step_1dof_into(const double *restrict s, const double *restrict P, double a,
-                                  double *restrict G, double *restrict Dinv, double *restrict Pp)
+/* The same step on a packed P (the inertial frame, where phi is the identity), P+ added straight
+ * into the parent's: Pp += P - U U^T / D (Pp NULL: a root).  Returns 0 if D <= 0. */
+static int riccati_step_1dof_packed(const double *restrict s, const double *restrict P, double a,
+                                    double *restrict G, double *restrict Dinv, double *restrict Pp)
 {
-    double U[6], D = a;
-    for (int i = 0; i < 6; i++) {
-        U[i] = dot6(P + 6 * i, s);
-        D += s[i] * U[i];
-    }
+    double U[6], g[6];
+    packed_apply(P, s, U);
+    const double D = a + dot6(s, U);
     if (!(D > 0.0)) return 0;
     const double dinv = 1.0 / D;
     *Dinv = dinv;
-    for (int i = 0; i < 6; i++) {                  /* P+ is symmetric: its upper half, mirrored */
-        const double gi = U[i] * dinv;
-        G[6 * i] = gi;
-        Pp[7 * i] += P[7 * i] - gi * U[i];
-        for (int j = i + 1; j < 6; j++) {
-            const double v = P[6 * i + j] - gi * U[j];
-            Pp[6 * i + j] += v;
-            Pp[6 * j + i] += v;
-        }
+    for (int i = 0; i < 6; i++) {
+        g[i] = U[i] * dinv;
+        G[6 * i] = g[i];
     }
+    if (!Pp) return 1;
+    for (int i = 0, t = 0; i < 6; i++)
+        for (int j = i; j < 6; j++, t++) Pp[t] += P[t] - g[i] * U[j];
     return 1;
 }
 
@@ -151,9 +146,23 @@ static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, i
     const int n = m->nvj[k];
     const double *a = diag + m->v0[k];
     double *P = d->P + 36 * k, *Pplus = d->s66 + 3 * 36;
-    if (n == 1 && inertial && p >= 0)                 /* P(p) += P - U U^T / D, no temporary */
-        return riccati_step_1dof_into(S + 6 * m->v0[k], P, a[0], d->G + 36 * k, d->Dinv + 36 * k,
-                                      d->P + 36 * p);
+    if (inertial) {                                   /* packed P, phi = 1: P(p) += P+ */
+        double *Pu = d->Pu + 21 * k, *Pp = p >= 0 ? d->Pu + 21 * p : NULL;
+        if (n == 1)
+            return riccati_step_1dof_packed(S + 6 * m->v0[k], Pu, a[0], d->G + 36 * k,
+                                            d->Dinv + 36 * k, Pp);
+        if (n > 1) {
+            packed_to_full(Pu, P);
+            if (!riccati_step(S + 6 * m->v0[k], n, P, a, d->G + 36 * k, d->Dinv + 36 * k, Pplus,
+                              d->s66 + 2 * 36, d->s66 + 4 * 36))
+                return 0;
+            Pu = d->s66 + 2 * 36;                     /* (D's block is free again) */
+            full_to_packed(Pplus, Pu);
+        }
+        if (Pp)                                       /* no dof: P+ = P */
+            for (int i = 0; i < 21; i++) Pp[i] += Pu[i];
+        return 1;
+    }
     if (n == 1) {
         if (!riccati_step_1dof(S + 6 * m->v0[k], P, a[0], d->G + 36 * k, d->Dinv + 36 * k, Pplus))
             return 0;
@@ -161,18 +170,10 @@ static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, i
         if (!riccati_step(S + 6 * m->v0[k], n, P, a, d->G + 36 * k, d->Dinv + 36 * k, Pplus,
                           d->s66 + 2 * 36, d->s66 + 4 * 36))
             return 0;
-    } else {                                          /* no dof: P+ = P, added as it is */
-        if (p >= 0 && inertial)
-            for (int i = 0; i < 36; i++) d->P[36 * p + i] += P[i];
-        else
-            for (int i = 0; i < 36; i++) Pplus[i] = P[i];
-        if (inertial) return 1;
+    } else {                                          /* no dof: P+ = P */
+        for (int i = 0; i < 36; i++) Pplus[i] = P[i];
     }
-    if (p < 0) return 1;
-    if (inertial)
-        for (int i = 0; i < 36; i++) d->P[36 * p + i] += Pplus[i];
-    else
-        add_phi_inertia(d->R + 9 * k, d->l + 3 * k, Pplus, d->P + 36 * p);
+    if (p >= 0) add_phi_inertia(d->R + 9 * k, d->l + 3 * k, Pplus, d->P + 36 * p);
     return 1;
 }
 
@@ -183,7 +184,10 @@ static void filter_start(soa_data *d, int k, int with_bias, const double *fext, 
 {
     double *z = d->f + 6 * k;
     if (with_bias) {
-        matvec6(d->P + 36 * k, d->a + 6 * k, z);
+        if (inertial)
+            packed_apply(d->Pu + 21 * k, d->a + 6 * k, z);
+        else
+            matvec6(d->P + 36 * k, d->a + 6 * k, z);
         for (int i = 0; i < 6; i++) z[i] += d->b[6 * k + i];
     } else {
         for (int i = 0; i < 6; i++) z[i] = 0.0;
@@ -272,8 +276,10 @@ int soa_riccati_sweep_diag(const soa_model *m, soa_data *d, int inertial, const 
     if (inertial) {
         soa_joint_maps_to_world(m, d);
         soa_inertias_to_world(m, d);
-        for (int i = 0; i < o.n; i++)
-            for (int j = 0, k = SWEPT(o, i); j < 36; j++) d->P[36 * k + j] = d->Mw[36 * k + j];
+        for (int i = 0; i < o.n; i++) {
+            const int k = SWEPT(o, i);
+            full_to_packed(d->Mw + 36 * k, d->Pu + 21 * k);
+        }
         S = d->Sw;
     } else {
         for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->finertia[i];
@@ -301,8 +307,51 @@ void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, in
     }
 }
 
+/* One 1-dof body of the inertial-frame pass, in registers (seed 001 eqs. 34-36, 63-65 with
+ * phi = 1): with `factor` the Riccati step on the packed P (U = P s, D = s.U + a, g = U / D,
+ * P(p) += P - g U^T), else g, 1/D of the last pass; then the filter, z = P a + b - f_ext + the
+ * children's z+ (held in z on entry), eps = T - s.z, nu = eps / D, z+ = z + g eps into z and
+ * added to the parent's (zp; Pp, zp NULL: a root).  Returns 0 if D <= 0. */
+static inline int articulated_body_1dof(const double *restrict s, const double *restrict P,
+                                        double arm, double *restrict G, double *restrict Dinv,
+                                        double *restrict Pp, const double *restrict ak,
+                                        const double *restrict bk, const double *restrict fe,
+                                        double T, double *restrict z, double *restrict zp,
+                                        double *restrict eps, double *restrict nu, int factor)
+{
+    double g[6], zk[6], dinv;
+    if (factor) {
+        double U[6];
+        packed_apply(P, s, U);
+        const double D = arm + dot6(s, U);
+        if (!(D > 0.0)) return 0;
+        dinv = 1.0 / D;
+        *Dinv = dinv;
+        for (int i = 0; i < 6; i++) G[6 * i] = g[i] = U[i] * dinv;
+        if (Pp)
+            for (int i = 0, t = 0; i < 6; i++)
+                for (int j = i; j < 6; j++, t++) Pp[t] += P[t] - g[i] * U[j];
+    } else {
+        dinv = *Dinv;
+        for (int i = 0; i < 6; i++) g[i] = G[6 * i];
+    }
+    packed_apply(P, ak, zk);
+    for (int i = 0; i < 6; i++) zk[i] += bk[i] + z[i] - (fe ? fe[i] : 0.0);
+    const double e = T - dot6(s, zk);
+    *eps = e;
+    *nu = dinv * e;
+    for (int i = 0; i < 6; i++) {
+        zk[i] += g[i] * e;
+        z[i] = zk[i];
+    }
+    if (zp)
+        for (int i = 0; i < 6; i++) zp[i] += zk[i];
+    return 1;
+}
+
 /* The Riccati sweep and the filter with the bias in ONE tip-to-base pass (seed 001 Algorithm 3:
- * P(k) and z(k) are both complete once k's children are done).  P must hold M(k) on entry.
+ * P(k) and z(k) are both complete once k's children are done).  P must hold M(k) on entry (Pu,
+ * packed, in the inertial frame).
  * With factor = 0 the Riccati steps are skipped: P(k), D^-1, G of the last pass are reused (they
  * depend on theta only), and the pass is the filter alone. */
 static int articulated_pass(const soa_model *m, soa_data *d, const double *S, const double *T,
@@ -316,8 +365,19 @@ static int articulated_pass(const soa_model *m, soa_data *d, const double *S, co
         for (int j = 0, k = SWEPT(o, i); j < 6; j++) d->f[6 * k + j] = 0.0;
     if (fext && inertial) fold_forces(m, d, fext);
     for (int i = o.n - 1; i >= 0; i--) {
-        const int k = SWEPT(o, i), p = o.par[k];
+        const int k = SWEPT(o, i), p = o.par[k], v0 = m->v0[k];
         double z[6];
+        if (inertial && m->nvj[k] == 1) {           /* (the common case, fused) */
+            double fe[6] = {0, 0, 0, 0, 0, 0};
+            if (fext) add_phi(d->Rw + 9 * k, d->pw + 3 * k, fext + 6 * k, fe);
+            if (!articulated_body_1dof(S + 6 * v0, d->Pu + 21 * k, diag[v0], d->G + 36 * k,
+                                       d->Dinv + 36 * k, p >= 0 ? d->Pu + 21 * p : NULL,
+                                       d->a + 6 * k, d->b + 6 * k, fext ? fe : NULL, T[v0],
+                                       d->f + 6 * k, p >= 0 ? d->f + 6 * p : NULL, d->eps + v0,
+                                       d->nu + v0, factor))
+                return k;
+            continue;
+        }
         for (int j = 0; j < 6; j++) z[j] = d->f[6 * k + j];      /* the children's z+ */
         if (factor && !riccati_step_body(m, d, S, k, p, inertial, diag)) return k;
         filter_start(d, k, 1, fext, inertial);
@@ -325,6 +385,18 @@ static int articulated_pass(const soa_model *m, soa_data *d, const double *S, co
         filter_step_body(m, d, S, T, k, p, inertial);
     }
     return -1;
+}
+
+/* One 1-dof body of the inertial-frame smoother (seed 001 eqs. 52-54, phi* = 1):
+ * beta-dot = nu - G* alpha(p),  alpha = alpha(p) + H* beta-dot (+ a). */
+static inline void smoother_1dof(const double *restrict s, const double *restrict G, double nu,
+                                 const double *restrict ap, const double *restrict a,
+                                 double *restrict qdd, double *restrict alpha)
+{
+    double x = nu;
+    for (int i = 0; i < 6; i++) x -= G[6 * i] * ap[i];
+    *qdd = x;
+    for (int i = 0; i < 6; i++) alpha[i] = ap[i] + s[i] * x + (a ? a[i] : 0.0);
 }
 
 /* Base-to-tip smoother (seed 001 eqs. 52-54; seed 000 A.2): beta-dot and alpha (lambda when
@@ -337,6 +409,11 @@ static void smoother(const soa_model *m, soa_data *d, const double *S, const dou
         const int k = SWEPT(o, t), p = o.par[k], v0 = m->v0[k], n = m->nvj[k];
         double *ak = d->alpha + 6 * k;
         const double *G = d->G + 36 * k, *ap = p < 0 ? base : d->alpha + 6 * p;
+        if (inertial && n == 1) {                    /* (the common case, in registers) */
+            smoother_1dof(S + 6 * v0, G, d->nu[v0], ap, with_bias ? d->a + 6 * k : NULL,
+                          qdd + v0, ak);
+            continue;
+        }
         if (inertial)
             for (int i = 0; i < 6; i++) ak[i] = ap[i];
         else
@@ -400,7 +477,7 @@ int soa_tree_acceleration_diag(const soa_model *m, soa_data *d, const double *q,
         soa_joint_maps_to_world(m, d);
         soa_inertias_to_world(m, d);
         soa_inertial_velocities(m, d, qd);
-        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
+        for (int k = 0; k < m->nb; k++) full_to_packed(d->Mw + 36 * k, d->Pu + 21 * k);
     } else {
         soa_inertial_outward(m, d, q, qd);            /* the same, one pass (kinematics.c) */
     }

@@ -147,6 +147,28 @@ void soa_joint_maps_to_world(const soa_model *m, soa_data *d)
                                d->Sw + 6 * (m->v0[k] + dd));
 }
 
+/* A revolute joint about coordinate axis e of its joint frame ((e, a, b) cyclic): Rj rotates by
+ * theta, Rj e_a = c e_a + s e_b, Rj e_b = -s e_a + c e_b, so R = Xr Rj mixes two columns of Xr. */
+static inline void revolute_about_axis(const double *restrict Xr, const double *restrict Xp,
+                                       double c, double sn, const int e, const int a, const int b,
+                                       double *restrict R, double *restrict l, double *restrict Rj,
+                                       double *restrict tj)
+{
+    Rj[4 * e] = 1.0;
+    Rj[3 * e + a] = Rj[3 * e + b] = Rj[3 * a + e] = Rj[3 * b + e] = 0.0;
+    Rj[4 * a] = Rj[4 * b] = c;
+    Rj[3 * b + a] = sn;
+    Rj[3 * a + b] = -sn;
+    tj[0] = tj[1] = tj[2] = 0.0;
+    for (int i = 0; i < 3; i++) {
+        const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
+        R[3 * i + a] = c * xa + sn * xb;
+        R[3 * i + b] = c * xb - sn * xa;
+        R[3 * i + e] = Xr[3 * i + e];
+        l[i] = Xp[i];
+    }
+}
+
 /* R = Xr Rj, l = Xp (+ Xr tj): body k's placement in its parent for the joints of robot arms
  * written out (revolute / prismatic about a coordinate axis of the joint frame: Rj mixes two
  * columns of Xr; fixed), the others by soa_joint_transform.  Rj, tj are stored as
@@ -169,20 +191,12 @@ static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, c
     }
     if (jt == SOA_REVOLUTE && e >= 0) {              /* Rj: a rotation by theta about axis e */
         const double th = q[m->q0[k]], c = cos(th), sn = sin(th);
-        const int a = e == 2 ? 0 : e + 1, b = e == 0 ? 2 : e - 1;   /* (e, a, b) cyclic */
-        double J[9] = {1, 0, 0, 0, 1, 0, 0, 0, 1};   /* Rj e_a = c e_a + s e_b, Rj e_b = -s e_a + c e_b */
-        J[4 * a] = J[4 * b] = c;
-        J[3 * b + a] = sn;
-        J[3 * a + b] = -sn;
-        for (int i = 0; i < 9; i++) Rj[i] = J[i];
-        tj[0] = tj[1] = tj[2] = 0.0;
-        for (int i = 0; i < 3; i++) {
-            const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
-            R[3 * i + a] = c * xa + sn * xb;
-            R[3 * i + b] = c * xb - sn * xa;
-            R[3 * i + e] = Xr[3 * i + e];
-            l[i] = Xp[i];
-        }
+        if (e == 0)                                  /* (constant indices in each copy) */
+            revolute_about_axis(Xr, Xp, c, sn, 0, 1, 2, R, l, Rj, tj);
+        else if (e == 1)
+            revolute_about_axis(Xr, Xp, c, sn, 1, 2, 0, R, l, Rj, tj);
+        else
+            revolute_about_axis(Xr, Xp, c, sn, 2, 0, 1, R, l, Rj, tj);
         return;
     }
     soa_joint_transform(m, k, q, Rj, tj);
@@ -191,6 +205,37 @@ static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, c
         for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
         l[i] = Xp[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
     }
+}
+
+/* Sw <- H*_I of a joint's n dofs for a body at (R, p) in world (joint_map_to_world); axis 0-2: a
+ * revolute joint about that coordinate axis (H* = [e; 0]: [R e; p x R e]), 3-5: a prismatic one
+ * ([0; R e]), -1: any. */
+static inline void joint_maps_to_world(const double *restrict R, const double *restrict p,
+                                       const double *restrict S, int n, int axis,
+                                       double *restrict Sw)
+{
+    if (axis < 0) {
+        for (int dd = 0; dd < n; dd++) joint_map_to_world(R, p, S + 6 * dd, Sw + 6 * dd);
+        return;
+    }
+    const int e = axis % 3;
+    const double c0 = R[e], c1 = R[3 + e], c2 = R[6 + e];
+    if (axis >= 3) {
+        Sw[0] = Sw[1] = Sw[2] = 0.0;
+        Sw[3] = c0; Sw[4] = c1; Sw[5] = c2;
+        return;
+    }
+    Sw[0] = c0; Sw[1] = c1; Sw[2] = c2;
+    Sw[3] = p[1] * c2 - p[2] * c1;
+    Sw[4] = p[2] * c0 - p[0] * c2;
+    Sw[5] = p[0] * c1 - p[1] * c0;
+}
+
+/* joint_maps_to_world's axis code of body k's joint. */
+static inline int joint_axis(const soa_model *m, int k)
+{
+    const int e = m->jaxis[k];
+    return e < 0 ? -1 : e + (m->jtype[k] == SOA_REVOLUTE ? 0 : 3);
 }
 
 /* (Rw, pw) <- (Rp R, pp + Rp l): a placement (R, l) in a frame at (Rp, pp) in world (NULL: the
@@ -213,11 +258,13 @@ static inline void world_placement(const double *restrict R, const double *restr
 
 /* One body of soa_inertial_outward, everything in registers (restrict: no reloads): from its
  * placement (R, l) in the sweep parent and the parent's (Rp, pp, Vp; NULL: the world), its world
- * placement (Rw, pw), H*_I of its n dofs (Sw), M_I in compact form (Ic) and as the 6x6 P, V_I, a_I
- * and b_I = V x* M_I V (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
+ * placement (Rw, pw), H*_I of its n dofs (Sw; axis 0-2: a revolute joint about that coordinate
+ * axis, 3-5 a prismatic one, -1 any), M_I in compact form (Ic) and packed as P, V_I, a_I and
+ * b_I = V x* M_I V (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
 static inline void outward_body(const double *restrict R, const double *restrict l,
                                 const double *restrict Rp, const double *restrict pp,
                                 const double *restrict Vp, const double *restrict S, int n,
+                                int axis,
                                 const double *restrict qd, double mass, const double *restrict cb,
                                 const double *restrict Jc, double *restrict Rw, double *restrict pw,
                                 double *restrict Sw, double *restrict P, double *restrict V,
@@ -227,16 +274,11 @@ static inline void outward_body(const double *restrict R, const double *restrict
     world_placement(R, l, Rp, pp, W, x);
     for (int i = 0; i < 9; i++) Rw[i] = W[i];
     for (int i = 0; i < 3; i++) pw[i] = x[i];
-    for (int dd = 0; dd < n; dd++) {                 /* H*_I and the joint's relative velocity */
-        double o[6];
-        joint_map_to_world(W, x, S + 6 * dd, o);
-        for (int i = 0; i < 6; i++) {
-            Sw[6 * dd + i] = o[i];
-            rel[i] += o[i] * qd[dd];
-        }
-    }
+    joint_maps_to_world(W, x, S, n, axis, Sw);     /* H*_I and the joint's relative velocity */
+    for (int dd = 0; dd < n; dd++)
+        for (int i = 0; i < 6; i++) rel[i] += Sw[6 * dd + i] * qd[dd];
     inertia_world_compact(mass, cb, Jc, W, x, Ic);
-    inertia_expand(Ic, P);
+    inertia_pack(Ic, P);
     for (int i = 0; i < 6; i++) Vk[i] = (Vp ? Vp[i] : 0.0) + rel[i];
     for (int i = 0; i < 6; i++) V[i] = Vk[i];
     cross_motion(Vk, rel, a);
@@ -246,7 +288,7 @@ static inline void outward_body(const double *restrict R, const double *restrict
 
 /* The outward passes of the inertial-frame forward dynamics fused into one base-to-tip pass over
  * the moving bodies (rigid models; model.c: the fold): per body its placement in the sweep parent
- * and in world, H*_I (Sw), P <- M_I for the Riccati sweep (M_I of the folded rigid body, formed in
+ * and in world, H*_I (Sw), Pu <- M_I for the Riccati sweep (M_I of the folded rigid body, formed in
  * compact form: not stored in Mw), V_I, a_I, b_I -- what soa_outward_placements,
  * soa_world_placements, soa_joint_maps_to_world, soa_inertias_to_world and
  * soa_inertial_velocities compute, the same numbers (seed 004 sec. 5.2; seed 001 eqs. 6-9); then
@@ -254,12 +296,12 @@ static inline void outward_body(const double *restrict R, const double *restrict
 void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, const double *qd)
 {
     for (int t = 0; t < m->nmov; t++) {
-        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k];
+        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k], axis = joint_axis(m, k);
         placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
         outward_body(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->Rw + 9 * p,
                      p < 0 ? NULL : d->pw + 3 * p, p < 0 ? NULL : d->V + 6 * p, m->S + 6 * v0,
-                     m->nvj[k], qd + v0, m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k,
-                     d->Rw + 9 * k, d->pw + 3 * k, d->Sw + 6 * v0, d->P + 36 * k, d->V + 6 * k,
+                     m->nvj[k], axis, qd + v0, m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k,
+                     d->Rw + 9 * k, d->pw + 3 * k, d->Sw + 6 * v0, d->Pu + 21 * k, d->V + 6 * k,
                      d->a + 6 * k, d->b + 6 * k);
     }
     soa_fold_placements(m, d, 1);
@@ -277,8 +319,7 @@ void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
         double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
         world_placement(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->Rw + 9 * p,
                         p < 0 ? NULL : d->pw + 3 * p, Rw, pw);
-        for (int dd = 0; dd < m->nvj[k]; dd++)
-            joint_map_to_world(Rw, pw, m->S + 6 * (v0 + dd), d->Sw + 6 * (v0 + dd));
+        joint_maps_to_world(Rw, pw, m->S + 6 * v0, m->nvj[k], joint_axis(m, k), d->Sw + 6 * v0);
     }
     soa_fold_placements(m, d, 1);
 }
@@ -290,13 +331,14 @@ void soa_sweep_placement(const soa_model *m, soa_data *d, int k, const double *q
 }
 
 /* After a sweep over the moving bodies (model.c: the fold), the placements it skipped: a folded
- * body's R, l in its parent (the constant Xr, Xp; Rj = 1, tj = 0) and, with `world`, Rw, pw from
- * its carrier's, Rw(r) fXr, pw(r) + Rw(r) fXp (seed 000 eq. 2.7 with a constant phi); and a moving
- * body with a folded parent gets R, l in that parent again (Xr Rj, Xp + Xr tj). */
+ * body's R, l in its parent (the constants Xr, Xp; Rj = 1, tj = 0: written on the data's first
+ * call, d->fold_set -- every placement sweep writes these same values) and, with `world`, Rw, pw
+ * from its carrier's, Rw(r) fXr, pw(r) + Rw(r) fXp (seed 000 eq. 2.7 with a constant phi); and a
+ * moving body with a folded parent gets R, l in that parent again (Xr Rj, Xp + Xr tj). */
 void soa_fold_placements(const soa_model *m, soa_data *d, int world)
 {
-    for (int t = m->nmov; t < m->nb; t++) {
-        const int k = m->order[t], r = m->spar[k];
+    for (int t = m->nmov; t < m->nb && !d->fold_set[0]; t++) {   /* constants: written once */
+        const int k = m->order[t];
         const double *restrict Xr = m->Xr + 9 * k, *restrict Xp = m->Xp + 3 * k;
         double *restrict R = d->R + 9 * k, *restrict l = d->l + 3 * k, *restrict Rj = d->Rj + 9 * k,
                *restrict tj = d->tj + 3 * k;
@@ -308,7 +350,10 @@ void soa_fold_placements(const soa_model *m, soa_data *d, int world)
             l[i] = Xp[i];
             tj[i] = 0.0;
         }
-        if (!world) continue;
+    }
+    d->fold_set[0] = 1;
+    for (int t = m->nmov; t < m->nb && world; t++) {
+        const int k = m->order[t], r = m->spar[k];
         world_placement(m->fXr + 9 * k, m->fXp + 3 * k, r < 0 ? NULL : d->Rw + 9 * r,
                         r < 0 ? NULL : d->pw + 3 * r, d->Rw + 9 * k, d->pw + 3 * k);
     }

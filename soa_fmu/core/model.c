@@ -212,6 +212,11 @@ static void fold_fixed_links(soa_model *m)
         if (m->jtype[k] == SOA_REVOLUTE || m->jtype[k] == SOA_PRISMATIC)
             for (int i = 0; i < 3; i++)
                 if (ax[i] == 1.0 && ax[(i + 1) % 3] == 0.0 && ax[(i + 2) % 3] == 0.0) m->jaxis[k] = i;
+        if (m->jaxis[k] >= 0) {                       /* ... whose H* is that unit twist */
+            const int o = m->jtype[k] == SOA_REVOLUTE ? 0 : 3;
+            for (int i = 0; i < 6; i++)
+                if (m->S[6 * m->v0[k] + i] != (i == o + m->jaxis[k] ? 1.0 : 0.0)) m->jaxis[k] = -1;
+        }
     }
     /* each body's mass, centre of mass and J_C in its carrier's frame (IO: c at 0, J at 3) */
     for (int k = 0; k < nb; k++) {

@@ -32,35 +32,53 @@ void soa_project_forces(const soa_model *m, const soa_data *d, double *T)
  * (seed 001 eqs. 6-9, 25; M: the folded rigid body's), then f(p) += phi(p, k) f(k) inward with the
  * folded links' f_ext moved to their carriers, T = H f; the folded bodies' placements, V and
  * alpha filled in after (kinematics.c). */
+/* One body of the outward pass, in registers: from (R, l) in the sweep parent and the parent's
+ * V and alpha (Vp NULL: the world, at rest), V, a, b, alpha and f = M alpha + b - f_ext (M the
+ * folded rigid body's 6x6, applied in compact form; fe NULL: no f_ext). */
+static inline void rnea_body(const double *restrict R, const double *restrict l,
+                             const double *restrict Vp, const double *restrict alp,
+                             const double *restrict S, int n, const double *restrict qd,
+                             const double *restrict qdd, const double *restrict M,
+                             const double *restrict fe, double *restrict V, double *restrict a,
+                             double *restrict b, double *restrict alpha, double *restrict f)
+{
+    double Vk[6] = {0, 0, 0, 0, 0, 0}, ak[6], rel[6] = {0, 0, 0, 0, 0, 0}, acc[6] = {0, 0, 0, 0, 0, 0};
+    double Ic[10], MV[6], bk[6], cor[6], MA[6];
+    if (Vp) apply_phi_star(R, l, Vp, Vk);
+    apply_phi_star(R, l, alp, ak);
+    for (int dd = 0; dd < n; dd++) {
+        const double *s = S + 6 * dd, x = qd[dd], y = qdd[dd];
+        for (int i = 0; i < 6; i++) {
+            rel[i] += s[i] * x;
+            acc[i] += s[i] * y;
+        }
+    }
+    for (int i = 0; i < 6; i++) Vk[i] += rel[i];
+    cross_motion(Vk, rel, cor);
+    for (int i = 0; i < 6; i++) ak[i] += acc[i] + cor[i];
+    inertia_compact(M, Ic);
+    inertia_apply(Ic, Vk, MV);
+    cross_force(Vk, MV, bk);
+    inertia_apply(Ic, ak, MA);
+    for (int i = 0; i < 6; i++) {
+        V[i] = Vk[i];
+        a[i] = cor[i];
+        b[i] = bk[i];
+        alpha[i] = ak[i];
+        f[i] = MA[i] + bk[i] - (fe ? fe[i] : 0.0);
+    }
+}
+
 static void rnea_moving(const soa_model *m, soa_data *d, const double *q, const double *qd,
                         const double *qdd, int use_fext, double *tau)
 {
     for (int t = 0; t < m->nmov; t++) {
-        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k], n = m->nvj[k];
-        const double *Mk = m->finertia + 36 * k;
-        double *V = d->V + 6 * k, *al = d->alpha + 6 * k, *f = d->f + 6 * k, rel[6], MV[6];
+        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k];
         soa_sweep_placement(m, d, k, q);
-        const double *R = d->R + 9 * k, *l = d->l + 3 * k;
-        if (p < 0)
-            for (int i = 0; i < 6; i++) V[i] = 0.0;
-        else
-            apply_phi_star(R, l, d->V + 6 * p, V);
-        apply_phi_star(R, l, p < 0 ? m->a0 : d->alpha + 6 * p, al);
-        for (int i = 0; i < 6; i++) rel[i] = 0.0;
-        for (int dd = 0; dd < n; dd++) {
-            const double *s = m->S + 6 * (v0 + dd), x = qd[v0 + dd], y = qdd[v0 + dd];
-            for (int i = 0; i < 6; i++) {
-                rel[i] += s[i] * x;
-                al[i] += s[i] * y;
-            }
-        }
-        for (int i = 0; i < 6; i++) V[i] += rel[i];
-        cross_motion(V, rel, d->a + 6 * k);
-        for (int i = 0; i < 6; i++) al[i] += d->a[6 * k + i];
-        matvec6(Mk, V, MV);
-        cross_force(V, MV, d->b + 6 * k);
-        matvec6(Mk, al, f);
-        for (int i = 0; i < 6; i++) f[i] += d->b[6 * k + i] - (use_fext ? d->fext[6 * k + i] : 0.0);
+        rnea_body(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->V + 6 * p,
+                  p < 0 ? m->a0 : d->alpha + 6 * p, m->S + 6 * v0, m->nvj[k], qd + v0, qdd + v0,
+                  m->finertia + 36 * k, use_fext ? d->fext + 6 * k : NULL, d->V + 6 * k,
+                  d->a + 6 * k, d->b + 6 * k, d->alpha + 6 * k, d->f + 6 * k);
     }
     for (int t = m->nmov; t < m->nb && use_fext; t++) {   /* f_ext on folded links: to carriers */
         const int k = m->order[t], r = m->spar[k];

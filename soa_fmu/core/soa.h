@@ -164,7 +164,8 @@ typedef struct {
                                  body's carrier, the moving body it is folded into (-1: world) */ \
     X(fixr,    1, nb, 0, 0)   /* the moving bodies whose parent is folded (first nfix) */ \
     X(jaxis,   1, nb, 0, 0)   /* kinematics.c: 0, 1, 2 for a revolute / prismatic joint about that \
-                                 coordinate axis of its joint frame, else -1 (soa_model_finish) */
+                                 coordinate axis of its joint frame, H* the unit twist along it; \
+                                 else -1 (soa_model_finish) */
 
 #define SOA_MODEL_REALS(X)                                                                    \
     X(axis,    2, nb, 3, 0)   /* revolute/prismatic axis, planar normal (unit) */               \
@@ -241,7 +242,9 @@ typedef struct {
     X(fext,    2, nb, 6, 0)   /* external forces on the bodies, body frames */                   \
     X(zeta,    2, nb, 6, 0)   /* zeta = phi* a (Algorithm 2) */                                  \
     X(Mw,      3, nb, 6, 6)   /* M_I(k): body inertia at the world origin, world axes */         \
-    X(P,       3, nb, 6, 6)   /* articulated inertia P(k) / composite inertia r(k) */            \
+    X(P,       3, nb, 6, 6)   /* articulated inertia P(k) / composite inertia r(k) (body frames) */ \
+    X(Pu,      2, nb, 21, 0)  /* P(k) of the inertial-frame sweeps, packed (upper triangle, row \
+                                 by row: spatial.h packed_apply) */                              \
     X(Dinv,    3, nb, 6, 6)   /* D(k)^-1 (r_v x r_v block) */                                    \
     X(G,       3, nb, 6, 6)   /* Kalman gain G(k) = P H* D^-1 (6 x r_v block) */                 \
     X(blocks,  3, nb, 6, nv)  /* per-body 6 x nv blocks (M^-1 sweeps) */                         \
@@ -370,7 +373,9 @@ typedef struct {
     /* ---- contact.c: the implicit contact damping ---- */                                    \
     X(ci_pair,  1, nimp, 0, 0) /* the touching pairs treated implicitly */                      \
     X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of their points (-1: world) */                 \
-    X(ci_piv,   1, 3 * nimp, 0, 0) /* pivots of the LU factors */
+    X(ci_piv,   1, 3 * nimp, 0, 0) /* pivots of the LU factors */ \
+    /* ---- kinematics.c: the fold (model.c) ---- */                                           \
+    X(fold_set, 1, 1, 0, 0)   /* 1: the folded bodies' constant R, l, Rj, tj are written */
 
 /* ------------------------------------------------------------------ the structs */
 #define SOA_DECLARE_INT(name, ndim, d0, d1, d2) int *name;

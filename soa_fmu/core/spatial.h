@@ -289,17 +289,42 @@ static inline void inertia_world_compact(double mass, const double *restrict cb,
     Ic[6] = mx; Ic[7] = my; Ic[8] = mz; Ic[9] = mass;
 }
 
-/* M <- the 6x6 [[J, c~], [-c~, m 1]] of a compact inertia (inertia_compact's inverse). */
-static inline void inertia_expand(const double *restrict Ic, double *restrict M)
+/* A symmetric 6x6 packed: its upper triangle row by row, 21 numbers (P[i][j], i <= j, at
+ * 6 i - i (i - 1) / 2 + j - i).  The inertial-frame articulated inertias are kept so. */
+static inline void packed_apply(const double *restrict P, const double *restrict x,
+                                double *restrict y)
+{
+    const double x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3], x4 = x[4], x5 = x[5];
+    y[0] = P[0] * x0 + P[1] * x1 + P[2] * x2 + P[3] * x3 + P[4] * x4 + P[5] * x5;
+    y[1] = P[1] * x0 + P[6] * x1 + P[7] * x2 + P[8] * x3 + P[9] * x4 + P[10] * x5;
+    y[2] = P[2] * x0 + P[7] * x1 + P[11] * x2 + P[12] * x3 + P[13] * x4 + P[14] * x5;
+    y[3] = P[3] * x0 + P[8] * x1 + P[12] * x2 + P[15] * x3 + P[16] * x4 + P[17] * x5;
+    y[4] = P[4] * x0 + P[9] * x1 + P[13] * x2 + P[16] * x3 + P[18] * x4 + P[19] * x5;
+    y[5] = P[5] * x0 + P[10] * x1 + P[14] * x2 + P[17] * x3 + P[19] * x4 + P[20] * x5;
+}
+
+/* P (packed) <- the compact inertia Ic's 6x6 [[J, c~], [-c~, m 1]]. */
+static inline void inertia_pack(const double *restrict Ic, double *restrict P)
 {
     const double mx = Ic[6], my = Ic[7], mz = Ic[8], mass = Ic[9];
-    M[0] = Ic[0];  M[1] = M[6] = Ic[1];  M[2] = M[12] = Ic[2];
-    M[7] = Ic[3];  M[8] = M[13] = Ic[4]; M[14] = Ic[5];
-    M[3] = M[18] = 0.0;   M[4] = M[24] = -mz;   M[5] = M[30] = my;
-    M[9] = M[19] = mz;    M[10] = M[25] = 0.0;  M[11] = M[31] = -mx;
-    M[15] = M[20] = -my;  M[16] = M[26] = mx;   M[17] = M[32] = 0.0;
-    M[21] = M[28] = M[35] = mass;
-    M[22] = M[23] = M[27] = M[29] = M[33] = M[34] = 0.0;
+    P[0] = Ic[0]; P[1] = Ic[1]; P[2] = Ic[2]; P[3] = 0.0; P[4] = -mz; P[5] = my;
+    P[6] = Ic[3]; P[7] = Ic[4]; P[8] = mz; P[9] = 0.0; P[10] = -mx;
+    P[11] = Ic[5]; P[12] = -my; P[13] = mx; P[14] = 0.0;
+    P[15] = mass; P[16] = 0.0; P[17] = 0.0;
+    P[18] = mass; P[19] = 0.0;
+    P[20] = mass;
+}
+
+/* Packed <-> full 6x6 (row stride 6). */
+static inline void packed_to_full(const double *restrict P, double *restrict F)
+{
+    for (int i = 0, t = 0; i < 6; i++)
+        for (int j = i; j < 6; j++, t++) F[6 * i + j] = F[6 * j + i] = P[t];
+}
+static inline void full_to_packed(const double *restrict F, double *restrict P)
+{
+    for (int i = 0, t = 0; i < 6; i++)
+        for (int j = i; j < 6; j++, t++) P[t] = F[6 * i + j];
 }
 
 static inline double dot6(const double *a, const double *b)
