@@ -97,9 +97,7 @@ static int riccati_step_1dof_packed(const double *restrict s, const double *rest
         g[i] = U[i] * dinv;
         G[6 * i] = g[i];
     }
-    if (!Pp) return 1;
-    for (int i = 0, t = 0; i < 6; i++)
-        for (int j = i; j < 6; j++, t++) Pp[t] += P[t] - g[i] * U[j];
+    if (Pp) packed_add_update(P, g, U, Pp);
     return 1;
 }
 
@@ -312,7 +310,7 @@ void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, in
  * P(p) += P - g U^T), else g, 1/D of the last pass; then the filter, z = P a + b - f_ext + the
  * children's z+ (held in z on entry), eps = T - s.z, nu = eps / D, z+ = z + g eps into z and
  * added to the parent's (zp; Pp, zp NULL: a root).  Returns 0 if D <= 0. */
-static inline int articulated_body_1dof(const double *restrict s, const double *restrict P,
+SOA_BODY_STEP int articulated_body_1dof(const double *restrict s, const double *restrict P,
                                         double arm, double *restrict G, double *restrict Dinv,
                                         double *restrict Pp, const double *restrict ak,
                                         const double *restrict bk, const double *restrict fe,
@@ -328,9 +326,7 @@ static inline int articulated_body_1dof(const double *restrict s, const double *
         dinv = 1.0 / D;
         *Dinv = dinv;
         for (int i = 0; i < 6; i++) G[6 * i] = g[i] = U[i] * dinv;
-        if (Pp)
-            for (int i = 0, t = 0; i < 6; i++)
-                for (int j = i; j < 6; j++, t++) Pp[t] += P[t] - g[i] * U[j];
+        if (Pp) packed_add_update(P, g, U, Pp);
     } else {
         dinv = *Dinv;
         for (int i = 0; i < 6; i++) g[i] = G[6 * i];
@@ -389,7 +385,7 @@ static int articulated_pass(const soa_model *m, soa_data *d, const double *S, co
 
 /* One 1-dof body of the inertial-frame smoother (seed 001 eqs. 52-54, phi* = 1):
  * beta-dot = nu - G* alpha(p),  alpha = alpha(p) + H* beta-dot (+ a). */
-static inline void smoother_1dof(const double *restrict s, const double *restrict G, double nu,
+SOA_BODY_STEP void smoother_1dof(const double *restrict s, const double *restrict G, double nu,
                                  const double *restrict ap, const double *restrict a,
                                  double *restrict qdd, double *restrict alpha)
 {

@@ -261,7 +261,7 @@ static inline void world_placement(const double *restrict R, const double *restr
  * placement (Rw, pw), H*_I of its n dofs (Sw; axis 0-2: a revolute joint about that coordinate
  * axis, 3-5 a prismatic one, -1 any), M_I in compact form (Ic) and packed as P, V_I, a_I and
  * b_I = V x* M_I V (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
-static inline void outward_body(const double *restrict R, const double *restrict l,
+SOA_BODY_STEP void outward_body(const double *restrict R, const double *restrict l,
                                 const double *restrict Rp, const double *restrict pp,
                                 const double *restrict Vp, const double *restrict S, int n,
                                 int axis,

@@ -35,7 +35,7 @@ void soa_project_forces(const soa_model *m, const soa_data *d, double *T)
 /* One body of the outward pass, in registers: from (R, l) in the sweep parent and the parent's
  * V and alpha (Vp NULL: the world, at rest), V, a, b, alpha and f = M alpha + b - f_ext (M the
  * folded rigid body's 6x6, applied in compact form; fe NULL: no f_ext). */
-static inline void rnea_body(const double *restrict R, const double *restrict l,
+SOA_BODY_STEP void rnea_body(const double *restrict R, const double *restrict l,
                              const double *restrict Vp, const double *restrict alp,
                              const double *restrict S, int n, const double *restrict qd,
                              const double *restrict qdd, const double *restrict M,

@@ -12,6 +12,14 @@
 #include <math.h>
 
 /* Rotation matrix of the unit quaternion (w, x, y, z) (scalar first, Hamilton). */
+/* The per-body steps of the hot sweeps (one call per body, many arguments): inlined into their
+ * loop where the compiler allows it (GCC, Clang), plain static inline elsewhere. */
+#if defined(__GNUC__)
+#define SOA_BODY_STEP static inline __attribute__((always_inline))
+#else
+#define SOA_BODY_STEP static inline
+#endif
+
 static inline void quat_to_matrix(double w, double x, double y, double z, double *R)
 {
     R[0] = 1.0 - 2.0 * (y * y + z * z); R[1] = 2.0 * (x * y - w * z);   R[2] = 2.0 * (x * z + w * y);
@@ -132,13 +140,23 @@ static inline void add_phi(const double *restrict R, const double *restrict l,
 static inline void rotate_symmetric3(const double *restrict R, const double *restrict S, int ld,
                                      double *restrict out)
 {
-    double T[9];                                   /* T = S R^T */
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            T[3 * i + j] = S[ld * i] * R[3 * j] + S[ld * i + 1] * R[3 * j + 1] + S[ld * i + 2] * R[3 * j + 2];
-    for (int i = 0; i < 3; i++)
-        for (int j = i; j < 3; j++)
-            out[3 * i + j] = out[3 * j + i] = R[3 * i] * T[j] + R[3 * i + 1] * T[3 + j] + R[3 * i + 2] * T[6 + j];
+    /* T = S R^T, then the upper triangle of R T, mirrored (written out: the compiler keeps T in
+     * registers) */
+    const double T00 = S[ld * 0] * R[0] + S[ld * 0 + 1] * R[1] + S[ld * 0 + 2] * R[2];
+    const double T01 = S[ld * 0] * R[3] + S[ld * 0 + 1] * R[4] + S[ld * 0 + 2] * R[5];
+    const double T02 = S[ld * 0] * R[6] + S[ld * 0 + 1] * R[7] + S[ld * 0 + 2] * R[8];
+    const double T10 = S[ld * 1] * R[0] + S[ld * 1 + 1] * R[1] + S[ld * 1 + 2] * R[2];
+    const double T11 = S[ld * 1] * R[3] + S[ld * 1 + 1] * R[4] + S[ld * 1 + 2] * R[5];
+    const double T12 = S[ld * 1] * R[6] + S[ld * 1 + 1] * R[7] + S[ld * 1 + 2] * R[8];
+    const double T20 = S[ld * 2] * R[0] + S[ld * 2 + 1] * R[1] + S[ld * 2 + 2] * R[2];
+    const double T21 = S[ld * 2] * R[3] + S[ld * 2 + 1] * R[4] + S[ld * 2 + 2] * R[5];
+    const double T22 = S[ld * 2] * R[6] + S[ld * 2 + 1] * R[7] + S[ld * 2 + 2] * R[8];
+    out[0] = R[0] * T00 + R[1] * T10 + R[2] * T20;
+    out[1] = out[3] = R[0] * T01 + R[1] * T11 + R[2] * T21;
+    out[2] = out[6] = R[0] * T02 + R[1] * T12 + R[2] * T22;
+    out[4] = R[3] * T01 + R[4] * T11 + R[5] * T21;
+    out[5] = out[7] = R[3] * T02 + R[4] * T12 + R[5] * T22;
+    out[8] = R[6] * T02 + R[7] * T12 + R[8] * T22;
 }
 
 /* acc += phi(p, k) P phi*(p, k) for a symmetric 6x6 P given in body k's frame (the congruence
@@ -301,6 +319,20 @@ static inline void packed_apply(const double *restrict P, const double *restrict
     y[3] = P[3] * x0 + P[8] * x1 + P[12] * x2 + P[15] * x3 + P[16] * x4 + P[17] * x5;
     y[4] = P[4] * x0 + P[9] * x1 + P[13] * x2 + P[16] * x3 + P[18] * x4 + P[19] * x5;
     y[5] = P[5] * x0 + P[10] * x1 + P[14] * x2 + P[17] * x3 + P[19] * x4 + P[20] * x5;
+}
+
+/* Pp += P - g U^T on the packed upper triangle (the Riccati step's P+ = P - U U^T / D added to
+ * the parent's, g = U / D), written out. */
+static inline void packed_add_update(const double *restrict P, const double *restrict g,
+                                     const double *restrict U, double *restrict Pp)
+{
+    const double g0 = g[0], g1 = g[1], g2 = g[2], g3 = g[3], g4 = g[4], g5 = g[5];
+    Pp[0] += P[0] - g0 * U[0]; Pp[1] += P[1] - g0 * U[1]; Pp[2] += P[2] - g0 * U[2]; Pp[3] += P[3] - g0 * U[3]; Pp[4] += P[4] - g0 * U[4]; Pp[5] += P[5] - g0 * U[5];
+    Pp[6] += P[6] - g1 * U[1]; Pp[7] += P[7] - g1 * U[2]; Pp[8] += P[8] - g1 * U[3]; Pp[9] += P[9] - g1 * U[4]; Pp[10] += P[10] - g1 * U[5];
+    Pp[11] += P[11] - g2 * U[2]; Pp[12] += P[12] - g2 * U[3]; Pp[13] += P[13] - g2 * U[4]; Pp[14] += P[14] - g2 * U[5];
+    Pp[15] += P[15] - g3 * U[3]; Pp[16] += P[16] - g3 * U[4]; Pp[17] += P[17] - g3 * U[5];
+    Pp[18] += P[18] - g4 * U[4]; Pp[19] += P[19] - g4 * U[5];
+    Pp[20] += P[20] - g5 * U[5];
 }
 
 /* P (packed) <- the compact inertia Ic's 6x6 [[J, c~], [-c~, m 1]]. */
