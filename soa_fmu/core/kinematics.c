@@ -331,14 +331,17 @@ void soa_sweep_placement(const soa_model *m, soa_data *d, int k, const double *q
 }
 
 /* After a sweep over the moving bodies (model.c: the fold), the placements it skipped: a folded
- * body's R, l in its parent (the constants Xr, Xp; Rj = 1, tj = 0: written on the data's first
- * call, d->fold_set -- every placement sweep writes these same values) and, with `world`, Rw, pw
- * from its carrier's, Rw(r) fXr, pw(r) + Rw(r) fXp (seed 000 eq. 2.7 with a constant phi); and a
- * moving body with a folded parent gets R, l in that parent again (Xr Rj, Xp + Xr tj). */
+ * body's R, l in its parent (the constants Xr, Xp; Rj = 1, tj = 0; and Rw, pw = fXr, fXp when
+ * welded to the world: written on the data's first call, d->fold_set -- every placement sweep
+ * writes these same values) and, with `world`, Rw, pw from its carrier's, Rw(r) fXr,
+ * pw(r) + Rw(r) fXp (seed 000 eq. 2.7 with a constant phi); and a moving body whose folded parent
+ * is not at its carrier's frame gets R, l in that parent again (Xr Rj, Xp + Xr tj). */
 void soa_fold_placements(const soa_model *m, soa_data *d, int world)
 {
     for (int t = m->nmov; t < m->nb && !d->fold_set[0]; t++) {   /* constants: written once */
         const int k = m->order[t];
+        if (m->spar[k] < 0)                           /* welded to the world: Rw, pw too */
+            world_placement(m->fXr + 9 * k, m->fXp + 3 * k, NULL, NULL, d->Rw + 9 * k, d->pw + 3 * k);
         const double *restrict Xr = m->Xr + 9 * k, *restrict Xp = m->Xp + 3 * k;
         double *restrict R = d->R + 9 * k, *restrict l = d->l + 3 * k, *restrict Rj = d->Rj + 9 * k,
                *restrict tj = d->tj + 3 * k;
@@ -354,8 +357,9 @@ void soa_fold_placements(const soa_model *m, soa_data *d, int world)
     d->fold_set[0] = 1;
     for (int t = m->nmov; t < m->nb && world; t++) {
         const int k = m->order[t], r = m->spar[k];
-        world_placement(m->fXr + 9 * k, m->fXp + 3 * k, r < 0 ? NULL : d->Rw + 9 * r,
-                        r < 0 ? NULL : d->pw + 3 * r, d->Rw + 9 * k, d->pw + 3 * k);
+        if (r >= 0)
+            world_placement(m->fXr + 9 * k, m->fXp + 3 * k, d->Rw + 9 * r, d->pw + 3 * r,
+                            d->Rw + 9 * k, d->pw + 3 * k);
     }
     for (int t = 0; t < m->nfix; t++) {
         const int k = m->fixr[t];

@@ -199,8 +199,11 @@ static void fold_fixed_links(soa_model *m)
             for (int i = 0; i < 3; i++) x[i] = m->Xp[3 * k + i];
         }
         if (!folded) {
+            int moved = 0;                            /* the folded parent is off its carrier's frame */
+            for (int i = 0; i < 9 && pf; i++) moved |= m->fXr[9 * p + i] != (i % 4 == 0 ? 1.0 : 0.0);
+            for (int i = 0; i < 3 && pf; i++) moved |= m->fXp[3 * p + i] != 0.0;
             m->order[m->nmov++] = k;
-            if (pf) m->fixr[m->nfix++] = k;
+            if (moved) m->fixr[m->nfix++] = k;
         }
         for (int i = 0; i < 36; i++) IO[36 * k + i] = 0.0;
     }

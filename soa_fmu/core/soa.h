@@ -162,7 +162,8 @@ typedef struct {
     X(order,   1, nb, 0, 0)   /* the moving bodies ascending (first nmov), then the folded ones */ \
     X(spar,    1, nb, 0, 0)   /* sweep parent: a moving body's nearest moving ancestor; a folded \
                                  body's carrier, the moving body it is folded into (-1: world) */ \
-    X(fixr,    1, nb, 0, 0)   /* the moving bodies whose parent is folded (first nfix) */ \
+    X(fixr,    1, nb, 0, 0)   /* the moving bodies whose parent is folded off its carrier's \
+                                 frame (first nfix): their R, l are restored after a fast sweep */ \
     X(jaxis,   1, nb, 0, 0)   /* kinematics.c: 0, 1, 2 for a revolute / prismatic joint about that \
                                  coordinate axis of its joint frame, H* the unit twist along it; \
                                  else -1 (soa_model_finish) */
@@ -389,7 +390,7 @@ typedef struct soa_model {
     int dfs_identity;       /* the velocity dofs are already in depth-first order */
     int dissipative;        /* some damping or friction is not zero (soa_model_finish) */
     int stopped;            /* some joint stop exists and stops[0] is on (soa_model_finish) */
-    int nmov, nfix;         /* moving bodies (order), moving bodies with a folded parent (fixr) */
+    int nmov, nfix;         /* moving bodies (order), moving bodies of fixr */
     void *buffer;           /* the one allocation behind every array above */
     size_t nbytes;
 } soa_model;
