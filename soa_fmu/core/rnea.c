@@ -25,22 +25,15 @@ void soa_project_forces(const soa_model *m, const soa_data *d, double *T)
             T[m->v0[k] + dd] = dot6(m->S + 6 * (m->v0[k] + dd), d->f + 6 * k);
 }
 
-/* The recursion over the moving bodies (model.c: fixed links folded into their carriers), its
- * outward passes fused: per body k, parent p = spar(k) in the sweep,
- *     V = phi* V(p) + H* beta,  a = V x~ H* beta,  b = V x* M V,  alpha = phi*(p, k) alpha(p) + H* beta-dot + a,
- *     f = M alpha + b - f_ext
- * (seed 001 eqs. 6-9, 25; M: the folded rigid body's), then f(p) += phi(p, k) f(k) inward with the
- * folded links' f_ext moved to their carriers, T = H f; the folded bodies' placements, V and
- * alpha filled in after (kinematics.c). */
 /* One body of the outward pass, in registers: from (R, l) in the sweep parent and the parent's
- * V and alpha (Vp NULL: the world, at rest), V, a, b, alpha and f = M alpha + b - f_ext (M the
- * folded rigid body's 6x6, applied in compact form; fe NULL: no f_ext). */
-SOA_BODY_STEP void rnea_body(const double *restrict R, const double *restrict l,
+ * V and alpha (Vp NULL: the world, at rest), V, alpha and f = M alpha + b - f_ext (M the folded
+ * rigid body's 6x6, applied in compact form; fe NULL: no f_ext; a and b stay in registers). */
+static inline void rnea_body(const double *restrict R, const double *restrict l,
                              const double *restrict Vp, const double *restrict alp,
                              const double *restrict S, int n, const double *restrict qd,
                              const double *restrict qdd, const double *restrict M,
-                             const double *restrict fe, double *restrict V, double *restrict a,
-                             double *restrict b, double *restrict alpha, double *restrict f)
+                             const double *restrict fe, double *restrict V,
+                             double *restrict alpha, double *restrict f)
 {
     double Vk[6] = {0, 0, 0, 0, 0, 0}, ak[6], rel[6] = {0, 0, 0, 0, 0, 0}, acc[6] = {0, 0, 0, 0, 0, 0};
     double Ic[10], MV[6], bk[6], cor[6], MA[6];
@@ -62,13 +55,18 @@ SOA_BODY_STEP void rnea_body(const double *restrict R, const double *restrict l,
     inertia_apply(Ic, ak, MA);
     for (int i = 0; i < 6; i++) {
         V[i] = Vk[i];
-        a[i] = cor[i];
-        b[i] = bk[i];
         alpha[i] = ak[i];
         f[i] = MA[i] + bk[i] - (fe ? fe[i] : 0.0);
     }
 }
 
+/* The recursion over the moving bodies (model.c: fixed links folded into their carriers), its
+ * outward passes fused: per body k, parent p = spar(k) in the sweep,
+ *     V = phi* V(p) + H* beta,  a = V x~ H* beta,  b = V x* M V,  alpha = phi*(p, k) alpha(p) + H* beta-dot + a,
+ *     f = M alpha + b - f_ext
+ * (seed 001 eqs. 6-9, 25; M: the folded rigid body's), then f(p) += phi(p, k) f(k) inward with the
+ * folded links' f_ext moved to their carriers, T = H f; the folded bodies' placements, V and
+ * alpha filled in after (kinematics.c); a and b are not stored. */
 static void rnea_moving(const soa_model *m, soa_data *d, const double *q, const double *qd,
                         const double *qdd, int use_fext, double *tau)
 {
@@ -78,7 +76,7 @@ static void rnea_moving(const soa_model *m, soa_data *d, const double *q, const 
         rnea_body(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->V + 6 * p,
                   p < 0 ? m->a0 : d->alpha + 6 * p, m->S + 6 * v0, m->nvj[k], qd + v0, qdd + v0,
                   m->finertia + 36 * k, use_fext ? d->fext + 6 * k : NULL, d->V + 6 * k,
-                  d->a + 6 * k, d->b + 6 * k, d->alpha + 6 * k, d->f + 6 * k);
+                  d->alpha + 6 * k, d->f + 6 * k);
     }
     for (int t = m->nmov; t < m->nb && use_fext; t++) {   /* f_ext on folded links: to carriers */
         const int k = m->order[t], r = m->spar[k];
