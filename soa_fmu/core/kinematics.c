@@ -174,7 +174,7 @@ static inline void revolute_about_axis(const double *restrict Xr, const double *
  * columns of Xr; fixed), the others by soa_joint_transform.  Rj, tj are stored as
  * soa_outward_placements stores them.  (Xr, Xp): the joint frame in the parent's frame, or in the
  * sweep parent's (fXr, fXp) for the sweeps over the moving bodies. */
-static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, const double *q,
+SOA_BODY_STEP void placement_in_parent(const soa_model *m, soa_data *d, int k, const double *q,
                                        const double *restrict Xr, const double *restrict Xp)
 {
     double *restrict Rj = d->Rj + 9 * k, *restrict tj = d->tj + 3 * k, *restrict R = d->R + 9 * k,
