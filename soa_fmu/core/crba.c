@@ -73,8 +73,11 @@ soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
     }
     for (int t = m->nmov - 1; t >= 0; t--) {          /* r_I(p) += r_I(k): a plain sum (eq. 31) */
         const int k = m->order[t], p = m->spar[k];
-        if (p >= 0)
-            for (int i = 0; i < 10; i++) Ri[10 * p + i] += Ri[10 * k + i];
+        if (p >= 0) {
+            const double *restrict rk = Ri + 10 * k;
+            double *restrict rp = Ri + 10 * p;
+            for (int i = 0; i < 10; i++) rp[i] += rk[i];
+        }
     }
     column_sweep(m, d->Ri, d->Sw, M);
     return soa_check_result(M, nv, nv);

@@ -8,6 +8,9 @@
 
 int soa_first_nonfinite(const double *x, int n)
 {
+    double s = 0.0;                                  /* x * 0 is 0 if x is finite, else NaN */
+    for (int i = 0; i < n; i++) s += x[i] * 0.0;
+    if (s == 0.0) return -1;                         /* (the common case: no branch per entry) */
     for (int i = 0; i < n; i++)
         if (!isfinite(x[i])) return i;
     return -1;
