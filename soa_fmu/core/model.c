@@ -209,6 +209,9 @@ static void fold_fixed_links(soa_model *m)
     }
     for (int k = 0, n = m->nmov; k < nb; k++)
         if (!nm && m->jtype[k] == SOA_FIXED) m->order[n++] = k;
+    m->nquat = 0;                                     /* joints with a quaternion */
+    for (int k = 0; k < nb; k++)
+        if (m->jtype[k] == SOA_SPHERICAL || m->jtype[k] == SOA_FREE) m->quatb[m->nquat++] = k;
     for (int k = 0; k < nb; k++) {                    /* joints about a coordinate axis */
         const double *ax = m->axis + 3 * k;
         m->jaxis[k] = -1;

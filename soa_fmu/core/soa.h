@@ -164,6 +164,8 @@ typedef struct {
                                  body's carrier, the moving body it is folded into (-1: world) */ \
     X(fixr,    1, nb, 0, 0)   /* the moving bodies whose parent is folded off its carrier's \
                                  frame (first nfix): their R, l are restored after a fast sweep */ \
+    X(quatb,   1, nb, 0, 0)   /* joints.c: the bodies whose joint has a quaternion (spherical, \
+                                 free), first nquat */                                           \
     X(jaxis,   1, nb, 0, 0)   /* kinematics.c: 0, 1, 2 for a revolute / prismatic joint about that \
                                  coordinate axis of its joint frame, H* the unit twist along it; \
                                  else -1 (soa_model_finish) */
@@ -391,6 +393,7 @@ typedef struct soa_model {
     int dissipative;        /* some damping or friction is not zero (soa_model_finish) */
     int stopped;            /* some joint stop exists and stops[0] is on (soa_model_finish) */
     int nmov, nfix;         /* moving bodies (order), moving bodies of fixr */
+    int nquat;              /* bodies of quatb */
     void *buffer;           /* the one allocation behind every array above */
     size_t nbytes;
 } soa_model;
