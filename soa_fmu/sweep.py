@@ -437,6 +437,18 @@ class _Stalled(Exception):
         self.left = left
 
 
+def _spread(cl, blob) -> None:
+    """Copy the FMU's bytes to every worker before the batches are submitted.  The scheduler
+    places a task on a worker that holds its inputs: with the bytes on one worker only, every
+    batch queues there and the other workers take them over one by one by work stealing — on 16
+    workers the batches of a sweep were computing during 22 % of its time.  Best effort: a worker
+    lost meanwhile only costs that balance."""
+    try:
+        cl.replicate([blob])
+    except Exception:      # noqa: BLE001 — a worker that died meanwhile: its batches move anyway
+        pass
+
+
 def _wait(cl, futures, local: bool, on_done) -> None:
     """Call ``on_done(future)`` for each of ``futures`` as it finishes (streamed: a batch's
     results are taken as soon as it is done).  For the local cluster (``local``), raise
@@ -538,6 +550,7 @@ def sweep(fmu, samples, stop_time: float, *, step: float | None = None, outputs=
         # the FMU's bytes as a task of their own (not scattered data): the workers fetch them
         # once each, and if a worker dies (a crash in the FMU), the scheduler can recompute them
         blob = cl.submit(_fmu_bytes, data, pure=False)
+        _spread(cl, blob)
         args = (float(stop_time), float(step), outs, inputs, controller)
         futures = [cl.submit(_run_batch, blob, digest, b, *args, pure=False) for b in batches]
         batch_of = {f.key: b for f, b in zip(futures, batches)}
