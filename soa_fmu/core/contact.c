@@ -301,30 +301,37 @@ static void point_rate(const soa_model *m, const soa_data *d, int k, const doubl
         }
 }
 
-/* A z = y in place (LU with partial pivoting; A n x n row-major, overwritten). */
+/* A z = y in place (LU with partial pivoting, the multipliers applied to y as they come; A n x n
+ * row-major, overwritten; a zero pivot gives 0 for its unknown). */
 static void lu_solve(double *A, int n, int *piv, double *y)
 {
     for (int c = 0; c < n; c++) {
         int p = c;
+        double best = fabs(A[n * c + c]);
         for (int r = c + 1; r < n; r++)
-            if (fabs(A[n * r + c]) > fabs(A[n * p + c])) p = r;
+            if (fabs(A[n * r + c]) > best) {
+                best = fabs(A[n * r + c]);
+                p = r;
+            }
         piv[c] = p;
-        if (p != c) {
-            for (int j = 0; j < n; j++) {
-                const double t = A[n * c + j];
-                A[n * c + j] = A[n * p + j];
-                A[n * p + j] = t;
+        double *Ac = A + n * c;
+        if (p != c) {                                      /* (columns < c are done with) */
+            double *Ap = A + n * p;
+            for (int j = c; j < n; j++) {
+                const double t = Ac[j];
+                Ac[j] = Ap[j];
+                Ap[j] = t;
             }
             const double t = y[c];
             y[c] = y[p];
             y[p] = t;
         }
-        const double pivot = A[n * c + c];
-        if (pivot == 0.0) continue;
+        if (Ac[c] == 0.0) continue;
+        const double inv = 1.0 / Ac[c];
         for (int r = c + 1; r < n; r++) {
-            const double f = A[n * r + c] / pivot;
-            if (f == 0.0) continue;
-            for (int j = c; j < n; j++) A[n * r + j] -= f * A[n * c + j];
+            double *Ar = A + n * r;
+            const double f = Ar[c] * inv;
+            for (int j = c + 1; j < n; j++) Ar[j] -= f * Ac[j];
             y[r] -= f * y[c];
         }
     }
