@@ -162,8 +162,8 @@ void soa_contact_forces(const soa_model *m, soa_data *d, const double *fext)
     for (int i = 0; i < 6 * nb; i++) d->ct_fext[i] = fext ? fext[i] : 0.0;
     for (int i = 0; i < 3 * nsph; i++) d->sp_force[i] = 0.0;
     for (int s = 0; s < nsph; s++) d->sp_depth[s] = 0.0;
-    for (int s = 0; s < nsph; s++) {                     /* sphere-plane pairs, p = s npln + j */
-        double c[3], law[SOA_CT_NLAW];
+    for (int s = 0; s < nsph; s++) {       /* the centres; sphere-plane pairs, p = s npln + j */
+        double *c = d->sp_x + 3 * s, law[SOA_CT_NLAW];
         const double *V = d->V + 6 * m->sp_body[s];
         body_point(d, m->sp_body[s], m->sp_center + 3 * s, c);
         for (int j = 0; j < npln; j++) {
@@ -186,9 +186,8 @@ void soa_contact_forces(const soa_model *m, soa_data *d, const double *fext)
     for (int p = 0; p < nssp; p++) {                     /* sphere-sphere pairs */
         const int a = m->ss_pair[2 * p], b = m->ss_pair[2 * p + 1];
         const int ka = m->sp_body[a], kb = m->sp_body[b];
-        double ca[3], cb[3], mn[3] = {0.0, 0.0, 1.0}, x[3], F[3] = {0.0, 0.0, 0.0};
-        body_point(d, ka, m->sp_center + 3 * a, ca);
-        body_point(d, kb, m->sp_center + 3 * b, cb);
+        const double *ca = d->sp_x + 3 * a, *cb = d->sp_x + 3 * b;
+        double mn[3] = {0.0, 0.0, 1.0}, x[3], F[3] = {0.0, 0.0, 0.0};
         const double e[3] = {cb[0] - ca[0], cb[1] - ca[1], cb[2] - ca[2]};
         const double dist = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
         if (dist > 0.0)

@@ -326,6 +326,7 @@ typedef struct {
     X(ct_depth, 1, npair, 0, 0)  /* signed penetration delta, m (< 0: the gap) */                \
     X(sp_force, 2, nsph, 3, 0)   /* total contact force on each sphere, world axes */            \
     X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
+    X(sp_x,     2, nsph, 3, 0)   /* its centre, world */                                         \
     X(ct_normal, 2, npair, 3, 0) /* unit normal m from the sphere towards the other */           \
     X(ct_vrel,  2, npair, 3, 0)  /* velocity of the sphere's point relative to the other's */   \
     X(ct_law_p, 2, npair, SOA_CT_NLAW, 0) /* the pair's constants */                             \
