@@ -1,6 +1,8 @@
 """Flexible bodies (issue 12): forward dynamics of a chain of 20 flexible links × 4 modes (beam
 elements, alternating hinge axes) against the rigid chain of the same links (the same mass
-properties); bar: ≤ 3 ×.
+properties); bar: ≤ 3 ×.  With valgrind on PATH the instructions per call of the C kernel
+(callgrind, collected inside soa_aba only) are added: repeatable where times on a loaded machine
+are not.
 
     python benchmarks/bench_flexible.py
 
@@ -8,7 +10,10 @@ Writes benchmarks/results/flexible.txt.
 """
 from __future__ import annotations
 
+import shutil
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 import numpy as np
@@ -37,21 +42,51 @@ def chain(flexible: bool, n: int = 20, modes: int = 4) -> sf.Model:
     return m
 
 
+def call(flexible: bool):
+    """(nv, a call of sf.forward_dynamics on the chain at a fixed random state)."""
+    m = chain(flexible)
+    rng = np.random.default_rng(0)
+    q, qd, tau = rng.normal(size=m.nq) * 0.1, rng.normal(size=m.nv) * 0.1, rng.normal(size=m.nv)
+    return m.nv, lambda: sf.forward_dynamics(m, q, qd, tau)
+
+
+def instructions(flexible: bool, calls: int = 200) -> float | None:
+    """Instructions per forward dynamics inside the C core (callgrind collecting in soa_aba only,
+    over `calls` calls of this script's --calls mode); None without valgrind."""
+    if shutil.which("valgrind") is None:
+        return None
+    with tempfile.TemporaryDirectory() as d:
+        out = Path(d, "cg")
+        subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={out}",
+                        "--toggle-collect=soa_aba", sys.executable, __file__, "--calls",
+                        "flexible" if flexible else "rigid", str(calls)],
+                       check=True, capture_output=True)
+        line = next(ln for ln in out.read_text().splitlines() if ln.startswith("totals:"))
+        return int(line.split()[1]) / calls
+
+
 def main() -> int:
-    calls = []
-    for flexible in (True, False):
-        m = chain(flexible)
-        rng = np.random.default_rng(0)
-        q, qd, tau = rng.normal(size=m.nq) * 0.1, rng.normal(size=m.nv) * 0.1, rng.normal(size=m.nv)
-        calls.append((m.nv, lambda m=m, q=q, qd=qd, tau=tau: sf.forward_dynamics(m, q, qd, tau)))
-    t_flex, t_rigid, ratio = median_ratio(calls[0][1], calls[1][1])
-    rows = [["rigid chain, 20 links", calls[1][0], t_rigid * 1e6, 1.0, ""],
-            ["flexible chain, 20 links × 4 modes", calls[0][0], t_flex * 1e6, ratio, f"≤ {BAR:g}"]]
-    write_result("flexible.txt", table(
+    if sys.argv[1:2] == ["--calls"]:                     # the callgrind run of instructions()
+        fn = call(sys.argv[2] == "flexible")[1]
+        for _ in range(int(sys.argv[3])):
+            fn()
+        return 0
+    (nv_flex, flex), (nv_rigid, rigid) = call(True), call(False)
+    t_flex, t_rigid, ratio = median_ratio(flex, rigid)
+    rows = [["rigid chain, 20 links", nv_rigid, t_rigid * 1e6, 1.0, ""],
+            ["flexible chain, 20 links × 4 modes", nv_flex, t_flex * 1e6, ratio, f"≤ {BAR:g}"]]
+    text = table(
         "Forward dynamics: 20 flexible links × 4 modes vs the rigid chain (Python API, one run)",
         ["", "dofs", "median µs", "× rigid", "bar"], rows,
         ["Both through sf.forward_dynamics (the same Python call overhead); runs interleaved, "
-         "the ratio is the median of the per-run ratios."]))
+         "the ratio is the median of the per-run ratios."])
+    i_flex, i_rigid = instructions(True), instructions(False)
+    if i_flex is not None and i_rigid is not None:
+        text += "\n" + table("Instructions per forward dynamics in the C core (callgrind)",
+                             ["", "thousands", "× rigid"],
+                             [["rigid chain, 20 links", i_rigid / 1e3, 1.0],
+                              ["flexible chain, 20 links × 4 modes", i_flex / 1e3, i_flex / i_rigid]])
+    write_result("flexible.txt", text)
     return 0
 
 

@@ -266,8 +266,9 @@ def main() -> None:
              f"C++ {' '.join(CXX_FLAGS)} with Pinocchio {pin.__version__} header-only "
              f"(RX/RY/RZ joints where the axis is a coordinate axis, as its URDF parser makes "
              f"them); MuJoCo {mujoco.__version__} (the wheel's libmujoco).",
-             "bodies: ours (fixed links included); Pinocchio and MuJoCo have one body per moving "
-             "joint (fixed links merged)."]
+             "bodies: ours as the model numbers them (fixed links included; soa_model_finish folds "
+             "them into their parents' rigid bodies and the sweeps visit the moving bodies only); "
+             "Pinocchio and MuJoCo have one body per moving joint (fixed links merged)."]
     text = table("Native forward dynamics: ours vs MuJoCo (smooth dynamics) and Pinocchio (µs per "
                  "call, one process)",
                  ["model", "nv / bodies", "ours FD", "MuJoCo smooth", "mj_forward", "pin aba",

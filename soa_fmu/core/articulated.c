@@ -82,29 +82,22 @@ static int riccati_step_1dof(const double *restrict s, const double *restrict P,
     return 1;
 }
 
-/* The same step with P+ added straight into the parent's P (the inertial frame, where phi is the
- * identity): Pp += P - U U^T / D.  Returns 0 if D <= 0. */
-static int riccati_step_1dof_into(const double *restrict s, const double *restrict P, double a,
-                                  double *restrict G, double *restrict Dinv, double *restrict Pp)
+/* The same step on a packed P (the inertial frame, where phi is the identity), P+ added straight
+ * into the parent's: Pp += P - U U^T / D (Pp NULL: a root).  Returns 0 if D <= 0. */
+static int riccati_step_1dof_packed(const double *restrict s, const double *restrict P, double a,
+                                    double *restrict G, double *restrict Dinv, double *restrict Pp)
 {
-    double U[6], D = a;
-    for (int i = 0; i < 6; i++) {
-        U[i] = dot6(P + 6 * i, s);
-        D += s[i] * U[i];
-    }
+    double U[6], g[6];
+    packed_apply(P, s, U);
+    const double D = a + dot6(s, U);
     if (!(D > 0.0)) return 0;
     const double dinv = 1.0 / D;
     *Dinv = dinv;
-    for (int i = 0; i < 6; i++) {                  /* P+ is symmetric: its upper half, mirrored */
-        const double gi = U[i] * dinv;
-        G[6 * i] = gi;
-        Pp[7 * i] += P[7 * i] - gi * U[i];
-        for (int j = i + 1; j < 6; j++) {
-            const double v = P[6 * i + j] - gi * U[j];
-            Pp[6 * i + j] += v;
-            Pp[6 * j + i] += v;
-        }
+    for (int i = 0; i < 6; i++) {
+        g[i] = U[i] * dinv;
+        G[6 * i] = g[i];
     }
+    if (Pp) packed_add_update(P, g, U, Pp);
     return 1;
 }
 
@@ -143,16 +136,31 @@ static int riccati_step(const double *S, int n, const double *P, const double *a
  * children's terms): D(k) = H P H* + diag(a) (a = diag of k's dofs: the armature, or the implicit
  * step's a + h B + h^2 K), G(k), and P+(k) = tau-bar P = P - G D G* moved into the parent,
  *     P(p) += phi(p, k) P+(k) phi*(p, k)
- * (in the inertial frame phi is the identity).  Returns 0 if D(k) is not positive definite. */
-static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, int k, int inertial,
-                             const double *diag)
+ * (in the inertial frame phi is the identity; p: k's parent in the sweep, spar(k) in the inertial
+ * frame).  Returns 0 if D(k) is not positive definite. */
+static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, int k, int p,
+                             int inertial, const double *diag)
 {
-    const int n = m->nvj[k], p = m->parent[k];
+    const int n = m->nvj[k];
     const double *a = diag + m->v0[k];
     double *P = d->P + 36 * k, *Pplus = d->s66 + 3 * 36;
-    if (n == 1 && inertial && p >= 0)                 /* P(p) += P - U U^T / D, no temporary */
-        return riccati_step_1dof_into(S + 6 * m->v0[k], P, a[0], d->G + 36 * k, d->Dinv + 36 * k,
-                                      d->P + 36 * p);
+    if (inertial) {                                   /* packed P, phi = 1: P(p) += P+ */
+        double *Pu = d->Pu + 21 * k, *Pp = p >= 0 ? d->Pu + 21 * p : NULL;
+        if (n == 1)
+            return riccati_step_1dof_packed(S + 6 * m->v0[k], Pu, a[0], d->G + 36 * k,
+                                            d->Dinv + 36 * k, Pp);
+        if (n > 1) {
+            packed_to_full(Pu, P);
+            if (!riccati_step(S + 6 * m->v0[k], n, P, a, d->G + 36 * k, d->Dinv + 36 * k, Pplus,
+                              d->s66 + 2 * 36, d->s66 + 4 * 36))
+                return 0;
+            Pu = d->s66 + 2 * 36;                     /* (D's block is free again) */
+            full_to_packed(Pplus, Pu);
+        }
+        if (Pp)                                       /* no dof: P+ = P */
+            for (int i = 0; i < 21; i++) Pp[i] += Pu[i];
+        return 1;
+    }
     if (n == 1) {
         if (!riccati_step_1dof(S + 6 * m->v0[k], P, a[0], d->G + 36 * k, d->Dinv + 36 * k, Pplus))
             return 0;
@@ -160,18 +168,10 @@ static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, i
         if (!riccati_step(S + 6 * m->v0[k], n, P, a, d->G + 36 * k, d->Dinv + 36 * k, Pplus,
                           d->s66 + 2 * 36, d->s66 + 4 * 36))
             return 0;
-    } else {                                          /* no dof: P+ = P, added as it is */
-        if (p >= 0 && inertial)
-            for (int i = 0; i < 36; i++) d->P[36 * p + i] += P[i];
-        else
-            for (int i = 0; i < 36; i++) Pplus[i] = P[i];
-        if (inertial) return 1;
+    } else {                                          /* no dof: P+ = P */
+        for (int i = 0; i < 36; i++) Pplus[i] = P[i];
     }
-    if (p < 0) return 1;
-    if (inertial)
-        for (int i = 0; i < 36; i++) d->P[36 * p + i] += Pplus[i];
-    else
-        add_phi_inertia(d->R + 9 * k, d->l + 3 * k, Pplus, d->P + 36 * p);
+    if (p >= 0) add_phi_inertia(d->R + 9 * k, d->l + 3 * k, Pplus, d->P + 36 * p);
     return 1;
 }
 
@@ -182,7 +182,10 @@ static void filter_start(soa_data *d, int k, int with_bias, const double *fext, 
 {
     double *z = d->f + 6 * k;
     if (with_bias) {
-        matvec6(d->P + 36 * k, d->a + 6 * k, z);
+        if (inertial)
+            packed_apply(d->Pu + 21 * k, d->a + 6 * k, z);
+        else
+            matvec6(d->P + 36 * k, d->a + 6 * k, z);
         for (int i = 0; i < 6; i++) z[i] += d->b[6 * k + i];
     } else {
         for (int i = 0; i < 6; i++) z[i] = 0.0;
@@ -198,9 +201,9 @@ static void filter_start(soa_data *d, int k, int with_bias, const double *fext, 
  * eps(k) = T(k) - H(k) z(k), nu(k) = D^-1(k) eps(k), z+(k) = z(k) + G(k) eps(k) moved to the parent
  * by phi(p, k) (the identity in the inertial frame). */
 static void filter_step_body(const soa_model *m, soa_data *d, const double *S, const double *T,
-                             int k, int inertial)
+                             int k, int p, int inertial)
 {
-    const int v0 = m->v0[k], n = m->nvj[k], p = m->parent[k];
+    const int v0 = m->v0[k], n = m->nvj[k];
     double *z = d->f + 6 * k;
     const double *Dinv = d->Dinv + 36 * k, *G = d->G + 36 * k;
     if (n == 1) {                                    /* (the common case, written out) */
@@ -225,6 +228,35 @@ static void filter_step_body(const soa_model *m, soa_data *d, const double *S, c
         add_phi(d->R + 9 * k, d->l + 3 * k, z, d->f + 6 * p);
 }
 
+/* The bodies a sweep visits, parents first: in the inertial frame the moving bodies only, with
+ * their sweep parents (the fixed links folded into their carriers by soa_model_finish); in body
+ * frames every body with its parent (the folded bodies carry no inertia there: exact as well). */
+typedef struct { const int *ord; int n; const int *par; } sweep_order;
+static inline sweep_order sweep_bodies(const soa_model *m, int inertial)
+{
+    sweep_order o = {m->order, m->nmov, m->spar};
+    if (!inertial) {
+        o.ord = NULL;
+        o.n = m->nb;
+        o.par = m->parent;
+    }
+    return o;
+}
+#define SWEPT(o, i) ((o).ord ? (o).ord[i] : (i))
+
+/* z(carrier) -= phi(I, k) f_ext(k) for every folded body k (inertial frame): the forces on the
+ * folded links enter the sweep at their carriers (world-welded links: they move nothing). */
+static void fold_forces(const soa_model *m, soa_data *d, const double *fext)
+{
+    for (int i = m->nmov; i < m->nb; i++) {
+        const int k = m->order[i], r = m->spar[k];
+        if (r < 0) continue;
+        double fe[6] = {0, 0, 0, 0, 0, 0};
+        add_phi(d->Rw + 9 * k, d->pw + 3 * k, fext + 6 * k, fe);
+        for (int j = 0; j < 6; j++) d->f[6 * r + j] -= fe[j];
+    }
+}
+
 /* P(k), D(k)^-1, G(k) for every body, tip to base, in body frames, or with `inertial` in the
  * inertial frame (world axes and origin: M_I(k) = Mw, H*_I(k) = Sw; needs the world placements,
  * and forms Sw and Mw).  Returns the index of a body whose D(k) is not positive definite, or -1. */
@@ -237,17 +269,23 @@ int soa_riccati_sweep_diag(const soa_model *m, soa_data *d, int inertial, const 
 {
     SOA_COUNT_SWEEP(0);
     const double *S = m->S;
+    const sweep_order o = sweep_bodies(m, inertial);
     if (!diag) diag = m->armature;
     if (inertial) {
         soa_joint_maps_to_world(m, d);
         soa_inertias_to_world(m, d);
-        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
+        for (int i = 0; i < o.n; i++) {
+            const int k = SWEPT(o, i);
+            full_to_packed(d->Mw + 36 * k, d->Pu + 21 * k);
+        }
         S = d->Sw;
     } else {
-        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->inertia[i];
+        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->finertia[i];
     }
-    for (int k = m->nb - 1; k >= 0; k--)
-        if (!riccati_step_body(m, d, S, k, inertial, diag)) return k;
+    for (int i = o.n - 1; i >= 0; i--) {
+        const int k = SWEPT(o, i);
+        if (!riccati_step_body(m, d, S, k, o.par[k], inertial, diag)) return k;
+    }
     return -1;
 }
 
@@ -258,12 +296,58 @@ void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, in
                             const double *fext, int inertial)
 {
     const double *S = inertial ? d->Sw : m->S;
-    for (int k = 0; k < m->nb; k++) filter_start(d, k, with_bias, fext, inertial);
-    for (int k = m->nb - 1; k >= 0; k--) filter_step_body(m, d, S, T, k, inertial);
+    const sweep_order o = sweep_bodies(m, inertial);
+    for (int i = 0; i < o.n; i++) filter_start(d, SWEPT(o, i), with_bias, fext, inertial);
+    if (fext && inertial) fold_forces(m, d, fext);
+    for (int i = o.n - 1; i >= 0; i--) {
+        const int k = SWEPT(o, i);
+        filter_step_body(m, d, S, T, k, o.par[k], inertial);
+    }
+}
+
+/* One 1-dof body of the inertial-frame pass, in registers (seed 001 eqs. 34-36, 63-65 with
+ * phi = 1): with `factor` the Riccati step on the packed P (U = P s, D = s.U + a, g = U / D,
+ * P(p) += P - g U^T), else g, 1/D of the last pass; then the filter, z = P a + b - f_ext + the
+ * children's z+ (held in z on entry), eps = T - s.z, nu = eps / D, z+ = z + g eps into z and
+ * added to the parent's (zp; Pp, zp NULL: a root).  Returns 0 if D <= 0. */
+SOA_BODY_STEP int articulated_body_1dof(const double *restrict s, const double *restrict P,
+                                        double arm, double *restrict G, double *restrict Dinv,
+                                        double *restrict Pp, const double *restrict ak,
+                                        const double *restrict bk, const double *restrict fe,
+                                        double T, double *restrict z, double *restrict zp,
+                                        double *restrict eps, double *restrict nu, int factor)
+{
+    double g[6], zk[6], dinv;
+    if (factor) {
+        double U[6];
+        packed_apply(P, s, U);
+        const double D = arm + dot6(s, U);
+        if (!(D > 0.0)) return 0;
+        dinv = 1.0 / D;
+        *Dinv = dinv;
+        for (int i = 0; i < 6; i++) G[6 * i] = g[i] = U[i] * dinv;
+        if (Pp) packed_add_update(P, g, U, Pp);
+    } else {
+        dinv = *Dinv;
+        for (int i = 0; i < 6; i++) g[i] = G[6 * i];
+    }
+    packed_apply(P, ak, zk);
+    for (int i = 0; i < 6; i++) zk[i] += bk[i] + z[i] - (fe ? fe[i] : 0.0);
+    const double e = T - dot6(s, zk);
+    *eps = e;
+    *nu = dinv * e;
+    for (int i = 0; i < 6; i++) {
+        zk[i] += g[i] * e;
+        z[i] = zk[i];
+    }
+    if (zp)
+        for (int i = 0; i < 6; i++) zp[i] += zk[i];
+    return 1;
 }
 
 /* The Riccati sweep and the filter with the bias in ONE tip-to-base pass (seed 001 Algorithm 3:
- * P(k) and z(k) are both complete once k's children are done).  P must hold M(k) on entry.
+ * P(k) and z(k) are both complete once k's children are done).  P must hold M(k) on entry (Pu,
+ * packed, in the inertial frame).
  * With factor = 0 the Riccati steps are skipped: P(k), D^-1, G of the last pass are reused (they
  * depend on theta only), and the pass is the filter alone. */
 static int articulated_pass(const soa_model *m, soa_data *d, const double *S, const double *T,
@@ -271,18 +355,44 @@ static int articulated_pass(const soa_model *m, soa_data *d, const double *S, co
 {
     /* use_fext: SOA_USE_FEXT, or SOA_USE_CONTACT for f_ext + the contact forces (contact.c) */
     const double *fext = (use_fext & SOA_USE_CONTACT) ? d->ct_fext : use_fext ? d->fext : NULL;
+    const sweep_order o = sweep_bodies(m, inertial);
     SOA_COUNT_SWEEP(factor ? 0 : 1);
-    for (int k = 0; k < m->nb; k++)
-        for (int i = 0; i < 6; i++) d->f[6 * k + i] = 0.0;
-    for (int k = m->nb - 1; k >= 0; k--) {
+    for (int i = 0; i < o.n; i++)
+        for (int j = 0, k = SWEPT(o, i); j < 6; j++) d->f[6 * k + j] = 0.0;
+    if (fext && inertial) fold_forces(m, d, fext);
+    for (int i = o.n - 1; i >= 0; i--) {
+        const int k = SWEPT(o, i), p = o.par[k], v0 = m->v0[k];
         double z[6];
-        for (int i = 0; i < 6; i++) z[i] = d->f[6 * k + i];      /* the children's z+ */
-        if (factor && !riccati_step_body(m, d, S, k, inertial, diag)) return k;
+        if (inertial && m->nvj[k] == 1) {           /* (the common case, fused) */
+            double fe[6] = {0, 0, 0, 0, 0, 0};
+            if (fext) add_phi(d->Rw + 9 * k, d->pw + 3 * k, fext + 6 * k, fe);
+            if (!articulated_body_1dof(S + 6 * v0, d->Pu + 21 * k, diag[v0], d->G + 36 * k,
+                                       d->Dinv + 36 * k, p >= 0 ? d->Pu + 21 * p : NULL,
+                                       d->a + 6 * k, d->b + 6 * k, fext ? fe : NULL, T[v0],
+                                       d->f + 6 * k, p >= 0 ? d->f + 6 * p : NULL, d->eps + v0,
+                                       d->nu + v0, factor))
+                return k;
+            continue;
+        }
+        for (int j = 0; j < 6; j++) z[j] = d->f[6 * k + j];      /* the children's z+ */
+        if (factor && !riccati_step_body(m, d, S, k, p, inertial, diag)) return k;
         filter_start(d, k, 1, fext, inertial);
-        for (int i = 0; i < 6; i++) d->f[6 * k + i] += z[i];
-        filter_step_body(m, d, S, T, k, inertial);
+        for (int j = 0; j < 6; j++) d->f[6 * k + j] += z[j];
+        filter_step_body(m, d, S, T, k, p, inertial);
     }
     return -1;
+}
+
+/* One 1-dof body of the inertial-frame smoother (seed 001 eqs. 52-54, phi* = 1):
+ * beta-dot = nu - G* alpha(p),  alpha = alpha(p) + H* beta-dot (+ a). */
+SOA_BODY_STEP void smoother_1dof(const double *restrict s, const double *restrict G, double nu,
+                                 const double *restrict ap, const double *restrict a,
+                                 double *restrict qdd, double *restrict alpha)
+{
+    double x = nu;
+    for (int i = 0; i < 6; i++) x -= G[6 * i] * ap[i];
+    *qdd = x;
+    for (int i = 0; i < 6; i++) alpha[i] = ap[i] + s[i] * x + (a ? a[i] : 0.0);
 }
 
 /* Base-to-tip smoother (seed 001 eqs. 52-54; seed 000 A.2): beta-dot and alpha (lambda when
@@ -290,10 +400,16 @@ static int articulated_pass(const soa_model *m, soa_data *d, const double *S, co
 static void smoother(const soa_model *m, soa_data *d, const double *S, const double *base,
                      int with_bias, double *qdd, int inertial)
 {
-    for (int k = 0; k < m->nb; k++) {
-        const int p = m->parent[k], v0 = m->v0[k], n = m->nvj[k];
+    const sweep_order o = sweep_bodies(m, inertial);
+    for (int t = 0; t < o.n; t++) {
+        const int k = SWEPT(o, t), p = o.par[k], v0 = m->v0[k], n = m->nvj[k];
         double *ak = d->alpha + 6 * k;
         const double *G = d->G + 36 * k, *ap = p < 0 ? base : d->alpha + 6 * p;
+        if (inertial && n == 1) {                    /* (the common case, in registers) */
+            smoother_1dof(S + 6 * v0, G, d->nu[v0], ap, with_bias ? d->a + 6 * k : NULL,
+                          qdd + v0, ak);
+            continue;
+        }
         if (inertial)
             for (int i = 0; i < 6; i++) ak[i] = ap[i];
         else
@@ -313,8 +429,9 @@ static void smoother(const soa_model *m, soa_data *d, const double *S, const dou
                 for (int i = 0; i < 6; i++) ak[i] += S[6 * (v0 + dd) + i] * qdd[v0 + dd];
         }
         if (with_bias)
-            for (int i = 0; i < 6; i++) ak[i] += d->a[6 * k + i];
+            for (int j = 0; j < 6; j++) ak[j] += d->a[6 * k + j];
     }
+    if (inertial) soa_fold_accelerations(m, d, base, 1);    /* the folded links' alpha */
 }
 
 /* The smoother after the filter of the same frame (body frames, or `inertial`). */
@@ -330,7 +447,7 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
 {
     soa_outward_placements(m, d, q);
     soa_outward_velocities(m, d, qd);
-    for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->inertia[i];
+    for (int i = 0; i < 36 * m->nb; i++) d->P[i] = m->finertia[i];
     const int k = articulated_pass(m, d, m->S, tau, use_fext, 0, 1, m->armature);
     if (k >= 0) return k;
     smoother(m, d, m->S, m->a0, 1, qdd, 0);
@@ -356,7 +473,7 @@ int soa_tree_acceleration_diag(const soa_model *m, soa_data *d, const double *q,
         soa_joint_maps_to_world(m, d);
         soa_inertias_to_world(m, d);
         soa_inertial_velocities(m, d, qd);
-        for (int i = 0; i < 36 * m->nb; i++) d->P[i] = d->Mw[i];
+        for (int k = 0; k < m->nb; k++) full_to_packed(d->Mw + 36 * k, d->Pu + 21 * k);
     } else {
         soa_inertial_outward(m, d, q, qd);            /* the same, one pass (kinematics.c) */
     }

@@ -10,15 +10,16 @@
 
 /* Mw(k) <- M_I(k) = phi(I, k) M(k) phi*(I, k): each body's inertia at the world origin, world axes
  * (seed 004 eq. 5.44), formed from (m, p, J_C) moved to world: centre of mass pw + Rw p, rotational
- * inertia Rw J_C Rw^T.  Needs the world placements. */
+ * inertia Rw J_C Rw^T.  Needs the world placements.  The folded rigid bodies' (m, p, J_C) (model.c:
+ * a folded link's are 0, its inertia is its carrier's). */
 void soa_inertias_to_world(const soa_model *m, soa_data *d)
 {
     for (int k = 0; k < m->nb; k++) {
-        const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k, *p = m->com + 3 * k;
+        const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k, *p = m->fcom + 3 * k;
         double c[3], J[9];
         for (int i = 0; i < 3; i++) c[i] = pw[i] + Rw[3 * i] * p[0] + Rw[3 * i + 1] * p[1] + Rw[3 * i + 2] * p[2];
-        rotate_symmetric3(Rw, m->Jc + 9 * k, 3, J);
-        spatial_inertia(m->mass[k], c, J, d->Mw + 36 * k);
+        rotate_symmetric3(Rw, m->fJc + 9 * k, 3, J);
+        spatial_inertia(m->fmass[k], c, J, d->Mw + 36 * k);
     }
 }
 
@@ -35,29 +36,49 @@ void soa_composite_inertia_sweep(const soa_model *m, soa_data *d)
     }
 }
 
+/* M <- H_I r_I H*_I + diag(a) from the composite inertias (compact) and H*_I of the moving bodies:
+ * per dof c of body k, x = r_I(k) H*_I(c) (eq. 32) and m(r, c) = H_I(r) . x for the dofs r <= c
+ * of k and its ancestors (eq. 33), walked as runs of consecutive dofs (arun0, arunup). */
+static void column_sweep(const soa_model *m, const double *restrict Ri, const double *restrict Sw,
+                         double *restrict M)
+{
+    const int nv = m->nv;
+    for (int i = 0; i < nv * nv; i++) M[i] = 0.0;    /* pairs on different branches stay 0 */
+    for (int t = 0; t < m->nmov; t++) {
+        const int k = m->order[t], v0 = m->v0[k], n = m->nvj[k], r0 = m->arun0[k];
+        for (int c = v0; c < v0 + n; c++) {
+            double x[6];
+            inertia_apply(Ri + 10 * k, Sw + 6 * c, x);
+            for (int r = r0; r <= c; r++) M[r * nv + c] = M[c * nv + r] = dot6(Sw + 6 * r, x);
+            for (int j = m->arunup[k]; j >= 0; j = m->arunup[j])
+                for (int r = m->arun0[j], e = m->v0[j] + m->nvj[j]; r < e; r++)
+                    M[r * nv + c] = M[c * nv + r] = dot6(Sw + 6 * r, x);
+            M[c * nv + c] += m->armature[c];                           /* M + diag(a) */
+        }
+    }
+}
+
 soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
 {
     soa_status st = soa_check_configuration(m, q);
     if (st.kind != SOA_OK) return st;
     if (m->nm) return soa_flex_crba(m, d, q, M);
     const int nv = m->nv;
-    soa_outward_placements(m, d, q);
-    soa_world_placements(m, d);
-    soa_composite_inertia_sweep(m, d);
-    soa_joint_maps_to_world(m, d);
-    for (int i = 0; i < nv * nv; i++) M[i] = 0.0;    /* pairs on different branches stay 0 */
-    for (int k = 0; k < m->nb; k++) {
-        for (int dd = 0; dd < m->nvj[k]; dd++) {
-            const int c = m->v0[k] + dd;
-            double x[6];
-            matvec6(d->P + 36 * k, d->Sw + 6 * c, x);                 /* x = r(k) H*(k)  (eq. 32) */
-            for (int j = k; j >= 0; j = m->parent[j])                  /* m(j, k) = H(j) x (eq. 33) */
-                for (int e = 0; e < m->nvj[j]; e++) {
-                    const int r = m->v0[j] + e;
-                    if (r <= c) M[r * nv + c] = M[c * nv + r] = dot6(d->Sw + 6 * r, x);
-                }
-            M[c * nv + c] += m->armature[c];                           /* M + diag(a) */
+    soa_sweep_placements(m, d, q);                    /* the moving bodies (model.c: the fold) */
+    double *Ri = d->Ri;                               /* r_I(k) in compact form (10 numbers) */
+    for (int t = 0; t < m->nmov; t++) {               /* M_I(k) of the folded rigid bodies */
+        const int k = m->order[t];
+        inertia_world_compact(m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k, d->Rw + 9 * k,
+                              d->pw + 3 * k, Ri + 10 * k);
+    }
+    for (int t = m->nmov - 1; t >= 0; t--) {          /* r_I(p) += r_I(k): a plain sum (eq. 31) */
+        const int k = m->order[t], p = m->spar[k];
+        if (p >= 0) {
+            const double *restrict rk = Ri + 10 * k;
+            double *restrict rp = Ri + 10 * p;
+            for (int i = 0; i < 10; i++) rp[i] += rk[i];
         }
     }
+    column_sweep(m, d->Ri, d->Sw, M);
     return soa_check_result(M, nv, nv);
 }

@@ -241,7 +241,8 @@ soa_status soa_rnea_derivatives(const soa_model *m, soa_data *d, const double *q
 
 /* (d beta-dot/dtheta, d beta-dot/dbeta) of beta-dot = forward dynamics (theta, beta, tau) into ddq,
  * ddv (nv x nv, row stride ld), and M^-1 (nv x nv, contiguous): soa_aba (the innovations algorithm,
- * leaving beta-dot, V_I, alpha_I, H*_I, M_I and the Riccati factors G, D^-1 in the data), M^-1 from
+ * leaving beta-dot, V_I, alpha_I, H*_I and the Riccati factors G, D^-1 in the data; M_I formed
+ * after it), M^-1 from
  * those factors (seed 001 Identity 6), the composite forces at beta-dot, -dT by the header's pairs,
  * and d beta-dot = M^-1 (-dT) by the filter and smoother on its columns, or for a few dofs as a
  * dense product. */
@@ -252,6 +253,7 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
     if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     const soa_status st = soa_aba(m, d, q, qd, tau, use_fext, d->lin_qdd);
     if (st.kind != SOA_OK) return st;
+    soa_inertias_to_world(m, d);                      /* M_I (soa_aba forms it in compact form) */
     soa_minv_columns(m, d, Minv);
     inertial_forces(m, d, use_fext);
     soa_composite_rates(m, d);

@@ -7,29 +7,38 @@
  * mass fl_M(k) = [B; h* Psi] m(k) [B; h* Psi]* (soa_fmu/flexible.py); its strain energy is
  * 1/2 eta* K eta.  A child whose joint frame sits on a node (attach[k]) moves with the node's
  * deformation, u = Psi_t eta and R(theta) = exp(theta~), theta = Psi_r eta, exactly: its velocity
- * gains the term C* h* u-dot of eq. (4.1), here Gamma(k) eta-dot(p), with Gamma the node's
- * deformation rate seen at k (through the right Jacobian J_r of SO(3) for the rotation).  Gravity
+ * gains the term C* h* u-dot of eq. (4.1), here phi*(p, k) Gamma_p(k) eta-dot(p), with Gamma_p the
+ * node's deformation rate as a twist at p's origin (through the left Jacobian J_l of SO(3) for the
+ * rotation).  Gravity
  * is an applied force derived from the potential -g . (m p + R (m c + S_t eta)), S_t = fl_M's
  * (v, eta) block, so the model is Lagrangian: T + U + strain is conserved without damping.
  *
  * With H(k) = [H_joint 0; 0 I] mapping (V, eta-dot) to the body's dofs (joint, then modal) and
- * Phi(p, k) = [phi(p, k); Gamma*(k)] carrying a child's force to its parent's (V, eta-dot), the
- * recursions are those of seed 001 / seed 000 App. A with 6 + m in place of 6:
+ * Phi(p, k) = [phi(p, k); Gamma_p* phi(p, k)] carrying a child's force to its parent's
+ * (V, eta-dot), the recursions are those of seed 001 / seed 000 App. A with 6 + m in place of 6:
  *   articulated inertia  P(k) = M(k) + sum_c Phi(k, c) P+(c) Phi*(k, c),  D = H P H*, G = P H* D^-1
  *   filter               z(k) = b(k) + sum_c Phi(k, c) z+(c),  u = T - H z
  *   smoother             alpha = Phi* alpha(p) + a,  beta-dot = D^-1 u - G* alpha.
  * Rigid bodies of the model are the case m(k) = 0.  Everything is in body frames. */
 #include <math.h>
+#include <string.h>
 
 #include "soa.h"
 #include "spatial.h"
 
+/* The helpers compiled into each of soa_flex_fd's kernels (FLEX_UNROLLED below). */
+#if defined(__GNUC__)
+#define FLEX_INLINE static inline __attribute__((always_inline))
+#else
+#define FLEX_INLINE static inline
+#endif
+
 /* ------------------------------------------------------------------ SO(3) of a node's rotation */
 /* The SO(3) quantities of a node's rotation vector theta (s = |theta|, K = theta~):
- * R = exp(K) = I + c1 K + a K^2 and the right Jacobian J_r = I - a K + b K^2 (omega_body =
- * J_r theta-dot), with c1 = sin s / s, a = (1 - cos s) / s^2, b = (s - sin s) / s^3; co <- (a, b,
- * a'/s, b'/s) for the rate so3_jacobian_rate.  One sincos of s / 2; series below s = 0.02, where
- * the closed forms cancel. */
+ * R = exp(K) = I + c1 K + a K^2 and the left Jacobian J_l = R J_r = I + a K + b K^2 (the node's
+ * angular velocity in parent axes is J_l theta-dot), with c1 = sin s / s, a = (1 - cos s) / s^2,
+ * b = (s - sin s) / s^3; co <- (a, b, a'/s, b'/s) for the rate so3_jacobian_rate.  One sincos of
+ * s / 2; series below s = 0.02, where the closed forms cancel. */
 static void so3_node(const double *th, double *R, double *J, double *co)
 {
     const double s2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2], s = sqrt(s2);
@@ -42,11 +51,12 @@ static void so3_node(const double *th, double *R, double *J, double *co)
         b1 = -1.0 / 60.0 + s2 / 1260.0 - s2 * s2 / 60480.0;
     } else {
         const double h = sin(0.5 * s), c = cos(0.5 * s), sn = 2.0 * h * c, omc = 2.0 * h * h;
-        c1 = sn / s;
-        a = omc / s2;
-        b = (s - sn) / (s2 * s);
-        a1 = (s * sn - 2.0 * omc) / (s2 * s2);
-        b1 = (omc * s - 3.0 * (s - sn)) / (s2 * s2 * s);
+        const double i2 = 1.0 / s2, i1 = 1.0 / s, i4 = i2 * i2;
+        c1 = sn * i1;
+        a = omc * i2;
+        b = (s - sn) * i2 * i1;
+        a1 = (s * sn - 2.0 * omc) * i4;
+        b1 = (omc * s - 3.0 * (s - sn)) * i4 * i1;
     }
     const double x = th[0], y = th[1], z = th[2];
     const double K[9] = {0, -z, y, z, 0, -x, -y, x, 0};
@@ -55,12 +65,12 @@ static void so3_node(const double *th, double *R, double *J, double *co)
     for (int i = 0; i < 9; i++) {
         const double e = i % 4 == 0 ? 1.0 : 0.0;
         R[i] = e + c1 * K[i] + a * K2[i];
-        J[i] = e - a * K[i] + b * K2[i];
+        J[i] = e + a * K[i] + b * K2[i];
     }
     co[0] = a; co[1] = b; co[2] = a1; co[3] = b1;
 }
 
-/* Jd = (d/dt J_r) theta-dot = -a-dot (theta x thd) + b-dot theta x (theta x thd)
+/* Jd = (d/dt J_l) theta-dot = a-dot (theta x thd) + b-dot theta x (theta x thd)
  *      + b thd x (theta x thd),  a-dot = (a'/s) theta.thd,  b-dot = (b'/s) theta.thd
  * (K-dot theta-dot = thd x thd = 0), co from so3_node. */
 static void so3_jacobian_rate(const double *th, const double *thd, const double *co, double *Jd)
@@ -70,7 +80,7 @@ static void so3_jacobian_rate(const double *th, const double *thd, const double 
     cross3(th, thd, c);
     cross3(th, c, cc);
     cross3(thd, c, dc);
-    for (int i = 0; i < 3; i++) Jd[i] = -co[2] * td * c[i] + co[3] * td * cc[i] + co[1] * dc[i];
+    for (int i = 0; i < 3; i++) Jd[i] = co[2] * td * c[i] + co[3] * td * cc[i] + co[1] * dc[i];
 }
 
 static inline void mat3_vec(const double *A, const double *x, double *y)
@@ -84,7 +94,7 @@ static inline void mat3t_vec(const double *A, const double *x, double *y)
 }
 
 /* (rows 0-2, rows 3-5) . x for a 6 x n block of row stride ld: a node's rotation and translation. */
-static void node_motion(const double *Psi, int ld, int n, const double *x, double *th, double *u)
+FLEX_INLINE void node_motion(const double *Psi, int ld, int n, const double *x, double *th, double *u)
 {
     for (int i = 0; i < 3; i++) {
         double r = 0.0, t = 0.0;
@@ -97,32 +107,60 @@ static void node_motion(const double *Psi, int ld, int n, const double *x, doubl
     }
 }
 
+/* out += X x for n columns of 6 (X + 6 j: column j). */
+FLEX_INLINE void add_columns_times(const double *restrict X, int n, const double *restrict x,
+                                   double *restrict out)
+{
+    for (int j = 0; j < n; j++)
+        for (int i = 0; i < 6; i++) out[i] += X[6 * j + i] * x[j];
+}
+
+/* ------------------------------------------------------------------ sizes of a body's step */
+/* The sizes one body's step runs on: its modes mk, its parent's mp and the model's nm (the row
+ * strides of the flexible tables, nx = 6 + nm).  soa_flex_fd passes them as constants to the
+ * kernels of the uniform bodies (FLEX_UNROLLED), so that their short loops unroll. */
+typedef struct {
+    int mk, mp, nm;
+} flex_dims;
+
+static flex_dims dims_of(const soa_model *m, int k)
+{
+    const int p = m->parent[k];
+    return (flex_dims){m->nmod[k], p < 0 ? 0 : m->nmod[p], m->nm};
+}
+
 /* ------------------------------------------------------------------ kinematics (eq. 4.1) */
-/* The record d->fl_node of an attachment, kept by soa_flex_attachment for the velocity sweep:
- * J_r(theta), R(theta), c_A and so3_node's coefficients. */
-enum { NODE_J = 0, NODE_R = 9, NODE_C = 18, NODE_CO = 21, NODE = 25 };
+/* The record d->fl_node of an attachment, kept by node_placement for the velocity sweep: the
+ * deformed node's position r + u in the parent and so3_node's coefficients. */
+enum { NODE_RU = 0, NODE_CO = 3, NODE = 7 };
 
 /* Body k's placement (R, l) in its parent when its joint frame sits on a node of the flexible
  * parent p: the joint frame A is carried by the node's deformation, x -> r + u + R(theta)(x - r),
  * so R_A = R(theta) Xr, l_A = r + u + R(theta)(Xp - r); then R = R_A Rj, l = l_A + R_A tj.  Also
- * Gamma_A = [Xr* J_r Psi_r;  Xr* R(theta)* Psi_t - c_A x Xr* J_r Psi_r], c_A = Xr*(Xp - r): the
- * velocity of A per eta-dot(p) (A's frame), and Gamma = phi*(k, A) Gamma_A.  Needs Rj, tj. */
-void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q)
+ * the C* h* term of seed 000 eq. 4.1 as a twist at the parent's origin in parent axes,
+ *   Gamma_p = [J_l Psi_r;  Psi_t + (r + u) x J_l Psi_r]
+ * (the node turns at J_l theta-dot and moves at u-dot; that rigid motion seen at p's origin), so
+ * that V(k) = phi*(p, k) (V(p) + Gamma_p eta-dot(p)) + H* beta-dot and Phi(p, k) = [phi(p, k);
+ * Gamma_p* phi(p, k)]: no transform of Gamma to body k is needed by the recursions.  Gamma_p is
+ * stored by columns (d->fl_GA + 6 nm k, column c at 6 c).  Needs Rj, tj. */
+FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const double *q,
+                                flex_dims dm)
 {
-    SOA_SIZES(m);
-    const int p = m->parent[k], mp = m->nmod[p];
+    const int p = m->parent[k], mp = dm.mp, nm = dm.nm;
     const double *Psi = m->at_Psi + 6 * nm * k, *r = m->at_r + 3 * k;
     const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k;
     double *th = d->fl_th + 3 * k, *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k;
-    double *GA = d->fl_GA + 6 * nm * k, *node = d->fl_node + NODE * k, u[3], e[3], Re[3];
-    double *J = node + NODE_J, *Rt = node + NODE_R, *cA = node + NODE_C;
+    double *G = d->fl_GA + 6 * nm * k, *node = d->fl_node + NODE * k, *ru = node + NODE_RU;
+    double u[3], e[3], Re[3], Rt[9], J[9];
     node_motion(Psi, nm, mp, q + m->q0[p] + m->nqj[p], th, u);
     so3_node(th, Rt, J, node + NODE_CO);
-    for (int i = 0; i < 3; i++) e[i] = Xp[i] - r[i];
-    mat3_vec(Rt, e, Re);
-    mat3t_vec(Xr, e, cA);
     for (int i = 0; i < 3; i++) {
-        lA[i] = r[i] + u[i] + Re[i];
+        e[i] = Xp[i] - r[i];
+        ru[i] = r[i] + u[i];
+    }
+    mat3_vec(Rt, e, Re);
+    for (int i = 0; i < 3; i++) {
+        lA[i] = ru[i] + Re[i];
         for (int j = 0; j < 3; j++)
             RA[3 * i + j] = Rt[3 * i] * Xr[j] + Rt[3 * i + 1] * Xr[3 + j] + Rt[3 * i + 2] * Xr[6 + j];
     }
@@ -134,111 +172,133 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
     }
     for (int c = 0; c < mp; c++) {
         const double pr[3] = {Psi[c], Psi[nm + c], Psi[2 * nm + c]};
-        const double pt[3] = {Psi[3 * nm + c], Psi[4 * nm + c], Psi[5 * nm + c]};
-        double Jp[3], w[3], Rp[3], v[3], cw[3];
-        mat3_vec(J, pr, Jp);
-        mat3t_vec(Xr, Jp, w);
-        mat3t_vec(Rt, pt, Rp);
-        mat3t_vec(Xr, Rp, v);
-        cross3(cA, w, cw);
+        double w[3], v[3];
+        mat3_vec(J, pr, w);
+        cross3(ru, w, v);
         for (int i = 0; i < 3; i++) {
-            GA[i * nm + c] = w[i];
-            GA[(3 + i) * nm + c] = v[i] - cw[i];
+            G[6 * c + i] = w[i];
+            G[6 * c + 3 + i] = Psi[(3 + i) * nm + c] + v[i];
         }
     }
-    phi_star_block(Rj, tj, GA, mp, nm, d->fl_G + 6 * nm * k, nm);
 }
 
-/* out += X x for a 6 x n block X of row stride ld. */
-static void add_block_times(const double *X, int ld, int n, const double *x, double *out)
+/* The placement of body k on a node of its flexible parent (node_placement), and Gamma(k) =
+ * phi*(p, k) Gamma_p in k's frame (d->fl_G, for the point Jacobian of soa_point_jacobian).  Called
+ * by soa_outward_placements. */
+void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q)
 {
-    for (int i = 0; i < 6; i++) {
-        double s = 0.0;
-        for (int j = 0; j < n; j++) s += X[i * ld + j] * x[j];
-        out[i] += s;
+    const flex_dims dm = dims_of(m, k);
+    const int nm = dm.nm;
+    const double *Gp = d->fl_GA + 6 * nm * k;
+    double *G = d->fl_G + 6 * nm * k;
+    node_placement(m, d, k, q, dm);
+    for (int c = 0; c < dm.mp; c++) {
+        double g[6];
+        apply_phi_star(d->R + 9 * k, d->l + 3 * k, Gp + 6 * c, g);
+        for (int i = 0; i < 6; i++) G[i * nm + c] = g[i];
     }
 }
 
-/* V(k) = phi*(k, p) V(p) + Gamma(k) eta-dot(p) + H*(k) beta(k) (eq. 4.1) and the velocity-product
- * acceleration a(k) with alpha(k) = phi*(k, p) alpha(p) + Gamma eta-ddot(p) + H* beta-dot + a(k):
- * through the deformed joint frame A,
- *   a(k) = phi*(k, A) [Gamma_A-dot eta-dot + V_A x~ Gamma_A eta-dot] + V(k) x~ H* beta(k),
- *   Gamma_A-dot eta-dot = [Xr* Jd;  -Xr* (w_b x R(theta)* Psi_t eta-dot) - c_A x Xr* Jd],
- * w_b = J_r theta-dot, Jd = J_r-dot theta-dot (so3_jacobian_rate); the gyroscopic force
+/* Body k's placement (R, l) in its parent at theta: the joint transform (Rj, tj), then the joint
+ * frame's placement, fixed (R = Xr Rj, l = Xp + Xr tj) or on a deformed node (node_placement).
+ * soa_flex_fd's own outward step: it needs no Gamma in k's frame (soa_flex_attachment). */
+FLEX_INLINE void body_placement(const soa_model *m, soa_data *d, int k, const double *q,
+                                flex_dims dm)
+{
+    double *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k, *R = d->R + 9 * k, *l = d->l + 3 * k;
+    soa_joint_transform(m, k, q, Rj, tj);
+    if (m->attach[k]) {
+        node_placement(m, d, k, q, dm);
+        return;
+    }
+    const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k;
+    for (int i = 0; i < 3; i++) {
+        const double *x = Xr + 3 * i;
+        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
+        l[i] = Xp[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
+    }
+}
+
+/* Body k's V, a, b and gravity (the outward velocity step, seed 000 eq. 4.1):
+ *   V(k) = phi*(p, k) (V(p) + g) + H* beta(k),  g = Gamma_p eta-dot(p),
+ * and the velocity-product acceleration a(k) of alpha(k) = phi*(p, k) (alpha(p) + Gamma_p
+ * eta-ddot(p)) + H* beta-dot + a(k):
+ *   a(k) = phi*(p, k) [Gamma_p-dot eta-dot + V(p) x~ g] + V(k) x~ H* beta(k),
+ *   Gamma_p-dot eta-dot = [Jd;  u-dot x w + (r + u) x Jd],  w = J_l theta-dot,
+ * Jd = J_l-dot theta-dot (so3_jacobian_rate), u-dot = Psi_t eta-dot; the gyroscopic force
  * b(k) = V x* (fl_M's rows of V) (V; eta-dot) (Euler-Poincare: fl_M is constant in the body
- * frame); gravity g in body axes.  Needs soa_outward_placements. */
-void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd)
+ * frame); gravity g in body axes.  Needs the placements of k (and V, gravity of its parent). */
+FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const double *qd,
+                               flex_dims dm)
 {
-    SOA_SIZES(m);
-    for (int k = 0; k < nb; k++) {
-        const int p = m->parent[k], v0 = m->v0[k], mk = m->nmod[k];
-        double *V = d->V + 6 * k, *a = d->a + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0};
-        for (int dd = 0; dd < m->nvj[k]; dd++) {
-            const double *s = m->S + 6 * (v0 + dd), x = qd[v0 + dd];
-            for (int i = 0; i < 6; i++) rel[i] += s[i] * x;
+    const int p = m->parent[k], v0 = m->v0[k], mk = dm.mk, mp = dm.mp, nm = dm.nm, nx = 6 + nm;
+    const double *R = d->R + 9 * k, *l = d->l + 3 * k;
+    double *V = d->V + 6 * k, *a = d->a + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0};
+    for (int dd = 0; dd < m->nvj[k]; dd++) {
+        const double *s = m->S + 6 * (v0 + dd), x = qd[v0 + dd];
+        for (int i = 0; i < 6; i++) rel[i] += s[i] * x;
+    }
+    if (p < 0) {
+        for (int i = 0; i < 6; i++) {
+            V[i] = rel[i];
+            a[i] = 0.0;                                    /* V x~ rel = rel x~ rel = 0 */
         }
-        double cA[6] = {0, 0, 0, 0, 0, 0};
-        if (p < 0) {
-            for (int i = 0; i < 6; i++) V[i] = 0.0;
-        } else if (m->attach[k]) {
-            const int mp = m->nmod[p];
-            const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
-            const double *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k, *Xr = m->Xr + 9 * k;
-            const double *th = d->fl_th + 3 * k, *node = d->fl_node + NODE * k;
-            const double *J = node + NODE_J, *Rt = node + NODE_R, *c = node + NODE_C;
-            double VA[6], relA[6] = {0, 0, 0, 0, 0, 0}, thd[3], ud[3], Jd[3], wb[3];
-            apply_phi_star(RA, lA, d->V + 6 * p, VA);
-            add_block_times(d->fl_GA + 6 * nm * k, nm, mp, etad, relA);
-            for (int i = 0; i < 6; i++) VA[i] += relA[i];
-            node_motion(Psi, nm, mp, etad, thd, ud);
-            so3_jacobian_rate(th, thd, node + NODE_CO, Jd);
-            mat3_vec(J, thd, wb);
-            double y[3], Rty[3], wy[3], dw[3], t[3];
-            mat3t_vec(Rt, ud, y);
-            cross3(wb, y, wy);
-            mat3t_vec(Xr, wy, Rty);
-            mat3t_vec(Xr, Jd, dw);
-            cross3(c, dw, t);
-            for (int i = 0; i < 3; i++) {
-                cA[i] = dw[i];
-                cA[3 + i] = -Rty[i] - t[i];
-            }
-            double cx[6];
-            cross_motion(VA, relA, cx);
-            for (int i = 0; i < 6; i++) cx[i] += cA[i];
-            apply_phi_star(d->Rj + 9 * k, d->tj + 3 * k, cx, cA);    /* phi*(k, A) */
-            apply_phi_star(d->Rj + 9 * k, d->tj + 3 * k, VA, V);
-        } else {
-            apply_phi_star(d->R + 9 * k, d->l + 3 * k, d->V + 6 * p, V);
+    } else if (m->attach[k]) {
+        const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
+        const double *th = d->fl_th + 3 * k, *node = d->fl_node + NODE * k, *Vp = d->V + 6 * p;
+        double g[6] = {0, 0, 0, 0, 0, 0}, Vq[6], thd[3], ud[3], Jd[3], c[6], x[6];
+        add_columns_times(d->fl_GA + 6 * nm * k, mp, etad, g);
+        node_motion(Psi, nm, mp, etad, thd, ud);
+        so3_jacobian_rate(th, thd, node + NODE_CO, Jd);
+        cross_motion(Vp, g, c);
+        cross3(ud, g, x);
+        cross3(node + NODE_RU, Jd, x + 3);
+        for (int i = 0; i < 3; i++) {
+            c[i] += Jd[i];
+            c[3 + i] += x[i] + x[3 + i];
         }
+        for (int i = 0; i < 6; i++) Vq[i] = Vp[i] + g[i];
+        apply_phi_star(R, l, Vq, V);
+        apply_phi_star(R, l, c, x);
         for (int i = 0; i < 6; i++) V[i] += rel[i];
         cross_motion(V, rel, a);
-        for (int i = 0; i < 6; i++) a[i] += cA[i];
-        /* gravity in body axes: g(k) = R* g(p), g(world) = -a0[3..5] */
-        const double gw[3] = {-m->a0[3], -m->a0[4], -m->a0[5]};
-        mat3t_vec(d->R + 9 * k, p < 0 ? gw : d->fl_gb + 3 * p, d->fl_gb + 3 * k);
-        /* b = V x* (M_VV V + M_Veta eta-dot) */
-        const double *M = m->fl_M + nx * nx * k, *etad = qd + v0 + m->nvj[k];
-        double h[6];
-        for (int i = 0; i < 6; i++) {
-            double s = 0.0;
-            for (int j = 0; j < 6; j++) s += M[nx * i + j] * V[j];
-            for (int j = 0; j < mk; j++) s += M[nx * i + 6 + j] * etad[j];
-            h[i] = s;
-        }
-        cross_force(V, h, d->b + 6 * k);
+        for (int i = 0; i < 6; i++) a[i] += x[i];
+    } else {
+        apply_phi_star(R, l, d->V + 6 * p, V);
+        for (int i = 0; i < 6; i++) V[i] += rel[i];
+        cross_motion(V, rel, a);
     }
+    /* gravity in body axes: g(k) = R* g(p), g(world) = -a0[3..5] */
+    const double gw[3] = {-m->a0[3], -m->a0[4], -m->a0[5]};
+    mat3t_vec(R, p < 0 ? gw : d->fl_gb + 3 * p, d->fl_gb + 3 * k);
+    /* b = V x* (M_VV V + M_Veta eta-dot) */
+    const double *M = m->fl_M + nx * nx * k, *etad = qd + v0 + m->nvj[k];
+    const double v[6] = {V[0], V[1], V[2], V[3], V[4], V[5]};
+    double h[6];
+    for (int i = 0; i < 6; i++) {
+        const double *r = M + nx * i;
+        double s = r[0] * v[0] + r[1] * v[1] + r[2] * v[2] + r[3] * v[3] + r[4] * v[4] + r[5] * v[5];
+        for (int j = 0; j < mk; j++) s += r[6 + j] * etad[j];
+        h[i] = s;
+    }
+    cross_force(v, h, d->b + 6 * k);
+}
+
+/* V, a, b and gravity of every body, base to tip (body_velocity).  Needs soa_outward_placements. */
+void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd)
+{
+    for (int k = 0; k < m->nb; k++) body_velocity(m, d, k, qd, dims_of(m, k));
 }
 
 /* h = m c + S_t eta: body k's first moment of mass about its origin, deformed (S_t = fl_M's
  * (v, eta) block), body axes. */
-static void first_moment(const soa_model *m, int k, const double *eta, double *h)
+FLEX_INLINE void first_moment(const soa_model *m, int k, const double *eta, double *h, flex_dims dm)
 {
-    SOA_SIZES(m);
+    const int nx = 6 + dm.nm;
     const double *M = m->fl_M + nx * nx * k;
     for (int i = 0; i < 3; i++) {
         double s = m->mass[k] * m->com[3 * k + i];
-        for (int j = 0; j < m->nmod[k]; j++) s += M[nx * (3 + i) + 6 + j] * eta[j];
+        for (int j = 0; j < dm.mk; j++) s += M[nx * (3 + i) + 6 + j] * eta[j];
         h[i] = s;
     }
 }
@@ -246,11 +306,10 @@ static void first_moment(const soa_model *m, int k, const double *eta, double *h
 /* Applied generalized force Q(k) on (V, eta): f_ext, gravity [h x g; m g; S_t* g] with the first
  * moment h = m c + S_t eta (S_t = fl_M's (v, eta) block), and the elastic and damping forces
  * -K eta - D eta-dot.  gravity = 0 drops gravity, elasticity and damping (mass-matrix columns). */
-static void applied_force(const soa_model *m, const soa_data *d, int k, const double *q,
-                          const double *qd, int use_fext, int gravity, double *Q)
+FLEX_INLINE void applied_force(const soa_model *m, const soa_data *d, int k, const double *q,
+                               const double *qd, int use_fext, int gravity, double *Q, flex_dims dm)
 {
-    SOA_SIZES(m);
-    const int mk = m->nmod[k];
+    const int mk = dm.mk, nm = dm.nm, nx = 6 + nm;
     const double *M = m->fl_M + nx * nx * k, *g = d->fl_gb + 3 * k;
     for (int i = 0; i < 6 + mk; i++) Q[i] = 0.0;
     if (use_fext)
@@ -258,7 +317,7 @@ static void applied_force(const soa_model *m, const soa_data *d, int k, const do
     if (!gravity) return;
     const double *eta = q + m->q0[k] + m->nqj[k], *etad = qd + m->v0[k] + m->nvj[k];
     double hm[3], t[3];
-    first_moment(m, k, eta, hm);
+    first_moment(m, k, eta, hm, dm);
     cross3(hm, g, t);
     for (int i = 0; i < 3; i++) {
         Q[i] += t[i];
@@ -272,201 +331,282 @@ static void applied_force(const soa_model *m, const soa_data *d, int k, const do
     }
 }
 
-/* ------------------------------------------------------------------ dense helpers (n <= nx) */
-/* Cholesky L L* = A in place (lower triangle, row stride ld) of an n x n symmetric A, with the
- * diagonal stored inverted (1 / L(i, i)); 0 if A is not positive definite. */
-static int cholesky(double *A, int n, int ld)
+/* ------------------------------------------------------------------ the innovations step */
+/* One step of the Riccati / innovations recursion (seed 001 eqs. 34-36, 63-65) for n dofs with
+ * D = H P H* + diag(arm) (lower triangle of D, row stride ld; arm NULL: none), the rows X = (P H*)*
+ * of the body's V (n x 6, row stride ldx) and the innovations u = T - H z (in w on entry): the LDL*
+ * factor D = L Delta L* without square roots (unit lower L, 1 / delta on its diagonal; L may be D),
+ * W = L^-1 X (may be X when ldx = 6), w <- L^-1 u, and the V block of what is handed on,
+ *   A <- A - X* D^-1 X = A - sum_c W_c* W_c / delta_c,  z <- z + X* D^-1 u = z + sum_c W_c* w_c / delta_c
+ * (P+ = P - G D G*, z+ = z + G u with G = P H* D^-1; the lower triangle of the 6 x 6 A).
+ * 0 if D is not positive definite. */
+FLEX_INLINE int ldl_step(const double *D, const double *X, int ldx, const double *arm, double *L,
+                         int n, int ld, double *W, double *w, double *restrict A,
+                         double *restrict z)
 {
-    for (int i = 0; i < n; i++)
-        for (int j = 0; j <= i; j++) {
-            double s = A[ld * i + j];
-            for (int c = 0; c < j; c++) s -= A[ld * i + c] * A[ld * j + c];
-            if (i == j) {
-                if (!(s > 0.0) || !isfinite(s)) return 0;
-                A[ld * i + i] = 1.0 / sqrt(s);
-            } else {
-                A[ld * i + j] = s * A[ld * j + j];
-            }
+    for (int i = 0; i < n; i++) {
+        double *Li = L + ld * i, wi[6], ws[6];
+        const double *Di = D + ld * i;
+        for (int j = 0; j < i; j++) {              /* F_ij = L_ij delta_j = D_ij - sum F_ic L_jc */
+            const double *Lj = L + ld * j;
+            double s = Di[j];
+            for (int c = 0; c < j; c++) s -= Li[c] * Lj[c];
+            Li[j] = s;
         }
+        double dl = Di[i] + (arm ? arm[i] : 0.0), x = w[i];
+        for (int e = 0; e < 6; e++) wi[e] = X[ldx * i + e];
+        for (int c = 0; c < i; c++) {
+            const double f = Li[c], lc = f * L[ld * c + c];
+            dl -= f * lc;
+            Li[c] = lc;
+            x -= lc * w[c];
+            for (int e = 0; e < 6; e++) wi[e] -= lc * W[6 * c + e];
+        }
+        if (!(dl > 0.0) || !isfinite(dl)) return 0;
+        const double inv = 1.0 / dl;
+        Li[i] = inv;
+        w[i] = x;
+        for (int e = 0; e < 6; e++) {
+            W[6 * i + e] = wi[e];
+            ws[e] = wi[e] * inv;
+        }
+        for (int r = 0; r < 6; r++) {
+            for (int e = 0; e <= r; e++) A[6 * r + e] -= ws[r] * wi[e];
+            z[r] += ws[r] * x;
+        }
+    }
     return 1;
 }
 
-/* x <- L^-* x (back substitution). */
-static void back_solve(const double *L, int n, int ld, double *x)
+/* The accelerations of one step's dofs, D x = u - X alpha (seed 001 eq. 65, beta-dot = D^-1 u -
+ * G* alpha) with ldl_step's factors: x = L^-* Delta^-1 (w - W alpha). */
+FLEX_INLINE void ldl_solve(const double *L, int n, int ld, const double *W, const double *w,
+                           const double *al, double *x)
 {
     for (int i = n - 1; i >= 0; i--) {
-        double s = x[i];
+        double s = (w[i] - dot6(W + 6 * i, al)) * L[ld * i + i];
         for (int c = i + 1; c < n; c++) s -= L[ld * c + i] * x[c];
-        x[i] = s * L[ld * i + i];
+        x[i] = s;
     }
 }
 
-/* Phi(p, k) f for a force f of body k: [phi(p, k) f;  Gamma(k)* f] added to z(p)'s (V, eta). */
-static void add_to_parent(const soa_model *m, const soa_data *d, int k, const double *f, double *zp)
+/* i if the joint axis s is e_i (a revolute or prismatic joint about or along a coordinate axis of
+ * its frame), else -1. */
+static inline int unit_axis(const double *s)
 {
-    SOA_SIZES(m);
-    add_phi(d->R + 9 * k, d->l + 3 * k, f, zp);
+    int i = -1;
+    for (int c = 0; c < 6; c++)
+        if (s[c] != 0.0) {
+            if (s[c] != 1.0 || i >= 0) return -1;
+            i = c;
+        }
+    return i;
+}
+
+/* The upper triangle of a symmetric 6 x 6 from its lower. */
+static inline void mirror6(double *A)
+{
+    for (int i = 1; i < 6; i++)
+        for (int j = 0; j < i; j++) A[6 * j + i] = A[6 * i + j];
+}
+
+/* Phi(p, k) f for a force f of body k: f' = phi(p, k) f to z(p)'s V and Gamma_p* f' to its modes. */
+FLEX_INLINE void add_to_parent(const soa_model *m, const soa_data *d, int k, const double *f,
+                               double *zp, flex_dims dm)
+{
+    const int nm = dm.nm;
+    double g[6] = {0, 0, 0, 0, 0, 0};
+    add_phi(d->R + 9 * k, d->l + 3 * k, f, g);
+    for (int i = 0; i < 6; i++) zp[i] += g[i];
     if (!m->attach[k]) return;
-    const double *G = d->fl_G + 6 * nm * k;
-    for (int j = 0; j < m->nmod[m->parent[k]]; j++) {
-        double s = 0.0;
-        for (int i = 0; i < 6; i++) s += G[i * nm + j] * f[i];
-        zp[6 + j] += s;
-    }
+    const double *G = d->fl_GA + 6 * nm * k;
+    for (int j = 0; j < dm.mp; j++) zp[6 + j] += dot6(G + 6 * j, g);
 }
 
-/* alpha(k) = phi*(k, p) alpha(p) + Gamma(k) eta-ddot(p) + a(k) (without k's own dofs). */
-static void inherited_acceleration(const soa_model *m, const soa_data *d, int k, const double *qdd,
-                                   int with_a, double *al)
+/* alpha(k) = phi*(k, p) (alpha(p) + Gamma_p eta-ddot(p)) + a(k) (without k's own dofs). */
+FLEX_INLINE void inherited_acceleration(const soa_model *m, const soa_data *d, int k,
+                                        const double *qdd, int with_a, double *al, flex_dims dm)
 {
-    SOA_SIZES(m);
     const int p = m->parent[k];
     for (int i = 0; i < 6; i++) al[i] = with_a ? d->a[6 * k + i] : 0.0;
     if (p < 0) return;
-    double x[6];
-    apply_phi_star(d->R + 9 * k, d->l + 3 * k, d->alpha + 6 * p, x);
-    for (int i = 0; i < 6; i++) al[i] += x[i];
+    double x[6], y[6];
+    for (int i = 0; i < 6; i++) y[i] = d->alpha[6 * p + i];
     if (m->attach[k])
-        add_block_times(d->fl_G + 6 * nm * k, nm, m->nmod[p], qdd + m->v0[p] + m->nvj[p], al);
+        add_columns_times(d->fl_GA + 6 * dm.nm * k, dm.mp, qdd + m->v0[p] + m->nvj[p], y);
+    apply_phi_star(d->R + 9 * k, d->l + 3 * k, y, x);
+    for (int i = 0; i < 6; i++) al[i] += x[i];
 }
 
-/* P(p) += Phi(p, k) P+ Phi*(p, k) and z(p) += Phi(p, k) z+ for the V rows P+ (6 x 6, symmetric)
- * and z+ of body k: the blocks phi P+ phi*, phi P+ Gamma, Gamma* P+ Gamma. */
-static void propagate(const soa_model *m, soa_data *d, int k, const double *Pk, const double *zk)
+/* P(p) += Phi(p, k) P+ Phi*(p, k) and z(p) += Phi(p, k) (z+ + P+ a(k)) for the V block P+ (6 x 6,
+ * full) and z+ of body k, Phi(p, k) = [phi(p, k); Gamma_p* phi(p, k)]: with P' = phi P+ phi*
+ * (add_phi_inertia) the blocks are P', P' Gamma_p and Gamma_p* P' Gamma_p (P(p) as soa_flex_fd
+ * keeps it). */
+FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double *Pk,
+                           const double *zk, flex_dims dm)
 {
-    SOA_SIZES(m);
-    const int p = m->parent[k];
-    double *P = d->fl_P + nx * nx * p, acc[36] = {0};
+    const int p = m->parent[k], nm = dm.nm, nx = 6 + nm;
+    double *restrict P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36] = {0}, f[6];
     add_phi_inertia(d->R + 9 * k, d->l + 3 * k, Pk, acc);
     for (int i = 0; i < 6; i++)
         for (int j = 0; j < 6; j++) P[nx * i + j] += acc[6 * i + j];
-    add_to_parent(m, d, k, zk, d->fl_z + nx * p);
+    matvec6(Pk, d->a + 6 * k, f);
+    for (int i = 0; i < 6; i++) f[i] += zk[i];
+    add_to_parent(m, d, k, f, zp, dm);
     if (!m->attach[k]) return;
-    const int mp = m->nmod[p];
-    const double *G = d->fl_G + 6 * nm * k;
-    for (int j = 0; j < mp; j++) {
-        double g[6], y[6], col[6] = {0, 0, 0, 0, 0, 0};
-        for (int i = 0; i < 6; i++) g[i] = G[i * nm + j];
-        matvec6(Pk, g, y);                                 /* P+ Gamma(:, j) */
-        add_phi(d->R + 9 * k, d->l + 3 * k, y, col);
-        for (int i = 0; i < 6; i++) {
-            P[nx * i + 6 + j] += col[i];
-            P[nx * (6 + j) + i] += col[i];
-        }
-        for (int c = 0; c < mp; c++) {
-            double x = 0.0;
-            for (int i = 0; i < 6; i++) x += G[i * nm + c] * y[i];
-            P[nx * (6 + c) + 6 + j] += x;
+    const double *restrict G = d->fl_GA + 6 * nm * k;
+    for (int c = 0; c < dm.mp; c++) {
+        const double g[6] = {G[6 * c], G[6 * c + 1], G[6 * c + 2], G[6 * c + 3], G[6 * c + 4],
+                             G[6 * c + 5]};
+        double y[6], *row = P + nx * (6 + c);
+        matvec6(acc, g, y);                                /* P' Gamma_p(:, c) */
+        for (int i = 0; i < 6; i++) row[i] += y[i];
+        for (int e = 0; e <= c; e++) {
+            const double *g = G + 6 * e;
+            row[6 + e] += g[0] * y[0] + g[1] * y[1] + g[2] * y[2] + g[3] * y[3] + g[4] * y[4] + g[5] * y[5];
         }
     }
 }
 
 /* ------------------------------------------------------------------ forward dynamics */
+/* Body k's outward step of soa_flex_fd: placement, V, a, b, then P(k) = M(k) (rows 0..5 + m, row
+ * stride nx) and z(k) = b - Q. */
+FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double *q,
+                            const double *qd, int use_fext, flex_dims dm)
+{
+    const int n = 6 + dm.mk, nx = 6 + dm.nm;
+    const double *M = m->fl_M + nx * nx * k;
+    double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
+    body_placement(m, d, k, q, dm);
+    body_velocity(m, d, k, qd, dm);
+    memcpy(P, M, sizeof(double) * (size_t)(nx * n));
+    applied_force(m, d, k, q, qd, use_fext, 1, z, dm);
+    for (int i = 0; i < 6; i++) z[i] = d->b[6 * k + i] - z[i];
+    for (int i = 6; i < n; i++) z[i] = -z[i];
+}
+
+/* Body k's inward step: the modal then the joint innovations step on P(k)'s V block A (it becomes
+ * P+), and the hand-over to the parent; 0 if D(k) is not positive definite. */
+FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *tau, flex_dims dm)
+{
+    const int p = m->parent[k], nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], nx = 6 + dm.nm;
+    const double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k, *arm = m->armature + v0;
+    double *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k;
+    double A[36], zv[6];
+    for (int i = 0; i < 6; i++) {
+        for (int j = 0; j < 6; j++) A[6 * i + j] = P[nx * i + j];
+        zv[i] = z[i];
+    }
+    if (mk) {                               /* the modal dofs: H = [0 I], D = P_etaeta + diag(a) */
+        for (int i = 0; i < mk; i++) w[i] = tau[v0 + nj + i] - z[6 + i];
+        if (!ldl_step(P + 6 * nx + 6, P + 6 * nx, nx, arm + nj, L, mk, nx, W, w, A, zv)) return 0;
+    }
+    const int ax = nj == 1 ? unit_axis(m->S + 6 * v0) : -1;
+    if (ax >= 0) {                     /* about or along a coordinate axis: H_j A1 = A1's row ax */
+        double *Wj = W + 6 * mk;
+        for (int e = 0; e < 6; e++) Wj[e] = e <= ax ? A[6 * ax + e] : A[6 * e + ax];
+        const double Dj = A[7 * ax];
+        w[mk] = tau[v0] - zv[ax];
+        if (!ldl_step(&Dj, Wj, 6, arm, L + nx * mk + mk, 1, nx, Wj, w + mk, A, zv)) return 0;
+    } else if (nj) {                                       /* the joint's: H = [H_j 0] on A1 */
+        double *Lj = L + nx * mk + mk, *Wj = W + 6 * mk, *wj = w + mk;
+        mirror6(A);
+        for (int j = 0; j < nj; j++) {
+            const double *s = m->S + 6 * (v0 + j);
+            matvec6(A, s, Wj + 6 * j);
+            wj[j] = tau[v0 + j] - dot6(s, zv);
+            for (int i = 0; i <= j; i++) Lj[nx * j + i] = dot6(m->S + 6 * (v0 + i), Wj + 6 * j);
+        }
+        if (!ldl_step(Lj, Wj, 6, arm, Lj, nj, nx, Wj, wj, A, zv)) return 0;
+    }
+    if (p >= 0) {
+        mirror6(A);
+        propagate(m, d, k, A, zv, dm);
+    }
+    return 1;
+}
+
+/* Body k's accelerations: alpha' inherited, the joint's beta-dot, alpha(k), then eta-ddot. */
+FLEX_INLINE void fd_accel(const soa_model *m, soa_data *d, int k, double *qdd, flex_dims dm)
+{
+    const int nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], nx = 6 + dm.nm;
+    const double *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k, *L = d->fl_L + nx * nx * k;
+    double *al = d->alpha + 6 * k, *x = qdd + v0;
+    inherited_acceleration(m, d, k, qdd, 1, al, dm);
+    if (nj) {
+        ldl_solve(L + nx * mk + mk, nj, nx, W + 6 * mk, w + mk, al, x);
+        for (int j = 0; j < nj; j++) {
+            const double *s = m->S + 6 * (v0 + j);
+            for (int c = 0; c < 6; c++) al[c] += s[c] * x[j];
+        }
+    }
+    if (mk) ldl_solve(L, mk, nx, W, w, al, x + nj);
+}
+
+/* The modal counts M with kernels of their own: a body with M modes whose parent (if any) has M,
+ * in a model whose bodies have at most M (chains and trees of like flexible links; 4 is the
+ * examples' count), runs fd_outward, fd_inward and fd_accel compiled for that constant M, the
+ * loops over modes unrolled and the row strides fixed: a quarter fewer instructions per body.
+ * Each M adds about 25 kB of code and 0.6 s of compile time; other bodies run the same functions
+ * with their sizes read from the model. */
+#define FLEX_UNROLLED(X) X(4)
+
+/* M if body k runs FLEX_UNROLLED's kernels for M modes, else 0 (also for rigid bodies: their loops
+ * over modes are empty anyway). */
+static int uniform_modes(const soa_model *m, int k)
+{
+    const int p = m->parent[k], mk = m->nmod[k];
+    return mk == m->nm && (p < 0 || m->nmod[p] == mk) ? mk : 0;
+}
+
+#define FLEX_DIMS(M) ((flex_dims){M, M, M})
+
 /* Articulated-body forward dynamics with flexible bodies (seed 001 Algorithm 3 / seed 000 A.1-A.2
- * with (V, eta-dot) per body; the header's recursion):
- *   inward   U = P H*, D = H U = L L*, u = T - H z;  W = L^-1 U_V*, w = L^-1 u;
- *            P+_VV = P_VV - W* W,  z+_V = z_V + P+_VV a + W* w;
- *            P(p) += Phi P+_VV Phi*,  z(p) += Phi z+_V
- *   outward  alpha' = phi* alpha(p) + Gamma eta-ddot(p) + a;  beta-dot(k) = L^-* (w - W alpha')
- * Only the V rows of P+ and z+ reach the parent (a child's modes are its own dofs); with the
- * Cholesky factor L the gain G = P H* D^-1 is never formed.  tau holds the joint forces and the
- * applied modal forces; qdd <- joint and modal accelerations. */
+ * with (V, eta-dot) per body; the header's recursion), with H(k) = [H_joint 0; 0 I] taken in two
+ * innovations steps (ldl_step), the modal dofs first (H = [0 I]: D = P_etaeta, X = P_etaV), then
+ * the joint's on what remains (H = [H_joint 0]: D = H_j A1 H_j*, X = H_j A1, A1 = the Schur
+ * complement P_VV - P_Veta P_etaeta^-1 P_etaV).  This is the LDL* factor of the body's whole
+ * D = H P H* in the block order (modes, joint): the same P+, z+ and accelerations, with factors
+ * of the sizes m(k) and r_v(k) and no square roots.
+ *   inward   P(k) = M(k) + sum_c Phi P+(c) Phi*,  z(k) = b - Q + sum_c Phi (z+(c) + P+(c) a(c))
+ *   outward  alpha' = phi* (alpha(p) + Gamma_p eta-ddot(p)) + a;  beta-dot = joint step's solve,
+ *            alpha(k) = alpha' + H_j* beta-dot;  eta-ddot = modal step's solve at alpha(k)
+ * tau holds the joint forces and the applied modal forces; qdd <- joint and modal accelerations.
+ * fl_P holds P's V rows and its modal rows' P_etaV and lower triangle of P_etaeta; fl_L,
+ * fl_Y, fl_u the modal step's factors in rows 0..m-1 and the joint's in rows m..m+r_v-1. */
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd)
 {
-    SOA_SIZES(m);
+    const int nb = m->nb;
     soa_status st = {SOA_OK, 0};
-    soa_outward_placements(m, d, q);
-    soa_flex_velocities(m, d, qd);
     for (int k = 0; k < nb; k++) {
-        const int mk = m->nmod[k];
-        double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
-        const double *M = m->fl_M + nx * nx * k;
-        for (int i = 0; i < 6 + mk; i++)
-            for (int j = 0; j < 6 + mk; j++) P[nx * i + j] = M[nx * i + j];
-        applied_force(m, d, k, q, qd, use_fext, 1, z);
-        for (int i = 0; i < 6 + mk; i++) z[i] = (i < 6 ? d->b[6 * k + i] : 0.0) - z[i];
+        switch (uniform_modes(m, k)) {
+#define FLEX_OUT(M) case M: fd_outward(m, d, k, q, qd, use_fext, FLEX_DIMS(M)); break;
+        FLEX_UNROLLED(FLEX_OUT)
+#undef FLEX_OUT
+        default: fd_outward(m, d, k, q, qd, use_fext, dims_of(m, k));
+        }
     }
     for (int k = nb - 1; k >= 0; k--) {
-        const int p = m->parent[k], nj = m->nvj[k], mk = m->nmod[k], nu = nj + mk, v0 = m->v0[k];
-        const double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
-        double *U = d->fl_U + nx * nx * k, *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k;
-        double *w = d->fl_u + nx * k, Pp[36], zp[6], Pa[6];
-        if (nu == 0) {                                     /* welded rigid body: all to the parent */
-            if (p < 0) continue;
-            for (int i = 0; i < 6; i++)
-                for (int j = 0; j < 6; j++) Pp[6 * i + j] = P[nx * i + j];
-            matvec6(Pp, d->a + 6 * k, Pa);
-            for (int i = 0; i < 6; i++) zp[i] = z[i] + Pa[i];
-            propagate(m, d, k, Pp, zp);
-            continue;
+        int ok;
+        switch (uniform_modes(m, k)) {
+#define FLEX_IN(M) case M: ok = fd_inward(m, d, k, tau, FLEX_DIMS(M)); break;
+        FLEX_UNROLLED(FLEX_IN)
+#undef FLEX_IN
+        default: ok = fd_inward(m, d, k, tau, dims_of(m, k));
         }
-        for (int i = 0; i < 6 + mk; i++) {                  /* U = P H* */
-            for (int j = 0; j < nj; j++) {
-                const double *s = m->S + 6 * (v0 + j);
-                double x = 0.0;
-                for (int c = 0; c < 6; c++) x += P[nx * i + c] * s[c];
-                U[nx * i + j] = x;
-            }
-            for (int j = 0; j < mk; j++) U[nx * i + nj + j] = P[nx * i + 6 + j];
-        }
-        for (int j = 0; j < nu; j++)                       /* D = H U (lower triangle), into L */
-            for (int i = 0; i <= j; i++) {
-                double x = 0.0;
-                if (j < nj) {
-                    const double *s = m->S + 6 * (v0 + j);
-                    for (int c = 0; c < 6; c++) x += s[c] * U[nx * c + i];
-                } else {
-                    x = U[nx * (6 + j - nj) + i];
-                }
-                L[nx * j + i] = x + (i == j ? m->armature[v0 + j] : 0.0);   /* D + diag(a) */
-            }
-        if (!cholesky(L, nu, nx)) {
+        if (!ok) {
             st.kind = SOA_SINGULAR;
             st.index = k;
             return st;
         }
-        for (int j = 0; j < nu; j++) {     /* u = T - H z; W = L^-1 U_V*, w = L^-1 u, row by row */
-            double x = tau[v0 + j], r[6];
-            if (j < nj)
-                x -= dot6(m->S + 6 * (v0 + j), z);
-            else
-                x -= z[6 + j - nj];
-            for (int c = 0; c < 6; c++) r[c] = U[nx * c + j];
-            for (int i = 0; i < j; i++) {
-                const double l = L[nx * j + i], *Wi = W + 6 * i;
-                for (int c = 0; c < 6; c++) r[c] -= l * Wi[c];
-                x -= l * w[i];
-            }
-            const double inv = L[nx * j + j];
-            for (int c = 0; c < 6; c++) W[6 * j + c] = r[c] * inv;
-            w[j] = x * inv;
-        }
-        if (p < 0) continue;
-        for (int i = 0; i < 6; i++)                        /* P+_VV = P_VV - W* W */
-            for (int j = i; j < 6; j++) {
-                double x = P[nx * i + j];
-                for (int c = 0; c < nu; c++) x -= W[6 * c + i] * W[6 * c + j];
-                Pp[6 * i + j] = Pp[6 * j + i] = x;
-            }
-        matvec6(Pp, d->a + 6 * k, Pa);
-        for (int i = 0; i < 6; i++) {                      /* z+_V = z_V + P+ a + W* w */
-            double x = z[i] + Pa[i];
-            for (int c = 0; c < nu; c++) x += W[6 * c + i] * w[c];
-            zp[i] = x;
-        }
-        propagate(m, d, k, Pp, zp);
     }
     for (int k = 0; k < nb; k++) {
-        const int nj = m->nvj[k], nu = nj + m->nmod[k], v0 = m->v0[k];
-        const double *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k, *L = d->fl_L + nx * nx * k;
-        double *al = d->alpha + 6 * k, *x = qdd + v0;
-        inherited_acceleration(m, d, k, qdd, 1, al);
-        for (int j = 0; j < nu; j++) x[j] = w[j] - dot6(W + 6 * j, al);
-        back_solve(L, nu, nx, x);
-        for (int j = 0; j < nj; j++) {
-            const double *s = m->S + 6 * (v0 + j);
-            for (int c = 0; c < 6; c++) al[c] += s[c] * x[j];
+        switch (uniform_modes(m, k)) {
+#define FLEX_ACC(M) case M: fd_accel(m, d, k, qdd, FLEX_DIMS(M)); break;
+        FLEX_UNROLLED(FLEX_ACC)
+#undef FLEX_ACC
+        default: fd_accel(m, d, k, qdd, dims_of(m, k));
         }
     }
     return st;
@@ -485,7 +625,7 @@ static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const
     for (int k = 0; k < nb; k++) {
         const int nj = m->nvj[k], v0 = m->v0[k];
         double *al = d->alpha + 6 * k;
-        inherited_acceleration(m, d, k, qdd, full, al);
+        inherited_acceleration(m, d, k, qdd, full, al, dims_of(m, k));
         for (int j = 0; j < nj; j++) {
             const double *s = m->S + 6 * (v0 + j);
             for (int c = 0; c < 6; c++) al[c] += s[c] * qdd[v0 + j];
@@ -495,7 +635,7 @@ static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const
         const int mk = m->nmod[k];
         const double *M = m->fl_M + nx * nx * k, *etadd = qdd + m->v0[k] + m->nvj[k];
         double *F = d->fl_z + nx * k;
-        applied_force(m, d, k, q, qd, use_fext && full, full, F);
+        applied_force(m, d, k, q, qd, use_fext && full, full, F, dims_of(m, k));
         for (int i = 0; i < 6 + mk; i++) {
             double x = (full && i < 6 ? d->b[6 * k + i] : 0.0) - F[i];
             for (int j = 0; j < 6; j++) x += M[nx * i + j] * d->alpha[6 * k + j];
@@ -508,7 +648,7 @@ static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const
         const double *F = d->fl_z + nx * k;
         for (int j = 0; j < nj; j++) tau[v0 + j] = dot6(m->S + 6 * (v0 + j), F);
         for (int j = 0; j < m->nmod[k]; j++) tau[v0 + nj + j] = F[6 + j];
-        if (m->parent[k] >= 0) add_to_parent(m, d, k, F, d->fl_z + nx * m->parent[k]);
+        if (m->parent[k] >= 0) add_to_parent(m, d, k, F, d->fl_z + nx * m->parent[k], dims_of(m, k));
     }
 }
 
@@ -564,7 +704,7 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
             T += 0.5 * xi * s;
         }
         double h[3], c[3];
-        first_moment(m, k, eta, h);
+        first_moment(m, k, eta, h, dims_of(m, k));
         mat3_vec(d->Rw + 9 * k, h, c);
         for (int i = 0; i < 3; i++) c[i] += m->mass[k] * d->pw[3 * k + i];
         U += m->a0[3] * c[0] + m->a0[4] * c[1] + m->a0[5] * c[2];      /* -g . (first moment) */

@@ -8,6 +8,9 @@
 
 int soa_first_nonfinite(const double *x, int n)
 {
+    double s = 0.0;                                  /* x * 0 is 0 if x is finite, else NaN */
+    for (int i = 0; i < n; i++) s += x[i] * 0.0;
+    if (s == 0.0) return -1;                         /* (the common case: no branch per entry) */
     for (int i = 0; i < n; i++)
         if (!isfinite(x[i])) return i;
     return -1;
@@ -23,15 +26,14 @@ soa_status soa_check_configuration(const soa_model *m, const double *q)
         st.index = i;
         return st;
     }
-    for (int k = 0; k < m->nb; k++) {
-        if (m->jtype[k] == SOA_SPHERICAL || m->jtype[k] == SOA_FREE) {
-            const double *e = q + m->q0[k];
-            const double n2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3];
-            if (fabs(n2 - 1.0) > SOA_QUAT_TOL) {
-                st.kind = SOA_BAD_QUAT;
-                st.index = k;
-                return st;
-            }
+    for (int t = 0; t < m->nquat; t++) {             /* the spherical and free joints */
+        const int k = m->quatb[t];
+        const double *e = q + m->q0[k];
+        const double n2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3];
+        if (fabs(n2 - 1.0) > SOA_QUAT_TOL) {
+            st.kind = SOA_BAD_QUAT;
+            st.index = k;
+            return st;
         }
     }
     return st;

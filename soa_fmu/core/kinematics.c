@@ -67,7 +67,7 @@ void soa_outward_velocities(const soa_model *m, soa_data *d, const double *qd)
         add_joint_motion(m, k, qd, rel);
         for (int i = 0; i < 6; i++) V[i] += rel[i];
         cross_motion(V, rel, d->a + 6 * k);
-        matvec6(m->inertia + 36 * k, V, MV);
+        matvec6(m->finertia + 36 * k, V, MV);
         cross_force(V, MV, d->b + 6 * k);
     }
 }
@@ -147,22 +147,42 @@ void soa_joint_maps_to_world(const soa_model *m, soa_data *d)
                                d->Sw + 6 * (m->v0[k] + dd));
 }
 
+/* A revolute joint about coordinate axis e of its joint frame ((e, a, b) cyclic): Rj rotates by
+ * theta, Rj e_a = c e_a + s e_b, Rj e_b = -s e_a + c e_b, so R = Xr Rj mixes two columns of Xr. */
+static inline void revolute_about_axis(const double *restrict Xr, const double *restrict Xp,
+                                       double c, double sn, const int e, const int a, const int b,
+                                       double *restrict R, double *restrict l, double *restrict Rj,
+                                       double *restrict tj)
+{
+    Rj[4 * e] = 1.0;
+    Rj[3 * e + a] = Rj[3 * e + b] = Rj[3 * a + e] = Rj[3 * b + e] = 0.0;
+    Rj[4 * a] = Rj[4 * b] = c;
+    Rj[3 * b + a] = sn;
+    Rj[3 * a + b] = -sn;
+    tj[0] = tj[1] = tj[2] = 0.0;
+    for (int i = 0; i < 3; i++) {
+        const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
+        R[3 * i + a] = c * xa + sn * xb;
+        R[3 * i + b] = c * xb - sn * xa;
+        R[3 * i + e] = Xr[3 * i + e];
+        l[i] = Xp[i];
+    }
+}
+
 /* R = Xr Rj, l = Xp (+ Xr tj): body k's placement in its parent for the joints of robot arms
  * written out (revolute / prismatic about a coordinate axis of the joint frame: Rj mixes two
  * columns of Xr; fixed), the others by soa_joint_transform.  Rj, tj are stored as
- * soa_outward_placements stores them. */
-static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, const double *q)
+ * soa_outward_placements stores them.  (Xr, Xp): the joint frame in the parent's frame, or in the
+ * sweep parent's (fXr, fXp) for the sweeps over the moving bodies. */
+SOA_BODY_STEP void placement_in_parent(const soa_model *m, soa_data *d, int k, const double *q,
+                                       const double *restrict Xr, const double *restrict Xp)
 {
-    const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *ax = m->axis + 3 * k;
-    double *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k, *R = d->R + 9 * k, *l = d->l + 3 * k;
-    const int jt = m->jtype[k];
-    int e = -1;                                      /* the coordinate axis of the joint, if any */
-    if (jt == SOA_REVOLUTE || jt == SOA_PRISMATIC)
-        for (int i = 0; i < 3; i++)
-            if (ax[i] == 1.0 && ax[(i + 1) % 3] == 0.0 && ax[(i + 2) % 3] == 0.0) e = i;
+    double *restrict Rj = d->Rj + 9 * k, *restrict tj = d->tj + 3 * k, *restrict R = d->R + 9 * k,
+           *restrict l = d->l + 3 * k;
+    const int jt = m->jtype[k], e = m->jaxis[k];    /* the coordinate axis of the joint, or -1 */
     if (jt == SOA_FIXED || (jt == SOA_PRISMATIC && e >= 0)) {
         const double x = jt == SOA_FIXED ? 0.0 : q[m->q0[k]];
-        set_identity3(Rj);
+        for (int i = 0; i < 9; i++) Rj[i] = (i % 4 == 0) ? 1.0 : 0.0;
         tj[0] = tj[1] = tj[2] = 0.0;
         if (e >= 0) tj[e] = x;
         for (int i = 0; i < 9; i++) R[i] = Xr[i];
@@ -171,19 +191,12 @@ static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, c
     }
     if (jt == SOA_REVOLUTE && e >= 0) {              /* Rj: a rotation by theta about axis e */
         const double th = q[m->q0[k]], c = cos(th), sn = sin(th);
-        const int a = (e + 1) % 3, b = (e + 2) % 3;  /* Rj e_a = c e_a + s e_b, Rj e_b = -s e_a + c e_b */
-        set_identity3(Rj);
-        Rj[4 * a] = Rj[4 * b] = c;
-        Rj[3 * b + a] = sn;
-        Rj[3 * a + b] = -sn;
-        tj[0] = tj[1] = tj[2] = 0.0;
-        for (int i = 0; i < 3; i++) {
-            const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
-            R[3 * i + a] = c * xa + sn * xb;
-            R[3 * i + b] = c * xb - sn * xa;
-            R[3 * i + e] = Xr[3 * i + e];
-            l[i] = Xp[i];
-        }
+        if (e == 0)                                  /* (constant indices in each copy) */
+            revolute_about_axis(Xr, Xp, c, sn, 0, 1, 2, R, l, Rj, tj);
+        else if (e == 1)
+            revolute_about_axis(Xr, Xp, c, sn, 1, 2, 0, R, l, Rj, tj);
+        else
+            revolute_about_axis(Xr, Xp, c, sn, 2, 0, 1, R, l, Rj, tj);
         return;
     }
     soa_joint_transform(m, k, q, Rj, tj);
@@ -194,47 +207,201 @@ static inline void placement_in_parent(const soa_model *m, soa_data *d, int k, c
     }
 }
 
-/* The outward passes of the inertial-frame forward dynamics fused into one base-to-tip pass (rigid
- * models): per body its placement in the parent and in world, H*_I (Sw), M_I (Mw, and P <- M_I
- * for the Riccati sweep), V_I, a_I, b_I -- what soa_outward_placements, soa_world_placements,
- * soa_joint_maps_to_world, soa_inertias_to_world and soa_inertial_velocities compute, the same
- * numbers (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
+/* Sw <- H*_I of a joint's n dofs for a body at (R, p) in world (joint_map_to_world); axis 0-2: a
+ * revolute joint about that coordinate axis (H* = [e; 0]: [R e; p x R e]), 3-5: a prismatic one
+ * ([0; R e]), -1: any. */
+static inline void joint_maps_to_world(const double *restrict R, const double *restrict p,
+                                       const double *restrict S, int n, int axis,
+                                       double *restrict Sw)
+{
+    if (axis < 0) {
+        for (int dd = 0; dd < n; dd++) joint_map_to_world(R, p, S + 6 * dd, Sw + 6 * dd);
+        return;
+    }
+    const int e = axis % 3;
+    const double c0 = R[e], c1 = R[3 + e], c2 = R[6 + e];
+    if (axis >= 3) {
+        Sw[0] = Sw[1] = Sw[2] = 0.0;
+        Sw[3] = c0; Sw[4] = c1; Sw[5] = c2;
+        return;
+    }
+    Sw[0] = c0; Sw[1] = c1; Sw[2] = c2;
+    Sw[3] = p[1] * c2 - p[2] * c1;
+    Sw[4] = p[2] * c0 - p[0] * c2;
+    Sw[5] = p[0] * c1 - p[1] * c0;
+}
+
+/* joint_maps_to_world's axis code of body k's joint. */
+static inline int joint_axis(const soa_model *m, int k)
+{
+    const int e = m->jaxis[k];
+    return e < 0 ? -1 : e + (m->jtype[k] == SOA_REVOLUTE ? 0 : 3);
+}
+
+/* (Rw, pw) <- (Rp R, pp + Rp l): a placement (R, l) in a frame at (Rp, pp) in world (NULL: the
+ * world itself), seed 000 eq. 2.7. */
+static inline void world_placement(const double *restrict R, const double *restrict l,
+                                   const double *restrict Rp, const double *restrict pp,
+                                   double *restrict Rw, double *restrict pw)
+{
+    if (!Rp) {
+        for (int i = 0; i < 9; i++) Rw[i] = R[i];
+        for (int i = 0; i < 3; i++) pw[i] = l[i];
+        return;
+    }
+    for (int i = 0; i < 3; i++) {
+        const double r0 = Rp[3 * i], r1 = Rp[3 * i + 1], r2 = Rp[3 * i + 2];
+        for (int j = 0; j < 3; j++) Rw[3 * i + j] = r0 * R[j] + r1 * R[3 + j] + r2 * R[6 + j];
+        pw[i] = pp[i] + r0 * l[0] + r1 * l[1] + r2 * l[2];
+    }
+}
+
+/* One body of soa_inertial_outward, everything in registers (restrict: no reloads): from its
+ * placement (R, l) in the sweep parent and the parent's (Rp, pp, Vp; NULL: the world), its world
+ * placement (Rw, pw), H*_I of its n dofs (Sw; axis 0-2: a revolute joint about that coordinate
+ * axis, 3-5 a prismatic one, -1 any), M_I in compact form (Ic) and packed as P, V_I, a_I and
+ * b_I = V x* M_I V (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
+SOA_BODY_STEP void outward_body(const double *restrict R, const double *restrict l,
+                                const double *restrict Rp, const double *restrict pp,
+                                const double *restrict Vp, const double *restrict S, int n,
+                                int axis,
+                                const double *restrict qd, double mass, const double *restrict cb,
+                                const double *restrict Jc, double *restrict Rw, double *restrict pw,
+                                double *restrict Sw, double *restrict P, double *restrict V,
+                                double *restrict a, double *restrict b)
+{
+    double W[9], x[3], rel[6] = {0, 0, 0, 0, 0, 0}, Ic[10], MV[6], Vk[6];
+    world_placement(R, l, Rp, pp, W, x);
+    for (int i = 0; i < 9; i++) Rw[i] = W[i];
+    for (int i = 0; i < 3; i++) pw[i] = x[i];
+    joint_maps_to_world(W, x, S, n, axis, Sw);     /* H*_I and the joint's relative velocity */
+    for (int dd = 0; dd < n; dd++)
+        for (int i = 0; i < 6; i++) rel[i] += Sw[6 * dd + i] * qd[dd];
+    inertia_world_compact(mass, cb, Jc, W, x, Ic);
+    inertia_pack(Ic, P);
+    for (int i = 0; i < 6; i++) Vk[i] = (Vp ? Vp[i] : 0.0) + rel[i];
+    for (int i = 0; i < 6; i++) V[i] = Vk[i];
+    cross_motion(Vk, rel, a);
+    inertia_apply(Ic, Vk, MV);
+    cross_force(Vk, MV, b);
+}
+
+/* The outward passes of the inertial-frame forward dynamics fused into one base-to-tip pass over
+ * the moving bodies (rigid models; model.c: the fold): per body its placement in the sweep parent
+ * and in world, H*_I (Sw), Pu <- M_I for the Riccati sweep (M_I of the folded rigid body, formed in
+ * compact form: not stored in Mw), V_I, a_I, b_I -- what soa_outward_placements,
+ * soa_world_placements, soa_joint_maps_to_world, soa_inertias_to_world and
+ * soa_inertial_velocities compute, the same numbers (seed 004 sec. 5.2; seed 001 eqs. 6-9); then
+ * the folded links' placements and velocities. */
 void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, const double *qd)
 {
-    for (int k = 0; k < m->nb; k++) {
-        const int p = m->parent[k], v0 = m->v0[k];
-        placement_in_parent(m, d, k, q);
-        const double *R = d->R + 9 * k, *l = d->l + 3 * k;
+    for (int t = 0; t < m->nmov; t++) {
+        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k], axis = joint_axis(m, k);
+        placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
+        outward_body(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->Rw + 9 * p,
+                     p < 0 ? NULL : d->pw + 3 * p, p < 0 ? NULL : d->V + 6 * p, m->S + 6 * v0,
+                     m->nvj[k], axis, qd + v0, m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k,
+                     d->Rw + 9 * k, d->pw + 3 * k, d->Sw + 6 * v0, d->Pu + 21 * k, d->V + 6 * k,
+                     d->a + 6 * k, d->b + 6 * k);
+    }
+    soa_fold_placements(m, d, 1);
+    soa_fold_velocities(m, d, 1);
+}
+
+/* The placements of a sweep over the moving bodies (model.c: the fold): R, l in the sweep parent,
+ * Rw, pw, and H*_I (Sw) -- soa_outward_placements, soa_world_placements and
+ * soa_joint_maps_to_world in one pass; the folded bodies' placements filled in after. */
+void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
+{
+    for (int t = 0; t < m->nmov; t++) {
+        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k];
+        placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
         double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
-        if (p < 0) {
-            for (int i = 0; i < 9; i++) Rw[i] = R[i];
-            for (int i = 0; i < 3; i++) pw[i] = l[i];
-        } else {
-            const double *Rp = d->Rw + 9 * p, *pp = d->pw + 3 * p;
-            for (int i = 0; i < 3; i++) {
-                const double *r = Rp + 3 * i;
-                for (int j = 0; j < 3; j++)
-                    Rw[3 * i + j] = r[0] * R[j] + r[1] * R[3 + j] + r[2] * R[6 + j];
-                pw[i] = pp[i] + r[0] * l[0] + r[1] * l[1] + r[2] * l[2];
-            }
+        world_placement(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->Rw + 9 * p,
+                        p < 0 ? NULL : d->pw + 3 * p, Rw, pw);
+        joint_maps_to_world(Rw, pw, m->S + 6 * v0, m->nvj[k], joint_axis(m, k), d->Sw + 6 * v0);
+    }
+    soa_fold_placements(m, d, 1);
+}
+
+/* R(k), l(k) of body k in its sweep parent spar(k) (the moving bodies of rnea.c). */
+void soa_sweep_placement(const soa_model *m, soa_data *d, int k, const double *q)
+{
+    placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
+}
+
+/* After a sweep over the moving bodies (model.c: the fold), the placements it skipped: a folded
+ * body's R, l in its parent (the constants Xr, Xp; Rj = 1, tj = 0; and Rw, pw = fXr, fXp when
+ * welded to the world: written on the data's first call, d->fold_set -- every placement sweep
+ * writes these same values) and, with `world`, Rw, pw from its carrier's, Rw(r) fXr,
+ * pw(r) + Rw(r) fXp (seed 000 eq. 2.7 with a constant phi); and a moving body whose folded parent
+ * is not at its carrier's frame gets R, l in that parent again (Xr Rj, Xp + Xr tj). */
+void soa_fold_placements(const soa_model *m, soa_data *d, int world)
+{
+    for (int t = m->nmov; t < m->nb && !d->fold_set[0]; t++) {   /* constants: written once */
+        const int k = m->order[t];
+        if (m->spar[k] < 0)                           /* welded to the world: Rw, pw too */
+            world_placement(m->fXr + 9 * k, m->fXp + 3 * k, NULL, NULL, d->Rw + 9 * k, d->pw + 3 * k);
+        const double *restrict Xr = m->Xr + 9 * k, *restrict Xp = m->Xp + 3 * k;
+        double *restrict R = d->R + 9 * k, *restrict l = d->l + 3 * k, *restrict Rj = d->Rj + 9 * k,
+               *restrict tj = d->tj + 3 * k;
+        for (int i = 0; i < 9; i++) {
+            R[i] = Xr[i];
+            Rj[i] = (i % 4 == 0) ? 1.0 : 0.0;
         }
-        double *V = d->V + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0}, MV[6];
-        for (int dd = 0; dd < m->nvj[k]; dd++) {     /* H*_I and the joint's relative velocity */
-            double *o = d->Sw + 6 * (v0 + dd);
-            joint_map_to_world(Rw, pw, m->S + 6 * (v0 + dd), o);
-            for (int i = 0; i < 6; i++) rel[i] += o[i] * qd[v0 + dd];
+        for (int i = 0; i < 3; i++) {
+            l[i] = Xp[i];
+            tj[i] = 0.0;
         }
-        const double *cb = m->com + 3 * k;          /* M_I(k) from (m, pw + Rw p, Rw J_C Rw^T) */
-        double c[3], J[9], *Mw = d->Mw + 36 * k;
-        for (int i = 0; i < 3; i++)
-            c[i] = pw[i] + Rw[3 * i] * cb[0] + Rw[3 * i + 1] * cb[1] + Rw[3 * i + 2] * cb[2];
-        rotate_symmetric3(Rw, m->Jc + 9 * k, 3, J);
-        spatial_inertia(m->mass[k], c, J, Mw);
-        for (int i = 0; i < 36; i++) d->P[36 * k + i] = Mw[i];
-        for (int i = 0; i < 6; i++) V[i] = (p < 0 ? 0.0 : d->V[6 * p + i]) + rel[i];
-        cross_motion(V, rel, d->a + 6 * k);
-        matvec6(Mw, V, MV);
-        cross_force(V, MV, d->b + 6 * k);
+    }
+    d->fold_set[0] = 1;
+    for (int t = m->nmov; t < m->nb && world; t++) {
+        const int k = m->order[t], r = m->spar[k];
+        if (r >= 0)
+            world_placement(m->fXr + 9 * k, m->fXp + 3 * k, d->Rw + 9 * r, d->pw + 3 * r,
+                            d->Rw + 9 * k, d->pw + 3 * k);
+    }
+    for (int t = 0; t < m->nfix; t++) {
+        const int k = m->fixr[t];
+        const double *restrict Xr = m->Xr + 9 * k, *restrict Xp = m->Xp + 3 * k,
+                     *restrict Rj = d->Rj + 9 * k, *restrict tj = d->tj + 3 * k;
+        double *restrict R = d->R + 9 * k, *restrict l = d->l + 3 * k;
+        for (int i = 0; i < 3; i++) {
+            const double *x = Xr + 3 * i;
+            for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
+            l[i] = Xp[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
+        }
+    }
+}
+
+/* The folded bodies' velocities after a sweep over the moving bodies: a rigid body's V_I is one
+ * (inertial: V_I(k) = V_I(r)); in body frames V(k) = phi*(r, k) V(r) with the constant placement
+ * (fXr, fXp) (seed 000 eq. 2.8, H* beta = 0); a(k) = 0, b(k) = 0 (its inertia is the carrier's). */
+void soa_fold_velocities(const soa_model *m, soa_data *d, int inertial)
+{
+    for (int t = m->nmov; t < m->nb; t++) {
+        const int k = m->order[t], r = m->spar[k];
+        double *V = d->V + 6 * k;
+        for (int i = 0; i < 6; i++) V[i] = d->a[6 * k + i] = d->b[6 * k + i] = 0.0;
+        if (r < 0) continue;
+        if (inertial)
+            for (int i = 0; i < 6; i++) V[i] = d->V[6 * r + i];
+        else
+            apply_phi_star(m->fXr + 9 * k, m->fXp + 3 * k, d->V + 6 * r, V);
+    }
+}
+
+/* The same for the accelerations: alpha(k) = alpha(r) (inertial) or phi*(r, k) alpha(r), with
+ * alpha(world) = base (seed 001 eq. 25). */
+void soa_fold_accelerations(const soa_model *m, soa_data *d, const double *base, int inertial)
+{
+    for (int t = m->nmov; t < m->nb; t++) {
+        const int k = m->order[t], r = m->spar[k];
+        const double *ar = r < 0 ? base : d->alpha + 6 * r;
+        if (inertial)
+            for (int i = 0; i < 6; i++) d->alpha[6 * k + i] = ar[i];
+        else
+            apply_phi_star(m->fXr + 9 * k, m->fXp + 3 * k, ar, d->alpha + 6 * k);
     }
 }
 

@@ -161,6 +161,113 @@ static void depth_first_columns(soa_model *m)
         }
 }
 
+/* Fixed links folded into their parents' rigid bodies.  A body k on a SOA_FIXED joint moves
+ * rigidly with its parent, so the sweeps need not visit it: it is folded into its carrier spar(k),
+ * the nearest ancestor with a moving joint (-1: welded to the world), at the constant placement
+ * (fXr, fXp) of its frame in the carrier's, and its inertia is added into the carrier's by the
+ * parallel-axis theorem -- the composite rigid-body inertia r(k) of seed 001 eq. 31 for a subtree
+ * whose joints do not move, sum phi(r, k) M(k) phi*(r, k) with phi constant, in (m, c, J_C) form:
+ *     m = sum m_k,  m c = sum m_k c_k,  J_C = sum (J_k + m_k (|e_k|^2 1 - e_k e_k^T)),  e_k = c_k - c
+ * (c_k, J_k in the carrier's axes; a carrier alone keeps its own numbers).  The dynamics read these
+ * folded tables (fmass, fcom, fJc, finertia: a folded body's are 0, a world-welded body's inertia
+ * is dropped: it never moves), so any sweep over all bodies stays exact, and the fast sweeps visit
+ * the moving bodies only (order, spar): a moving body's joint frame is then given in its sweep
+ * parent's frame (fXr, fXp).  The folded bodies' placements and motion are filled in after a
+ * fast sweep (kinematics.c, soa_fold_fill), so every per-body output is still reported, and
+ * forces on them (f_ext, contact, closures) are moved to their carriers.  The public numbering of
+ * the bodies never changes.  Flexible models (nm > 0) fold nothing. */
+static void fold_fixed_links(soa_model *m)
+{
+    SOA_SIZES(m);
+    double *IO = m->finertia;                /* scratch per body: c (3), J (9), bodies carried */
+    m->nmov = m->nfix = 0;
+    for (int k = 0; k < nb; k++) {
+        const int p = m->parent[k], folded = !nm && m->jtype[k] == SOA_FIXED;
+        const int pf = p >= 0 && !nm && m->jtype[p] == SOA_FIXED;   /* the parent is folded */
+        double *R = m->fXr + 9 * k, *x = m->fXp + 3 * k;
+        m->spar[k] = pf ? m->spar[p] : p;
+        if (pf) {                                     /* (Xr, Xp) after the parent's placement */
+            const double *Rp = m->fXr + 9 * p, *xp = m->fXp + 3 * p, *Xr = m->Xr + 9 * k,
+                         *Xp = m->Xp + 3 * k;
+            for (int i = 0; i < 3; i++) {
+                for (int j = 0; j < 3; j++)
+                    R[3 * i + j] = Rp[3 * i] * Xr[j] + Rp[3 * i + 1] * Xr[3 + j] + Rp[3 * i + 2] * Xr[6 + j];
+                x[i] = xp[i] + Rp[3 * i] * Xp[0] + Rp[3 * i + 1] * Xp[1] + Rp[3 * i + 2] * Xp[2];
+            }
+        } else {
+            for (int i = 0; i < 9; i++) R[i] = m->Xr[9 * k + i];
+            for (int i = 0; i < 3; i++) x[i] = m->Xp[3 * k + i];
+        }
+        if (!folded) {
+            int moved = 0;                            /* the folded parent is off its carrier's frame */
+            for (int i = 0; i < 9 && pf; i++) moved |= m->fXr[9 * p + i] != (i % 4 == 0 ? 1.0 : 0.0);
+            for (int i = 0; i < 3 && pf; i++) moved |= m->fXp[3 * p + i] != 0.0;
+            m->order[m->nmov++] = k;
+            if (moved) m->fixr[m->nfix++] = k;
+        }
+        for (int i = 0; i < 36; i++) IO[36 * k + i] = 0.0;
+    }
+    for (int k = 0, n = m->nmov; k < nb; k++)
+        if (!nm && m->jtype[k] == SOA_FIXED) m->order[n++] = k;
+    m->nquat = 0;                                     /* joints with a quaternion */
+    for (int k = 0; k < nb; k++)
+        if (m->jtype[k] == SOA_SPHERICAL || m->jtype[k] == SOA_FREE) m->quatb[m->nquat++] = k;
+    for (int k = 0; k < nb; k++) {                    /* joints about a coordinate axis */
+        const double *ax = m->axis + 3 * k;
+        m->jaxis[k] = -1;
+        if (m->jtype[k] == SOA_REVOLUTE || m->jtype[k] == SOA_PRISMATIC)
+            for (int i = 0; i < 3; i++)
+                if (ax[i] == 1.0 && ax[(i + 1) % 3] == 0.0 && ax[(i + 2) % 3] == 0.0) m->jaxis[k] = i;
+        if (m->jaxis[k] >= 0) {                       /* ... whose H* is that unit twist */
+            const int o = m->jtype[k] == SOA_REVOLUTE ? 0 : 3;
+            for (int i = 0; i < 6; i++)
+                if (m->S[6 * m->v0[k] + i] != (i == o + m->jaxis[k] ? 1.0 : 0.0)) m->jaxis[k] = -1;
+        }
+    }
+    /* each body's mass, centre of mass and J_C in its carrier's frame (IO: c at 0, J at 3) */
+    for (int k = 0; k < nb; k++) {
+        double *c = IO + 36 * k, *J = c + 3;
+        const double *ck = m->com + 3 * k;
+        if (!nm && m->jtype[k] == SOA_FIXED) {
+            const double *R = m->fXr + 9 * k, *x = m->fXp + 3 * k;
+            for (int i = 0; i < 3; i++) c[i] = x[i] + R[3 * i] * ck[0] + R[3 * i + 1] * ck[1] + R[3 * i + 2] * ck[2];
+            rotate_symmetric3(R, m->Jc + 9 * k, 3, J);
+        } else {
+            for (int i = 0; i < 3; i++) c[i] = ck[i];
+            for (int i = 0; i < 9; i++) J[i] = m->Jc[9 * k + i];
+        }
+        m->fmass[k] = 0.0;
+        m->fcom[3 * k] = m->fcom[3 * k + 1] = m->fcom[3 * k + 2] = 0.0;
+        for (int i = 0; i < 9; i++) m->fJc[9 * k + i] = 0.0;
+    }
+    for (int k = 0; k < nb; k++) {                    /* m, m c of each carrier */
+        const int r = !nm && m->jtype[k] == SOA_FIXED ? m->spar[k] : k;
+        if (r < 0) continue;                          /* welded to the world: dropped */
+        m->fmass[r] += m->mass[k];
+        for (int i = 0; i < 3; i++) m->fcom[3 * r + i] += m->mass[k] * IO[36 * k + i];
+        IO[36 * r + 12] += 1.0;                       /* bodies in the carrier */
+    }
+    for (int k = 0; k < nb; k++) {                    /* c = m c / m (a lone body keeps its own) */
+        double *c = m->fcom + 3 * k;
+        const int lone = IO[36 * k + 12] == 1.0 || !(m->fmass[k] > 0.0);
+        for (int i = 0; i < 3; i++) c[i] = lone ? (IO[36 * k + 12] > 0.0 ? IO[36 * k + i] : 0.0)
+                                                : c[i] / m->fmass[k];
+    }
+    for (int k = 0; k < nb; k++) {                    /* J_C about the carrier's centre of mass */
+        const int r = !nm && m->jtype[k] == SOA_FIXED ? m->spar[k] : k;
+        if (r < 0) continue;
+        const double mk = m->mass[k], *J = IO + 36 * k + 3, *cr = m->fcom + 3 * r;
+        const double e[3] = {IO[36 * k] - cr[0], IO[36 * k + 1] - cr[1], IO[36 * k + 2] - cr[2]};
+        const double e2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2];
+        double *Jr = m->fJc + 9 * r;
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                Jr[3 * i + j] += J[3 * i + j] + mk * ((i == j ? e2 : 0.0) - e[i] * e[j]);
+    }
+    for (int k = 0; k < nb; k++)
+        spatial_inertia(m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k, m->finertia + 36 * k);
+}
+
 /* Checks everything a kernel relies on to stay in bounds (parents first, joint sizes consistent
  * with the types, coordinates contiguous and covering q and qd, finite constants) and derives
  * vend.  Returns {SOA_BAD_MODEL, body} for the first offending body. */
@@ -250,6 +357,7 @@ soa_status soa_model_finish(soa_model *m)
         if (m->parent[k] >= 0 && m->vend[k] > m->vend[m->parent[k]])
             m->vend[m->parent[k]] = m->vend[k];
     depth_first_columns(m);
+    fold_fixed_links(m);
     for (int k = 0; k < nb; k++) {                    /* the last child of p shares p's slot */
         int last = 1;
         for (int c = k + 1; c < nb && last; c++) last = m->parent[c] != m->parent[k];

@@ -157,7 +157,18 @@ typedef struct {
     X(sp_body, 1, nsph, 0, 0) /* body carrying sphere s */                                      \
     X(sp_set,  1, nsph, 0, 0) /* bit c: the sphere overrides law constant c (SOA_CT_*) */       \
     X(pl_set,  1, npln, 0, 0) /* bit c: the plane overrides law constant c */                   \
-    X(ss_pair, 2, nssp, 2, 0) /* the two spheres (a, b) of each sphere-sphere pair */
+    X(ss_pair, 2, nssp, 2, 0) /* the two spheres (a, b) of each sphere-sphere pair */ \
+    /* ---- model.c: fixed links folded into their parents' rigid bodies (soa_model_finish) ---- */ \
+    X(order,   1, nb, 0, 0)   /* the moving bodies ascending (first nmov), then the folded ones */ \
+    X(spar,    1, nb, 0, 0)   /* sweep parent: a moving body's nearest moving ancestor; a folded \
+                                 body's carrier, the moving body it is folded into (-1: world) */ \
+    X(fixr,    1, nb, 0, 0)   /* the moving bodies whose parent is folded off its carrier's \
+                                 frame (first nfix): their R, l are restored after a fast sweep */ \
+    X(quatb,   1, nb, 0, 0)   /* joints.c: the bodies whose joint has a quaternion (spherical, \
+                                 free), first nquat */                                           \
+    X(jaxis,   1, nb, 0, 0)   /* kinematics.c: 0, 1, 2 for a revolute / prismatic joint about that \
+                                 coordinate axis of its joint frame, H* the unit twist along it; \
+                                 else -1 (soa_model_finish) */
 
 #define SOA_MODEL_REALS(X)                                                                    \
     X(axis,    2, nb, 3, 0)   /* revolute/prismatic axis, planar normal (unit) */               \
@@ -171,6 +182,14 @@ typedef struct {
     X(inertia, 3, nb, 6, 6)   /* M(k) about the body origin, body frame: derived from (m, p, J_C) \
                                  by soa_model_finish (seed 000 sec. 2) */                        \
     X(a0,      1, 6, 0, 0)    /* base acceleration [0; -g]: gravity as a base acceleration */   \
+    /* ---- model.c: the folded rigid bodies (soa_model_finish; see fold_fixed_links) ---- */   \
+    X(fXr,     3, nb, 3, 3)   /* moving body: its joint frame in spar's frame; folded body: its \
+                                 own frame in its carrier's (world's when spar = -1) */         \
+    X(fXp,     2, nb, 3, 0)   /* ... the origin of that frame */                                \
+    X(fmass,   1, nb, 0, 0)   /* the folded rigid body: a moving body with its folded links */  \
+    X(fcom,    2, nb, 3, 0)   /* (0 for a folded body): mass, centre of mass, body frame, */     \
+    X(fJc,     3, nb, 3, 3)   /* rotational inertia about that centre, body axes, */           \
+    X(finertia, 3, nb, 6, 6)  /* and M(k) about the body origin (what the dynamics read) */     \
     /* ---- dissipation.c: joint forces the simulator adds, -d qd - f_c tanh(qd / v_s) ---- */   \
     X(damping,  1, nv, 0, 0)  /* viscous damping d per velocity dof (N.m.s/rad or N.s/m) */     \
     X(friction, 1, nv, 0, 0)  /* Coulomb friction force f_c per velocity dof (N.m or N) */      \
@@ -226,7 +245,9 @@ typedef struct {
     X(fext,    2, nb, 6, 0)   /* external forces on the bodies, body frames */                   \
     X(zeta,    2, nb, 6, 0)   /* zeta = phi* a (Algorithm 2) */                                  \
     X(Mw,      3, nb, 6, 6)   /* M_I(k): body inertia at the world origin, world axes */         \
-    X(P,       3, nb, 6, 6)   /* articulated inertia P(k) / composite inertia r(k) */            \
+    X(P,       3, nb, 6, 6)   /* articulated inertia P(k) / composite inertia r(k) (body frames) */ \
+    X(Pu,      2, nb, 21, 0)  /* P(k) of the inertial-frame sweeps, packed (upper triangle, row \
+                                 by row: spatial.h packed_apply) */                              \
     X(Dinv,    3, nb, 6, 6)   /* D(k)^-1 (r_v x r_v block) */                                    \
     X(G,       3, nb, 6, 6)   /* Kalman gain G(k) = P H* D^-1 (6 x r_v block) */                 \
     X(blocks,  3, nb, 6, nv)  /* per-body 6 x nv blocks (M^-1 sweeps) */                         \
@@ -288,7 +309,7 @@ typedef struct {
     X(cl_q,     1, nq, 0, 0)  /* the step's working configuration */                            \
     X(cl_qd,    1, nv, 0, 0)  /* ... and velocity */ \
     /* ---- sensitivities.c, derivatives.c (inertial frame, seed 004 sec. 5.2) ---- */           \
-    X(Ri,      2, nb, 10, 0)  /* composite inertia R_I(k), compact: J (6), m c (3), m */         \
+    X(Ri,      2, nb, 10, 0)  /* composite inertia R_I(k), compact: J (6), m c (3), m (also crba) */ \
     X(Rdot,    2, nb, 10, 0)  /* its rate (compact, m-dot = 0), seed 004 eq. 3.19 summed */      \
     X(hc,      2, nb, 6, 0)   /* composite momentum h(k) = sum_{c >= k} M_I V_I */               \
     X(Fs,      2, nv, 6, 0)   /* F(i) = R_I(k) H*_I(i), k the body of dof i */                   \
@@ -306,18 +327,18 @@ typedef struct {
     /* ---- flexible.c: the recursions with flexible bodies (body frames; seed 000 sec. 4) ---- */ \
     X(fl_RA,   3, nbf, 3, 3)  /* attach[k]: the deformed joint frame A in the parent, rotation */ \
     X(fl_lA,   2, nbf, 3, 0)  /* ... and origin */                                              \
-    X(fl_GA,   3, nbf, 6, nm) /* Gamma_A(k): parent eta-dot -> velocity of A, A's frame */       \
-    X(fl_G,    3, nbf, 6, nm) /* Gamma(k) = phi*(k, A) Gamma_A: ... -> V(k), k's frame (the C* \
+    X(fl_GA,   3, nbf, 6, nm) /* Gamma_p(k): parent eta-dot -> twist of A at p's origin, p's axes;  \
+                                 by columns (column c at 6 c) */                                 \
+    X(fl_G,    3, nbf, 6, nm) /* Gamma(k) = phi*(p, k) Gamma_p: ... -> V(k), k's frame (the C* \
                                  of seed 000 eq. 4.1) */                                         \
     X(fl_th,   2, nbf, 3, 0)  /* attach[k]: the node's rotation vector theta = Psi_r eta(p) */  \
-    X(fl_node, 2, nbf, 25, 0) /* ... J_r(theta), R(theta), c_A, so3_node's coefficients */       \
+    X(fl_node, 2, nbf, 7, 0)  /* ... the node at r + u, so3_node's coefficients */               \
     X(fl_gb,   2, nbf, 3, 0)  /* gravity in body k's axes */                                     \
     X(fl_P,    3, nbf, nx, nx) /* articulated inertia P(k) of (V, eta-dot) */                    \
-    X(fl_U,    3, nbf, nx, nx) /* P H*, nx x (joint + modal dofs) */                             \
-    X(fl_L,    3, nbf, nx, nx) /* Cholesky factor of D = H P H* */                               \
-    X(fl_Y,    3, nbf, nx, 6)  /* D^-1 U0*, U0 = the rows of P H* for V */                        \
+    X(fl_L,    3, nbf, nx, nx) /* LDL* factors of D = H P H*: modal block, then the joint's */     \
+    X(fl_Y,    3, nbf, nx, 6)  /* L^-1 (P H*)*: the V rows of the modal, then the joint's dofs */  \
     X(fl_z,    2, nbf, nx, 0)  /* bias / residual force z(k) of (V, eta-dot) */                  \
-    X(fl_u,    2, nbf, nx, 0)  /* innovations u = T - H z */                                     \
+    X(fl_u,    2, nbf, nx, 0)  /* L^-1 u, u = T - H z the innovations */                          \
     X(fl_s,    2, 4, nx, 0)    /* scratch */ \
     /* ---- contact.c: the last evaluation of the contact forces ---- */                        \
     X(ct_fext,  2, nb, 6, 0)     /* f_ext plus the contact forces, body frames */                \
@@ -354,7 +375,9 @@ typedef struct {
     /* ---- contact.c: the implicit contact damping ---- */                                    \
     X(ci_pair,  1, nimp, 0, 0) /* the touching pairs treated implicitly */                      \
     X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of their points (-1: world) */                 \
-    X(ci_piv,   1, 3 * nimp, 0, 0) /* pivots of the LU factors */
+    X(ci_piv,   1, 3 * nimp, 0, 0) /* pivots of the LU factors */ \
+    /* ---- kinematics.c: the fold (model.c) ---- */                                           \
+    X(fold_set, 1, 1, 0, 0)   /* 1: the folded bodies' constant R, l, Rj, tj are written */
 
 /* ------------------------------------------------------------------ the structs */
 #define SOA_DECLARE_INT(name, ndim, d0, d1, d2) int *name;
@@ -368,6 +391,8 @@ typedef struct soa_model {
     int dfs_identity;       /* the velocity dofs are already in depth-first order */
     int dissipative;        /* some damping or friction is not zero (soa_model_finish) */
     int stopped;            /* some joint stop exists and stops[0] is on (soa_model_finish) */
+    int nmov, nfix;         /* moving bodies (order), moving bodies of fixr */
+    int nquat;              /* bodies of quatb */
     void *buffer;           /* the one allocation behind every array above */
     size_t nbytes;
 } soa_model;
@@ -431,6 +456,12 @@ void soa_inertial_accelerations(const soa_model *m, soa_data *d, const double *q
                                 const double *base);
 void soa_joint_maps_to_world(const soa_model *m, soa_data *d);
 void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, const double *qd);
+/* The sweeps over the moving bodies (fixed links folded: model.c) and the fill of the rest. */
+void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q);
+void soa_sweep_placement(const soa_model *m, soa_data *d, int k, const double *q);
+void soa_fold_placements(const soa_model *m, soa_data *d, int world);
+void soa_fold_velocities(const soa_model *m, soa_data *d, int inertial);
+void soa_fold_accelerations(const soa_model *m, soa_data *d, const double *base, int inertial);
 void soa_point_jacobian(const soa_model *m, const soa_data *d, int body, const double *p_world,
                         double *J);
 soa_status soa_kinematics(const soa_model *m, soa_data *d, const double *q, const double *qd);

@@ -12,6 +12,14 @@
 #include <math.h>
 
 /* Rotation matrix of the unit quaternion (w, x, y, z) (scalar first, Hamilton). */
+/* The per-body steps of the hot sweeps (one call per body, many arguments): inlined into their
+ * loop where the compiler allows it (GCC, Clang), plain static inline elsewhere. */
+#if defined(__GNUC__)
+#define SOA_BODY_STEP static inline __attribute__((always_inline))
+#else
+#define SOA_BODY_STEP static inline
+#endif
+
 static inline void quat_to_matrix(double w, double x, double y, double z, double *R)
 {
     R[0] = 1.0 - 2.0 * (y * y + z * z); R[1] = 2.0 * (x * y - w * z);   R[2] = 2.0 * (x * z + w * y);
@@ -132,13 +140,23 @@ static inline void add_phi(const double *restrict R, const double *restrict l,
 static inline void rotate_symmetric3(const double *restrict R, const double *restrict S, int ld,
                                      double *restrict out)
 {
-    double T[9];                                   /* T = S R^T */
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            T[3 * i + j] = S[ld * i] * R[3 * j] + S[ld * i + 1] * R[3 * j + 1] + S[ld * i + 2] * R[3 * j + 2];
-    for (int i = 0; i < 3; i++)
-        for (int j = i; j < 3; j++)
-            out[3 * i + j] = out[3 * j + i] = R[3 * i] * T[j] + R[3 * i + 1] * T[3 + j] + R[3 * i + 2] * T[6 + j];
+    /* T = S R^T, then the upper triangle of R T, mirrored (written out: the compiler keeps T in
+     * registers) */
+    const double T00 = S[ld * 0] * R[0] + S[ld * 0 + 1] * R[1] + S[ld * 0 + 2] * R[2];
+    const double T01 = S[ld * 0] * R[3] + S[ld * 0 + 1] * R[4] + S[ld * 0 + 2] * R[5];
+    const double T02 = S[ld * 0] * R[6] + S[ld * 0 + 1] * R[7] + S[ld * 0 + 2] * R[8];
+    const double T10 = S[ld * 1] * R[0] + S[ld * 1 + 1] * R[1] + S[ld * 1 + 2] * R[2];
+    const double T11 = S[ld * 1] * R[3] + S[ld * 1 + 1] * R[4] + S[ld * 1 + 2] * R[5];
+    const double T12 = S[ld * 1] * R[6] + S[ld * 1 + 1] * R[7] + S[ld * 1 + 2] * R[8];
+    const double T20 = S[ld * 2] * R[0] + S[ld * 2 + 1] * R[1] + S[ld * 2 + 2] * R[2];
+    const double T21 = S[ld * 2] * R[3] + S[ld * 2 + 1] * R[4] + S[ld * 2 + 2] * R[5];
+    const double T22 = S[ld * 2] * R[6] + S[ld * 2 + 1] * R[7] + S[ld * 2 + 2] * R[8];
+    out[0] = R[0] * T00 + R[1] * T10 + R[2] * T20;
+    out[1] = out[3] = R[0] * T01 + R[1] * T11 + R[2] * T21;
+    out[2] = out[6] = R[0] * T02 + R[1] * T12 + R[2] * T22;
+    out[4] = R[3] * T01 + R[4] * T11 + R[5] * T21;
+    out[5] = out[7] = R[3] * T02 + R[4] * T12 + R[5] * T22;
+    out[8] = R[6] * T02 + R[7] * T12 + R[8] * T22;
 }
 
 /* acc += phi(p, k) P phi*(p, k) for a symmetric 6x6 P given in body k's frame (the congruence
@@ -265,6 +283,80 @@ static inline void inertia_apply(const double *restrict Ic, const double *restri
     out[3] = m * v0 - (c1 * w2 - c2 * w1);
     out[4] = m * v1 - (c2 * w0 - c0 * w2);
     out[5] = m * v2 - (c0 * w1 - c1 * w0);
+}
+
+/* Ic <- the compact inertia about the world origin (world axes) of a rigid body at (Rw, pw) with
+ * mass m, centre of mass cb and rotational inertia Jc about it (body frame): c = pw + Rw cb,
+ * J_O = Rw Jc Rw^T + m (|c|^2 1 - c c^T), m c (seed 004 eq. 5.44; the parallel-axis theorem). */
+static inline void inertia_world_compact(double mass, const double *restrict cb,
+                                         const double *restrict Jc, const double *restrict Rw,
+                                         const double *restrict pw, double *restrict Ic)
+{
+    double J[9];
+    const double x = pw[0] + Rw[0] * cb[0] + Rw[1] * cb[1] + Rw[2] * cb[2];
+    const double y = pw[1] + Rw[3] * cb[0] + Rw[4] * cb[1] + Rw[5] * cb[2];
+    const double z = pw[2] + Rw[6] * cb[0] + Rw[7] * cb[1] + Rw[8] * cb[2];
+    const double mx = mass * x, my = mass * y, mz = mass * z;
+    rotate_symmetric3(Rw, Jc, 3, J);
+    Ic[0] = J[0] + my * y + mz * z;
+    Ic[1] = J[1] - mx * y;
+    Ic[2] = J[2] - mx * z;
+    Ic[3] = J[4] + mx * x + mz * z;
+    Ic[4] = J[5] - my * z;
+    Ic[5] = J[8] + mx * x + my * y;
+    Ic[6] = mx; Ic[7] = my; Ic[8] = mz; Ic[9] = mass;
+}
+
+/* A symmetric 6x6 packed: its upper triangle row by row, 21 numbers (P[i][j], i <= j, at
+ * 6 i - i (i - 1) / 2 + j - i).  The inertial-frame articulated inertias are kept so. */
+static inline void packed_apply(const double *restrict P, const double *restrict x,
+                                double *restrict y)
+{
+    const double x0 = x[0], x1 = x[1], x2 = x[2], x3 = x[3], x4 = x[4], x5 = x[5];
+    y[0] = P[0] * x0 + P[1] * x1 + P[2] * x2 + P[3] * x3 + P[4] * x4 + P[5] * x5;
+    y[1] = P[1] * x0 + P[6] * x1 + P[7] * x2 + P[8] * x3 + P[9] * x4 + P[10] * x5;
+    y[2] = P[2] * x0 + P[7] * x1 + P[11] * x2 + P[12] * x3 + P[13] * x4 + P[14] * x5;
+    y[3] = P[3] * x0 + P[8] * x1 + P[12] * x2 + P[15] * x3 + P[16] * x4 + P[17] * x5;
+    y[4] = P[4] * x0 + P[9] * x1 + P[13] * x2 + P[16] * x3 + P[18] * x4 + P[19] * x5;
+    y[5] = P[5] * x0 + P[10] * x1 + P[14] * x2 + P[17] * x3 + P[19] * x4 + P[20] * x5;
+}
+
+/* Pp += P - g U^T on the packed upper triangle (the Riccati step's P+ = P - U U^T / D added to
+ * the parent's, g = U / D), written out. */
+static inline void packed_add_update(const double *restrict P, const double *restrict g,
+                                     const double *restrict U, double *restrict Pp)
+{
+    const double g0 = g[0], g1 = g[1], g2 = g[2], g3 = g[3], g4 = g[4], g5 = g[5];
+    Pp[0] += P[0] - g0 * U[0]; Pp[1] += P[1] - g0 * U[1]; Pp[2] += P[2] - g0 * U[2]; Pp[3] += P[3] - g0 * U[3]; Pp[4] += P[4] - g0 * U[4]; Pp[5] += P[5] - g0 * U[5];
+    Pp[6] += P[6] - g1 * U[1]; Pp[7] += P[7] - g1 * U[2]; Pp[8] += P[8] - g1 * U[3]; Pp[9] += P[9] - g1 * U[4]; Pp[10] += P[10] - g1 * U[5];
+    Pp[11] += P[11] - g2 * U[2]; Pp[12] += P[12] - g2 * U[3]; Pp[13] += P[13] - g2 * U[4]; Pp[14] += P[14] - g2 * U[5];
+    Pp[15] += P[15] - g3 * U[3]; Pp[16] += P[16] - g3 * U[4]; Pp[17] += P[17] - g3 * U[5];
+    Pp[18] += P[18] - g4 * U[4]; Pp[19] += P[19] - g4 * U[5];
+    Pp[20] += P[20] - g5 * U[5];
+}
+
+/* P (packed) <- the compact inertia Ic's 6x6 [[J, c~], [-c~, m 1]]. */
+static inline void inertia_pack(const double *restrict Ic, double *restrict P)
+{
+    const double mx = Ic[6], my = Ic[7], mz = Ic[8], mass = Ic[9];
+    P[0] = Ic[0]; P[1] = Ic[1]; P[2] = Ic[2]; P[3] = 0.0; P[4] = -mz; P[5] = my;
+    P[6] = Ic[3]; P[7] = Ic[4]; P[8] = mz; P[9] = 0.0; P[10] = -mx;
+    P[11] = Ic[5]; P[12] = -my; P[13] = mx; P[14] = 0.0;
+    P[15] = mass; P[16] = 0.0; P[17] = 0.0;
+    P[18] = mass; P[19] = 0.0;
+    P[20] = mass;
+}
+
+/* Packed <-> full 6x6 (row stride 6). */
+static inline void packed_to_full(const double *restrict P, double *restrict F)
+{
+    for (int i = 0, t = 0; i < 6; i++)
+        for (int j = i; j < 6; j++, t++) F[6 * i + j] = F[6 * j + i] = P[t];
+}
+static inline void full_to_packed(const double *restrict F, double *restrict P)
+{
+    for (int i = 0, t = 0; i < 6; i++)
+        for (int j = i; j < 6; j++, t++) P[t] = F[6 * i + j];
 }
 
 static inline double dot6(const double *a, const double *b)
