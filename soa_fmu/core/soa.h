@@ -347,6 +347,7 @@ typedef struct {
     X(ct_depth, 1, npair, 0, 0)  /* signed penetration delta, m (< 0: the gap) */                \
     X(sp_force, 2, nsph, 3, 0)   /* total contact force on each sphere, world axes */            \
     X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
+    X(sp_x,     2, nsph, 3, 0)   /* its centre, world */                                         \
     X(ct_normal, 2, npair, 3, 0) /* unit normal m from the sphere towards the other */           \
     X(ct_vrel,  2, npair, 3, 0)  /* velocity of the sphere's point relative to the other's */   \
     X(ct_law_p, 2, npair, SOA_CT_NLAW, 0) /* the pair's constants */                             \
@@ -354,13 +355,11 @@ typedef struct {
     X(ci_B,     2, nimp, 9, 0)   /* C = h B + h^2 K of each (B = -dF/dv, K = -dF/dx; 3 x 3) */   \
     X(ci_K,     2, nimp, 9, 0)   /* K */                                                         \
     X(ci_u,     1, 3 * nimp, 0, 0) /* u = -h K J beta */                                        \
-    X(ci_R,     2, 2 * nimp, 9, 0) /* its two points (sphere's, other's): axes (identity) ... */ \
-    X(ci_l,     2, 2 * nimp, 3, 0) /* ... and place in their bodies */                          \
-    X(ci_L,     2, 12 * nimp, 12 * nimp, 0) /* Lambda^-1 of the points (Omega recursion) */      \
+    X(ci_L,     2, 3 * nimp, 3 * nimp + 24 + nv, 0) /* Lambda_rel^-1 (3 nimp x 3 nimp), 6 x 3 \
+                                 Z and Y of the 2 nimp points, N (nv x 3 nimp): contact.c */    \
     X(ci_A,     2, 3 * nimp, 3 * nimp, 0)   /* I + h B Lambda_rel^-1, then its LU factors */     \
-    X(ci_y,     1, 3 * nimp, 0, 0) /* h B J beta-dot, then z */                                 \
-    X(ci_f,     2, nb, 6, 0)     /* -J* z as body forces, body frames */                         \
-    X(ci_dqdd,  1, nv, 0, 0)     /* M^-1 J* (-z) */
+    X(ci_y,     1, 3 * nimp, 0, 0) /* C (J beta-dot + Lambda^-1 u), then z, then g = u - z */   \
+    X(ci_dqdd,  1, nv, 0, 0)     /* M^-1 J* g */
 
 /* Integer per-call arrays (same X(name, ndim, d0, d1, d2) form). */
 #define SOA_DATA_INTS(X)                                                                      \
