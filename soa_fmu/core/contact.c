@@ -1,7 +1,8 @@
 /* Compliant contact (docs/contact.md): spheres fixed on bodies against planes fixed in world and
  * against each other, with the Hunt-Crossley normal force and a regularized Coulomb friction,
- * applied as external spatial forces in the O(N) sweeps (the path of f_ext: d->ct_fext, body
- * frames at the body origins, enters the filter as phi(I, k) f(k); seed 001 eq. 63).
+ * applied as external spatial forces in the O(N) sweeps: d->ct_fw, world axes at the world origin
+ * (the inertial frame, seed 004 sec. 5), enters the filter as it is (phi(I, k) = 1; seed 001
+ * eq. 63), on the bodies that carry a contact only.
  *
  * A pair (sphere a, other) has a unit normal m pointing from a towards the other (a plane:
  * m = -n), the penetration delta, a contact point p and the velocity of a's material point at p
@@ -125,6 +126,23 @@ static void add_point_force(const soa_data *d, double *out, int k, const double 
     }
 }
 
+/* ct_fw(c) += sign [x~ F; F]: F (world) at point x (world) as a force at the world origin, world
+ * axes (the inertial frame of the sweeps, seed 004 sec. 5), on the body c that carries body k in
+ * the sweeps: k itself, or for a folded fixed link its carrier (model.c; none when it is welded
+ * to the world: the force moves nothing).  The sweeps then add it as it is (phi(I, c) = 1). */
+static void add_world_force(const soa_model *m, soa_data *d, int k, const double *x,
+                            const double *F, double sign)
+{
+    const int c = (!m->nm && m->jtype[k] == SOA_FIXED) ? m->spar[k] : k;
+    if (c < 0) return;
+    double N[3], *f = d->ct_fw + 6 * c;
+    cross3(x, F, N);
+    for (int i = 0; i < 3; i++) {
+        f[i] += sign * N[i];
+        f[3 + i] += sign * F[i];
+    }
+}
+
 /* What the implicit damping needs of touching pair p: normal, relative velocity, constants. */
 static void keep(soa_data *d, int p, const double *mn, const double *v, const double *law)
 {
@@ -149,17 +167,17 @@ static void record(const soa_model *m, soa_data *d, int p, int a, int ob, int b,
     d->ct_depth[p] = delta;
     if (delta > d->sp_depth[a]) d->sp_depth[a] = delta;
     if (delta <= 0.0) return;
-    add_point_force(d, d->ct_fext, ka, x, F, 1.0);
+    add_world_force(m, d, ka, x, F, 1.0);
     if (ob < 0) return;
     for (int i = 0; i < 3; i++) d->sp_force[3 * b + i] -= F[i];
     if (delta > d->sp_depth[b]) d->sp_depth[b] = delta;
-    add_point_force(d, d->ct_fext, ob, x, F, -1.0);
+    add_world_force(m, d, ob, x, F, -1.0);
 }
 
-void soa_contact_forces(const soa_model *m, soa_data *d, const double *fext)
+void soa_contact_forces(const soa_model *m, soa_data *d)
 {
     SOA_SIZES(m);
-    for (int i = 0; i < 6 * nb; i++) d->ct_fext[i] = fext ? fext[i] : 0.0;
+    for (int i = 0; i < 6 * nb; i++) d->ct_fw[i] = 0.0;
     for (int i = 0; i < 3 * nsph; i++) d->sp_force[i] = 0.0;
     for (int s = 0; s < nsph; s++) d->sp_depth[s] = 0.0;
     for (int s = 0; s < nsph; s++) {       /* the centres; sphere-plane pairs, p = s npln + j */
@@ -226,7 +244,17 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
     soa_joint_maps_to_world(m, d);
     soa_inertias_to_world(m, d);
     soa_inertial_velocities(m, d, qd);
-    soa_contact_forces(m, d, use_fext ? d->fext : NULL);
+    soa_contact_forces(m, d);
+    /* ct_fext = f_ext + the contact forces in body frames, at the body origins (the input of
+     * soa_aba's f_ext: the Python Simulator's step) */
+    for (int i = 0; i < 6 * m->nb; i++) d->ct_fext[i] = use_fext ? d->fext[i] : 0.0;
+    for (int p = 0; p < m->nsph * m->npln + m->nssp; p++) {
+        if (!(d->ct_depth[p] > 0.0)) continue;
+        const int ss = p >= m->nsph * m->npln, j = p - m->nsph * m->npln;
+        const double *x = d->ct_point + 3 * p, *F = d->ct_force + 3 * p;
+        add_point_force(d, d->ct_fext, m->sp_body[ss ? m->ss_pair[2 * j] : p / m->npln], x, F, 1.0);
+        if (ss) add_point_force(d, d->ct_fext, m->sp_body[m->ss_pair[2 * j + 1]], x, F, -1.0);
+    }
     return st;
 }
 
