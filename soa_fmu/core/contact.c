@@ -400,19 +400,22 @@ static void rows_times_3(const double *A, int lda, int n, int m, const double *x
  * per point, a 3 x 3 product per two points at each body their paths share: no 6 x 6 blocks.
  * Also N = D^-1 H psi B (nv x 3 na, row-major): the innovations nu = N g of the bias-free filter
  * for the pairs' forces g (seed 000 A.6), kept for the correction.  Scratch after L: Z, Y (6 x 3
- * each per point), then N; the bodies the points have got to in ci_piv (before the LU). */
+ * each per point), then N; the bodies the points on bodies have got to, and which points they
+ * are, in ci_piv (before the LU). */
 static void pair_inertia_inverse(const soa_model *m, soa_data *d, int na, double *L)
 {
     const int n3 = 3 * na, npt = 2 * na;
     double *Z = L + n3 * n3, *Y = Z + 18 * npt, *N = Y + 18 * npt;
-    int *at = d->ci_piv, k = -1;
+    int *at = d->ci_piv, *sid = d->ci_piv + npt, np = 0, k = -1;
     for (int i = 0; i < n3 * n3; i++) L[i] = 0.0;
     for (int i = 0; i < n3 * m->nv; i++) N[i] = 0.0;
-    for (int s = 0; s < npt; s++) {
+    for (int s = 0; s < npt; s++) {                       /* the points on bodies (np of them) */
+        if (d->ci_body[s] < 0) continue;
         const double *x = d->ct_point + 3 * d->ci_pair[s / 2], sg = s % 2 ? -1.0 : 1.0;
-        double *z = Z + 18 * s;
-        at[s] = d->ci_body[s];
-        if (at[s] > k) k = at[s];
+        double *z = Z + 18 * np;
+        at[np] = d->ci_body[s];
+        sid[np] = s;
+        if (at[np] > k) k = at[np];
         for (int i = 0; i < 18; i++) z[i] = 0.0;          /* sg [x~; I], row-major 6 x 3 */
         z[1] = -sg * x[2];
         z[2] = sg * x[1];
@@ -421,29 +424,38 @@ static void pair_inertia_inverse(const soa_model *m, soa_data *d, int na, double
         z[6] = -sg * x[1];
         z[7] = sg * x[0];
         z[9] = z[13] = z[17] = sg;
+        np++;
     }
     while (k >= 0) {                                       /* the deepest body a point is at */
         const int n = m->nvj[k], p = m->parent[k];
         const double *H = d->Sw + 6 * m->v0[k], *G = d->G + 36 * k, *Dinv = d->Dinv + 36 * k;
         int next = -1;
-        for (int t = 0; t < npt && n > 0; t++) {           /* Y = H Z; L += Y_s* D^-1 Y_t, s <= t */
+        for (int t = 0; t < np && n > 0; t++) {            /* Y = H Z; L += Y_s* D^-1 Y_t, s <= t */
             if (at[t] != k) continue;
+            const int ct = 3 * (sid[t] / 2);               /* the pair's rows */
             double *z = Z + 18 * t, *yt = Y + 18 * t, W[18];
-            rows_times_3(H, 6, n, 6, z, yt);
-            if (n == 1)
-                for (int c = 0; c < 3; c++) W[c] = Dinv[0] * yt[c];
-            else
+            if (n == 1) {                                  /* (the common case, written out) */
+                for (int c = 0; c < 3; c++) {
+                    double y = 0.0;
+                    for (int i = 0; i < 6; i++) y += H[i] * z[3 * i + c];
+                    yt[c] = y;
+                    W[c] = Dinv[0] * y;
+                }
+            } else {
+                rows_times_3(H, 6, n, 6, z, yt);
                 rows_times_3(Dinv, 6, n, n, yt, W);
+            }
             for (int e = 0; e < n; e++) {                  /* N(k) += D^-1 Y_t */
-                double *Nr = N + n3 * (m->v0[k] + e) + 3 * (t / 2);
+                double *Nr = N + n3 * (m->v0[k] + e) + ct;
                 Nr[0] += W[3 * e];
                 Nr[1] += W[3 * e + 1];
                 Nr[2] += W[3 * e + 2];
             }
             for (int s = 0; s <= t; s++) {
                 if (at[s] != k) continue;
+                const int cs = 3 * (sid[s] / 2);
                 const double *ys = Y + 18 * s;
-                double *Lst = L + 3 * (s / 2) * n3 + 3 * (t / 2), *Lts = L + 3 * (t / 2) * n3 + 3 * (s / 2);
+                double *Lst = L + cs * n3 + ct, *Lts = L + ct * n3 + cs;
                 double A[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
                 for (int e = 0; e < n; e++)
                     for (int r = 0; r < 3; r++)
@@ -462,7 +474,7 @@ static void pair_inertia_inverse(const soa_model *m, soa_data *d, int na, double
                     z[3 * i + 2] -= g * yt[3 * e + 2];
                 }
         }
-        for (int t = 0; t < npt; t++) {                    /* on to the parent */
+        for (int t = 0; t < np; t++) {                     /* on to the parent */
             if (at[t] == k) at[t] = p;
             if (at[t] > next) next = at[t];
         }

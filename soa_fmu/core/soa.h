@@ -377,7 +377,7 @@ typedef struct {
     /* ---- contact.c: the implicit contact damping ---- */                                    \
     X(ci_pair,  1, nimp, 0, 0) /* the touching pairs treated implicitly */                      \
     X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of their points (-1: world) */                 \
-    X(ci_piv,   1, 3 * nimp, 0, 0) /* pivots of the LU factors */ \
+    X(ci_piv,   1, 4 * nimp, 0, 0) /* pivots of the LU factors (before: the points' lists) */ \
     /* ---- kinematics.c: the fold (model.c) ---- */                                           \
     X(fold_set, 1, 1, 0, 0)   /* 1: the folded bodies' constant R, l, Rj, tj are written */
 
