@@ -470,7 +470,8 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
 /* The same three sweeps in the inertial frame (seed 004 sec. 5: world axes at the world origin),
  * where every phi is the identity: placements -> H*_I, M_I -> V_I, a_I, b_I -> Riccati -> filter ->
  * smoother.  The cheaper pipeline of soa_aba and the integrators; alpha is left in world axes.
- * use_fext: 0, SOA_USE_FEXT, with SOA_USE_CONTACT the contact forces at (q, qd) as well. */
+ * use_fext: 0, SOA_USE_FEXT, with SOA_USE_CONTACT the contact forces at (q, qd) as well (with
+ * SOA_CONTACT_HELD those the data holds from the caller's last evaluation at (q, qd)). */
 int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double *q,
                                    const double *qd, const double *tau, int use_fext, double *qdd)
 {
