@@ -44,10 +44,8 @@ INSTANCE = "soa_fmu/fmu/native/instance.c"
 MUTANTS = [
     Mutant("state-checksum-removed", INSTANCE,
            '    if (get_u64(&end) != fnv1a(buf, n - 8)) return "it is corrupted (checksum mismatch)";\n',
-           "", ("tests/test_fmu_errors.py", "tests/test_fmu_native_fuzz.py", "tests/test_fmu_state.py"),
-           "drop a check: fmi2SetFMUstate/DeSerialize accept a corrupted state",
-           pending="the serialized-state refusal tests (bit flips asserting fmi2Error and an "
-                   "unchanged state) come with issue 22's 'harden' work (tests/test_fmu_state.py)"),
+           "", ("tests/test_fmu_hardening.py", "tests/test_fmu_errors.py", "tests/test_fmu_native_fuzz.py"),
+           "drop a check: fmi2SetFMUstate/DeSerialize accept a corrupted state"),
     Mutant("malloc-per-step", INSTANCE,
            "    const soa_status st = integrate(c, h);\n",
            "    const soa_status st = integrate(c, h);\n"
@@ -57,10 +55,8 @@ MUTANTS = [
     Mutant("rk4-first-stage-reuse-disabled", "soa_fmu/core/integrators.c",
            "    if (in->q_factored && memcmp(q, in->q_factored, sizeof(double) * m->nq) == 0",
            "    if (0 && in->q_factored && memcmp(q, in->q_factored, sizeof(double) * m->nq) == 0",
-           ("tests/test_integrators.py", "tests/test_fmu_runtime.py"),
-           "skip a reuse: RK4's first stage recomputes the articulated factors",
-           pending="the reuse is dead code today (q_factored is never set); the 'speed' work "
-                   "restores it with an instrumented count that kills this mutant"),
+           ("tests/test_fmu_sweeps.py", "tests/test_integrators.py"),
+           "skip a reuse: RK4's first stage recomputes the articulated factors"),
     Mutant("baumgarte-gains-div40", "soa_fmu/core/closures.c",
            "            d->cl_rhs_stab[r0 + r] = 2.0 * alpha * (v - (u ? u[6 * j + r] : 0.0))\n"
            "                                     + beta * beta * d->cl_err[6 * j + r];\n",
