@@ -134,21 +134,22 @@ static flex_dims dims_of(const soa_model *m, int k)
  * deformed node's position r + u in the parent and so3_node's coefficients. */
 enum { NODE_RU = 0, NODE_CO = 3, NODE = 7 };
 
-/* Body k's placement (R, l) in its parent when its joint frame sits on a node of the flexible
- * parent p: the joint frame A is carried by the node's deformation, x -> r + u + R(theta)(x - r),
- * so R_A = R(theta) Xr, l_A = r + u + R(theta)(Xp - r); then R = R_A Rj, l = l_A + R_A tj.  Also
+/* The placement (R_A, l_A) of body k's joint frame when it sits on a node of the flexible parent
+ * p: the joint frame A is carried by the node's deformation, x -> r + u + R(theta)(x - r), so
+ * R_A = R(theta) Xr, l_A = r + u + R(theta)(Xp - r) (d->fl_RA, d->fl_lA).  Also
  * the C* h* term of seed 000 eq. 4.1 as a twist at the parent's origin in parent axes,
  *   Gamma_p = [J_l Psi_r;  Psi_t + (r + u) x J_l Psi_r]
  * (the node turns at J_l theta-dot and moves at u-dot; that rigid motion seen at p's origin), so
  * that V(k) = phi*(p, k) (V(p) + Gamma_p eta-dot(p)) + H* beta-dot and Phi(p, k) = [phi(p, k);
  * Gamma_p* phi(p, k)]: no transform of Gamma to body k is needed by the recursions.  Gamma_p is
- * stored by columns (d->fl_GA + 6 nm k, column c at 6 c).  Needs Rj, tj. */
+ * stored by columns (d->fl_GA + 6 nm k, column c at 6 c).  (R, l) follow from (R_A, l_A) by
+ * joint_placement. */
 FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const double *q,
                                 flex_dims dm)
 {
     const int p = m->parent[k], mp = dm.mp, nm = dm.nm;
     const double *Psi = m->at_Psi + 6 * nm * k, *r = m->at_r + 3 * k;
-    const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k;
+    const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k;
     double *th = d->fl_th + 3 * k, *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k;
     double *G = d->fl_GA + 6 * nm * k, *node = d->fl_node + NODE * k, *ru = node + NODE_RU;
     double u[3], e[3], Re[3], Rt[9], J[9];
@@ -163,12 +164,6 @@ FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const do
         lA[i] = ru[i] + Re[i];
         for (int j = 0; j < 3; j++)
             RA[3 * i + j] = Rt[3 * i] * Xr[j] + Rt[3 * i + 1] * Xr[3 + j] + Rt[3 * i + 2] * Xr[6 + j];
-    }
-    double *R = d->R + 9 * k, *l = d->l + 3 * k;
-    for (int i = 0; i < 3; i++) {
-        const double *x = RA + 3 * i;
-        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
-        l[i] = lA[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
     }
     for (int c = 0; c < mp; c++) {
         const double pr[3] = {Psi[c], Psi[nm + c], Psi[2 * nm + c]};
@@ -192,6 +187,14 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
     const double *Gp = d->fl_GA + 6 * nm * k;
     double *G = d->fl_G + 6 * nm * k;
     node_placement(m, d, k, q, dm);
+    const double *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k, *Rj = d->Rj + 9 * k,
+                 *tj = d->tj + 3 * k;
+    double *R = d->R + 9 * k, *l = d->l + 3 * k;
+    for (int i = 0; i < 3; i++) {                          /* R = R_A Rj, l = l_A + R_A tj */
+        const double *x = RA + 3 * i;
+        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
+        l[i] = lA[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
+    }
     for (int c = 0; c < dm.mp; c++) {
         double g[6];
         apply_phi_star(d->R + 9 * k, d->l + 3 * k, Gp + 6 * c, g);
@@ -199,24 +202,61 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
     }
 }
 
-/* Body k's placement (R, l) in its parent at theta: the joint transform (Rj, tj), then the joint
- * frame's placement, fixed (R = Xr Rj, l = Xp + Xr tj) or on a deformed node (node_placement).
- * soa_flex_fd's own outward step: it needs no Gamma in k's frame (soa_flex_attachment). */
+/* R = X Rj, l = lx + X tj: body k's placement in its parent from its joint frame's (X, lx) (fixed,
+ * or on a deformed node) and the joint transform (Rj, tj), both stored.  A revolute joint about
+ * coordinate axis e of its frame ((e, a, b) cyclic) is written out: Rj e_a = c e_a + s e_b,
+ * Rj e_b = -s e_a + c e_b mixes two columns of X; a prismatic one along e_e moves along X's
+ * column e (seed 000 eq. 2.7; as kinematics.c's placement_in_parent). */
+FLEX_INLINE void joint_placement(const soa_model *m, soa_data *d, int k, const double *q,
+                                 const double *restrict X, const double *restrict lx)
+{
+    double *restrict Rj = d->Rj + 9 * k, *restrict tj = d->tj + 3 * k, *restrict R = d->R + 9 * k,
+           *restrict l = d->l + 3 * k;
+    const int jt = m->jtype[k], e = m->jaxis[k];
+    if (e >= 0 && (jt == SOA_REVOLUTE || jt == SOA_PRISMATIC)) {
+        const int a = (e + 1) % 3, b = (e + 2) % 3;
+        const double th = q[m->q0[k]];
+        double c = 1.0, sn = 0.0;
+        if (jt == SOA_REVOLUTE) {
+            c = cos(th);
+            sn = sin(th);
+        }
+        for (int i = 0; i < 9; i++) Rj[i] = (i % 4 == 0) ? 1.0 : 0.0;
+        Rj[4 * a] = Rj[4 * b] = c;
+        Rj[3 * b + a] = sn;
+        Rj[3 * a + b] = -sn;
+        tj[0] = tj[1] = tj[2] = 0.0;
+        const double x = jt == SOA_PRISMATIC ? th : 0.0;
+        tj[e] = x;
+        for (int i = 0; i < 3; i++) {
+            const double xa = X[3 * i + a], xb = X[3 * i + b], xe = X[3 * i + e];
+            R[3 * i + a] = c * xa + sn * xb;
+            R[3 * i + b] = c * xb - sn * xa;
+            R[3 * i + e] = xe;
+            l[i] = lx[i] + xe * x;
+        }
+        return;
+    }
+    soa_joint_transform(m, k, q, Rj, tj);
+    for (int i = 0; i < 3; i++) {
+        const double *x = X + 3 * i;
+        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
+        l[i] = lx[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
+    }
+}
+
+/* Body k's placement (R, l) in its parent at theta: its joint frame's placement, fixed (Xr, Xp) or
+ * on a deformed node (node_placement), then the joint's (joint_placement).  soa_flex_fd's own
+ * outward step: it needs no Gamma in k's frame (soa_flex_attachment). */
 FLEX_INLINE void body_placement(const soa_model *m, soa_data *d, int k, const double *q,
                                 flex_dims dm)
 {
-    double *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k, *R = d->R + 9 * k, *l = d->l + 3 * k;
-    soa_joint_transform(m, k, q, Rj, tj);
     if (m->attach[k]) {
         node_placement(m, d, k, q, dm);
+        joint_placement(m, d, k, q, d->fl_RA + 9 * k, d->fl_lA + 3 * k);
         return;
     }
-    const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k;
-    for (int i = 0; i < 3; i++) {
-        const double *x = Xr + 3 * i;
-        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
-        l[i] = Xp[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
-    }
+    joint_placement(m, d, k, q, m->Xr + 9 * k, m->Xp + 3 * k);
 }
 
 /* Body k's V, a, b and gravity (the outward velocity step, seed 000 eq. 4.1):
