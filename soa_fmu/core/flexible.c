@@ -20,6 +20,9 @@
  *   filter               z(k) = b(k) + sum_c Phi(k, c) z+(c),  u = T - H z
  *   smoother             alpha = Phi* alpha(p) + a,  beta-dot = D^-1 u - G* alpha.
  * Rigid bodies of the model are the case m(k) = 0.  Everything is in body frames. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize ("unroll-loops")
+#endif
 #include <math.h>
 #include <string.h>
 
@@ -478,18 +481,66 @@ FLEX_INLINE void inherited_acceleration(const soa_model *m, const soa_data *d, i
     for (int i = 0; i < 6; i++) al[i] += x[i];
 }
 
+/* Pc = phi(p, k) A phi*(p, k) for a symmetric 6 x 6 A (full, row stride 6), also added to the
+ * 6 x 6 block of row stride ld at Pp: the congruence of seed 000 sec. 2 as add_phi_inertia forms
+ * it (A = [[Aa, B], [B*, C]]: A' = R Aa R*, B' = R B R*, C' = R C R*, shifted by l, L = l~:
+ * C'' = C', B'' = B' + L C', A'' = A' + L B'* + B'' L*), each entry written once to Pc and added
+ * once to Pp (no zeroed accumulator, no second pass). */
+FLEX_INLINE void phi_congruence(const double *restrict R, const double *restrict l,
+                                const double *restrict A, double *restrict Pc,
+                                double *restrict Pp, int ld)
+{
+    double Ar[9], Cr[9], T[9], B[9], X[9];
+    rotate_symmetric3(R, A, 6, Ar);
+    rotate_symmetric3(R, A + 21, 6, Cr);
+    for (int i = 0; i < 3; i++)                    /* T = B R*, B' = R T */
+        for (int j = 0; j < 3; j++)
+            T[3 * i + j] = A[6 * i + 3] * R[3 * j] + A[6 * i + 4] * R[3 * j + 1] + A[6 * i + 5] * R[3 * j + 2];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            B[3 * i + j] = R[3 * i] * T[j] + R[3 * i + 1] * T[3 + j] + R[3 * i + 2] * T[6 + j];
+    for (int j = 0; j < 3; j++) {                  /* column j of L B'* is l x (row j of B') */
+        double c[3];
+        cross3(l, B + 3 * j, c);
+        X[j] = c[0]; X[3 + j] = c[1]; X[6 + j] = c[2];
+    }
+    for (int j = 0; j < 3; j++) {                  /* B'' = B' + L C', column by column */
+        const double col[3] = {Cr[j], Cr[3 + j], Cr[6 + j]};
+        double c[3];
+        cross3(l, col, c);
+        B[j] += c[0]; B[3 + j] += c[1]; B[6 + j] += c[2];
+    }
+    for (int i = 0; i < 3; i++) {                  /* row i of B'' L* is l x (row i of B'') */
+        double c[3];
+        cross3(l, B + 3 * i, c);
+        for (int j = i; j < 3; j++) {
+            const double v = Ar[3 * i + j] + X[3 * i + j] + c[j];
+            Pc[6 * i + j] = Pc[6 * j + i] = v;
+            Pp[ld * i + j] += v;
+            if (j != i) Pp[ld * j + i] += v;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            const double b = B[3 * i + j], c = Cr[3 * i + j];
+            Pc[6 * i + 3 + j] = Pc[6 * (3 + j) + i] = b;
+            Pc[6 * (3 + i) + 3 + j] = c;
+            Pp[ld * i + 3 + j] += b;
+            Pp[ld * (3 + j) + i] += b;
+            Pp[ld * (3 + i) + 3 + j] += c;
+        }
+}
+
 /* P(p) += Phi(p, k) P+ Phi*(p, k) and z(p) += Phi(p, k) (z+ + P+ a(k)) for the V block P+ (6 x 6,
  * full) and z+ of body k, Phi(p, k) = [phi(p, k); Gamma_p* phi(p, k)]: with P' = phi P+ phi*
- * (add_phi_inertia) the blocks are P', P' Gamma_p and Gamma_p* P' Gamma_p (P(p) as soa_flex_fd
+ * (phi_congruence) the blocks are P', P' Gamma_p and Gamma_p* P' Gamma_p (P(p) as soa_flex_fd
  * keeps it). */
 FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double *Pk,
                            const double *zk, flex_dims dm)
 {
     const int p = m->parent[k], nm = dm.nm, nx = 6 + nm;
-    double *restrict P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36] = {0}, f[6];
-    add_phi_inertia(d->R + 9 * k, d->l + 3 * k, Pk, acc);
-    for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) P[nx * i + j] += acc[6 * i + j];
+    double *restrict P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36], f[6];
+    phi_congruence(d->R + 9 * k, d->l + 3 * k, Pk, acc, P, nx);
     matvec6(Pk, d->a + 6 * k, f);
     for (int i = 0; i < 6; i++) f[i] += zk[i];
     add_to_parent(m, d, k, f, zp, dm);
