@@ -670,8 +670,11 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
 {
     const int nb = m->nb;
     soa_status st = {SOA_OK, 0};
+    int all = nb ? uniform_modes(m, 0) : 0;                /* M if every body runs M's kernels */
+    for (int k = 1; k < nb && all; k++)
+        if (uniform_modes(m, k) != all) all = 0;
     for (int k = 0; k < nb; k++) {
-        switch (uniform_modes(m, k)) {
+        switch (all ? all : uniform_modes(m, k)) {
 #define FLEX_OUT(M) case M: fd_outward(m, d, k, q, qd, use_fext, FLEX_DIMS(M)); break;
         FLEX_UNROLLED(FLEX_OUT)
 #undef FLEX_OUT
@@ -680,7 +683,7 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
     }
     for (int k = nb - 1; k >= 0; k--) {
         int ok;
-        switch (uniform_modes(m, k)) {
+        switch (all ? all : uniform_modes(m, k)) {
 #define FLEX_IN(M) case M: ok = fd_inward(m, d, k, tau, FLEX_DIMS(M)); break;
         FLEX_UNROLLED(FLEX_IN)
 #undef FLEX_IN
@@ -693,7 +696,7 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
         }
     }
     for (int k = 0; k < nb; k++) {
-        switch (uniform_modes(m, k)) {
+        switch (all ? all : uniform_modes(m, k)) {
 #define FLEX_ACC(M) case M: fd_accel(m, d, k, qdd, FLEX_DIMS(M)); break;
         FLEX_UNROLLED(FLEX_ACC)
 #undef FLEX_ACC
