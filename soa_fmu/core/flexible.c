@@ -75,15 +75,20 @@ static void so3_node(const double *th, double *R, double *J, double *co)
 
 /* Jd = (d/dt J_l) theta-dot = a-dot (theta x thd) + b-dot theta x (theta x thd)
  *      + b thd x (theta x thd),  a-dot = (a'/s) theta.thd,  b-dot = (b'/s) theta.thd
- * (K-dot theta-dot = thd x thd = 0), co from so3_node. */
-static void so3_jacobian_rate(const double *th, const double *thd, const double *co, double *Jd)
+ * (K-dot theta-dot = thd x thd = 0), and the node's angular velocity w = J_l thd = thd
+ * + a theta x thd + b theta x (theta x thd) from the same cross products; co from so3_node. */
+static void so3_jacobian_rate(const double *th, const double *thd, const double *co, double *Jd,
+                              double *w)
 {
     const double td = th[0] * thd[0] + th[1] * thd[1] + th[2] * thd[2];
     double c[3], cc[3], dc[3];
     cross3(th, thd, c);
     cross3(th, c, cc);
     cross3(thd, c, dc);
-    for (int i = 0; i < 3; i++) Jd[i] = co[2] * td * c[i] + co[3] * td * cc[i] + co[1] * dc[i];
+    for (int i = 0; i < 3; i++) {
+        Jd[i] = co[2] * td * c[i] + co[3] * td * cc[i] + co[1] * dc[i];
+        w[i] = thd[i] + co[0] * c[i] + co[1] * cc[i];
+    }
 }
 
 static inline void mat3_vec(const double *A, const double *x, double *y)
@@ -289,10 +294,11 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     } else if (m->attach[k]) {
         const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
         const double *th = d->fl_th + 3 * k, *node = d->fl_node + NODE * k, *Vp = d->V + 6 * p;
-        double g[6] = {0, 0, 0, 0, 0, 0}, Vq[6], thd[3], ud[3], Jd[3], c[6], x[6];
-        add_columns_times(d->fl_GA + 6 * nm * k, mp, etad, g);
+        double g[6], Vq[6], thd[3], ud[3], Jd[3], c[6], x[6];
         node_motion(Psi, nm, mp, etad, thd, ud);
-        so3_jacobian_rate(th, thd, node + NODE_CO, Jd);
+        so3_jacobian_rate(th, thd, node + NODE_CO, Jd, g);   /* g = Gamma_p eta-dot(p): */
+        cross3(node + NODE_RU, g, x);                          /* [w; u-dot + (r + u) x w] */
+        for (int i = 0; i < 3; i++) g[3 + i] = ud[i] + x[i];
         cross_motion(Vp, g, c);
         cross3(ud, g, x);
         cross3(node + NODE_RU, Jd, x + 3);
