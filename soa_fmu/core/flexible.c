@@ -101,6 +101,14 @@ static inline void mat3t_vec(const double *A, const double *x, double *y)
     for (int i = 0; i < 3; i++) y[i] = A[i] * x[0] + A[3 + i] * x[1] + A[6 + i] * x[2];
 }
 
+/* 1 if the 3 x 3 X is the identity. */
+static inline int is_identity3(const double *X)
+{
+    for (int i = 0; i < 9; i++)
+        if (X[i] != (i % 4 == 0 ? 1.0 : 0.0)) return 0;
+    return 1;
+}
+
 /* (rows 0-2, rows 3-5) . x for a 6 x n block of row stride ld: a node's rotation and translation. */
 FLEX_INLINE void node_motion(const double *Psi, int ld, int n, const double *x, double *th, double *u)
 {
@@ -160,19 +168,26 @@ FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const do
     const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k;
     double *th = d->fl_th + 3 * k, *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k;
     double *G = d->fl_GA + 6 * nm * k, *node = d->fl_node + NODE * k, *ru = node + NODE_RU;
-    double u[3], e[3], Re[3], Rt[9], J[9];
+    double u[3], e[3], Rt[9], J[9];
+    const int aligned = is_identity3(Xr);      /* joint frame along the parent's axes: R_A = R(theta) */
     node_motion(Psi, nm, mp, q + m->q0[p] + m->nqj[p], th, u);
-    so3_node(th, Rt, J, node + NODE_CO);
+    so3_node(th, aligned ? RA : Rt, J, node + NODE_CO);
     for (int i = 0; i < 3; i++) {
         e[i] = Xp[i] - r[i];
         ru[i] = r[i] + u[i];
     }
-    mat3_vec(Rt, e, Re);
-    for (int i = 0; i < 3; i++) {
-        lA[i] = ru[i] + Re[i];
-        for (int j = 0; j < 3; j++)
-            RA[3 * i + j] = Rt[3 * i] * Xr[j] + Rt[3 * i + 1] * Xr[3 + j] + Rt[3 * i + 2] * Xr[6 + j];
+    const double *R = aligned ? RA : Rt;
+    if (e[0] != 0.0 || e[1] != 0.0 || e[2] != 0.0) {    /* joint frame off the node */
+        double Re[3];
+        mat3_vec(R, e, Re);
+        for (int i = 0; i < 3; i++) lA[i] = ru[i] + Re[i];
+    } else {
+        for (int i = 0; i < 3; i++) lA[i] = ru[i];
     }
+    if (!aligned)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                RA[3 * i + j] = Rt[3 * i] * Xr[j] + Rt[3 * i + 1] * Xr[3 + j] + Rt[3 * i + 2] * Xr[6 + j];
     for (int c = 0; c < mp; c++) {
         const double pr[3] = {Psi[c], Psi[nm + c], Psi[2 * nm + c]};
         double w[3], v[3];
