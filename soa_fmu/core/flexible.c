@@ -23,6 +23,7 @@
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize ("unroll-loops")
 #endif
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -426,7 +427,7 @@ FLEX_INLINE int ldl_step(const double *D, const double *X, int ldx, const double
             x -= lc * w[c];
             for (int e = 0; e < 6; e++) wi[e] -= lc * W[6 * c + e];
         }
-        if (!(dl > 0.0) || !isfinite(dl)) return 0;
+        if (!(dl > 0.0 && dl <= DBL_MAX)) return 0;           /* also NaN, inf */
         const double inv = 1.0 / dl;
         Li[i] = inv;
         w[i] = x;
