@@ -553,6 +553,26 @@ FLEX_INLINE void phi_congruence(const double *restrict R, const double *restrict
         }
 }
 
+/* Y = S G for a symmetric 6 x 6 S (full) and n <= SYM_COLUMNS columns of 6 (column c at 6 c): S's
+ * rows are its columns, so each column of Y is a sum of S's rows scaled by G's entries.  Kept out
+ * of line (GCC), where the compiler pairs the rows' entries in vector registers. */
+enum { SYM_COLUMNS = 4 };
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void sym_columns(const double *restrict S, const double *restrict G, int n,
+                        double *restrict Y)
+{
+    for (int c = 0; c < n; c++) {
+        double y[6] = {0, 0, 0, 0, 0, 0};
+        for (int j = 0; j < 6; j++) {
+            const double g = G[6 * c + j];
+            for (int i = 0; i < 6; i++) y[i] += S[6 * j + i] * g;
+        }
+        for (int i = 0; i < 6; i++) Y[6 * c + i] = y[i];
+    }
+}
+
 /* P(p) += Phi(p, k) P+ Phi*(p, k) and z(p) += Phi(p, k) (z+ + P+ a(k)) for the V block P+ (6 x 6,
  * full) and z+ of body k, Phi(p, k) = [phi(p, k); Gamma_p* phi(p, k)]: with P' = phi P+ phi*
  * (phi_congruence) the blocks are P', P' Gamma_p and Gamma_p* P' Gamma_p (P(p) as soa_flex_fd
@@ -568,15 +588,16 @@ FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double 
     add_to_parent(m, d, k, f, zp, dm);
     if (!m->attach[k]) return;
     const double *restrict G = d->fl_GA + 6 * nm * k;
-    for (int c = 0; c < dm.mp; c++) {
-        const double g[6] = {G[6 * c], G[6 * c + 1], G[6 * c + 2], G[6 * c + 3], G[6 * c + 4],
-                             G[6 * c + 5]};
-        double y[6], *row = P + nx * (6 + c);
-        matvec6(acc, g, y);                                /* P' Gamma_p(:, c) */
-        for (int i = 0; i < 6; i++) row[i] += y[i];
-        for (int e = 0; e <= c; e++) {
-            const double *g = G + 6 * e;
-            row[6 + e] += g[0] * y[0] + g[1] * y[1] + g[2] * y[2] + g[3] * y[3] + g[4] * y[4] + g[5] * y[5];
+    double Y[6 * SYM_COLUMNS];
+    for (int c0 = 0; c0 < dm.mp; c0 += SYM_COLUMNS) {     /* P' Gamma_p, SYM_COLUMNS at a time */
+        const int n = dm.mp - c0 < SYM_COLUMNS ? dm.mp - c0 : SYM_COLUMNS;
+        sym_columns(acc, G + 6 * c0, n, Y);
+        for (int cc = 0; cc < n; cc++) {
+            const int c = c0 + cc;
+            const double *y = Y + 6 * cc;
+            double *row = P + nx * (6 + c);
+            for (int i = 0; i < 6; i++) row[i] += y[i];
+            for (int e = 0; e <= c; e++) row[6 + e] += dot6(G + 6 * e, y);
         }
     }
 }
