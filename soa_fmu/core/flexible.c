@@ -455,19 +455,6 @@ FLEX_INLINE void ldl_solve(const double *L, int n, int ld, const double *W, cons
     }
 }
 
-/* i if the joint axis s is e_i (a revolute or prismatic joint about or along a coordinate axis of
- * its frame), else -1. */
-static inline int unit_axis(const double *s)
-{
-    int i = -1;
-    for (int c = 0; c < 6; c++)
-        if (s[c] != 0.0) {
-            if (s[c] != 1.0 || i >= 0) return -1;
-            i = c;
-        }
-    return i;
-}
-
 /* The upper triangle of a symmetric 6 x 6 from its lower. */
 static inline void mirror6(double *A)
 {
@@ -635,7 +622,8 @@ FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *
         for (int i = 0; i < mk; i++) w[i] = tau[v0 + nj + i] - z[6 + i];
         if (!ldl_step(P + 6 * nx + 6, P + 6 * nx, nx, arm + nj, L, mk, nx, W, w, A, zv)) return 0;
     }
-    const int ax = nj == 1 ? unit_axis(m->S + 6 * v0) : -1;
+    const int ja = m->jaxis[k];                /* H* = e_ax: revolute (ax = ja), prismatic (3 + ja) */
+    const int ax = ja < 0 ? -1 : ja + (m->jtype[k] == SOA_PRISMATIC ? 3 : 0);
     if (ax >= 0) {                     /* about or along a coordinate axis: H_j A1 = A1's row ax */
         double *Wj = W + 6 * mk;
         for (int e = 0; e < 6; e++) Wj[e] = e <= ax ? A[6 * ax + e] : A[6 * e + ax];
