@@ -20,6 +20,8 @@
  *   filter               z(k) = b(k) + sum_c Phi(k, c) z+(c),  u = T - H z
  *   smoother             alpha = Phi* alpha(p) + a,  beta-dot = D^-1 u - G* alpha.
  * Rigid bodies of the model are the case m(k) = 0.  Everything is in body frames. */
+/* GCC: the loops of this file unrolled (the short loops over modes and over 6-vectors of the
+ * per-body kernels): 2 % fewer instructions per forward dynamics, the object 118 kB, not 83. */
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize ("unroll-loops")
 #endif
@@ -669,8 +671,8 @@ FLEX_INLINE void fd_accel(const soa_model *m, soa_data *d, int k, double *qdd, f
  * in a model whose bodies have at most M (chains and trees of like flexible links; 4 is the
  * examples' count), runs fd_outward, fd_inward and fd_accel compiled for that constant M, the
  * loops over modes unrolled and the row strides fixed: a quarter fewer instructions per body.
- * Each M adds about 25 kB of code and 0.6 s of compile time; other bodies run the same functions
- * with their sizes read from the model. */
+ * Each M adds about 35 kB of code and half a second of compile time; other bodies run the same
+ * functions with their sizes read from the model. */
 #define FLEX_UNROLLED(X) X(4)
 
 /* M if body k runs FLEX_UNROLLED's kernels for M modes, else 0 (also for rigid bodies: their loops
