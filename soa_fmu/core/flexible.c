@@ -27,7 +27,6 @@
 #endif
 #include <float.h>
 #include <math.h>
-#include <string.h>
 
 #include "soa.h"
 #include "spatial.h"
@@ -338,14 +337,18 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     /* gravity in body axes: g(k) = R* g(p), g(world) = -a0[3..5] */
     const double gw[3] = {-m->a0[3], -m->a0[4], -m->a0[5]};
     mat3t_vec(R, p < 0 ? gw : d->fl_gb + 3 * p, d->fl_gb + 3 * k);
-    /* b = V x* (M_VV V + M_Veta eta-dot) */
+    /* b = V x* (M_VV V + M_Veta eta-dot); M_VV = M(k), the rigid spatial inertia soa_model_finish
+     * writes there, [[J, c~], [-c~, m 1]] applied in compact form (inertia_apply) */
     const double *M = m->fl_M + nx * nx * k, *etad = qd + v0 + m->nvj[k];
     const double v[6] = {V[0], V[1], V[2], V[3], V[4], V[5]};
+    const double Ic[10] = {M[0], M[1], M[2], M[nx + 1], M[nx + 2], M[2 * nx + 2], M[2 * nx + 4],
+                           M[5], M[nx + 3], M[3 * nx + 3]};
     double h[6];
+    inertia_apply(Ic, v, h);
     for (int i = 0; i < 6; i++) {
-        const double *r = M + nx * i;
-        double s = r[0] * v[0] + r[1] * v[1] + r[2] * v[2] + r[3] * v[3] + r[4] * v[4] + r[5] * v[5];
-        for (int j = 0; j < mk; j++) s += r[6 + j] * etad[j];
+        const double *r = M + nx * i + 6;
+        double s = h[i];
+        for (int j = 0; j < mk; j++) s += r[j] * etad[j];
         h[i] = s;
     }
     cross_force(v, h, d->b + 6 * k);
@@ -602,7 +605,7 @@ FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double
     double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
     body_placement(m, d, k, q, dm);
     body_velocity(m, d, k, qd, dm);
-    memcpy(P, M, sizeof(double) * (size_t)(nx * n));
+    for (int i = 0; i < nx * n; i++) P[i] = M[i];
     applied_force(m, d, k, q, qd, use_fext, 1, z, dm);
     for (int i = 0; i < 6; i++) z[i] = d->b[6 * k + i] - z[i];
     for (int i = 6; i < n; i++) z[i] = -z[i];
