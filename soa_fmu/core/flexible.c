@@ -147,6 +147,38 @@ static flex_dims dims_of(const soa_model *m, int k)
     return (flex_dims){m->nmod[k], p < 0 ? 0 : m->nmod[p], m->nm};
 }
 
+/* 0-5 if body k's joint is 1-dof with H* = e_ax (revolute about a coordinate axis: ax = its
+ * jaxis, prismatic along one: 3 + jaxis), else -1. */
+static inline int joint_unit_axis(const soa_model *m, int k)
+{
+    const int ja = m->jaxis[k];
+    return ja < 0 ? -1 : ja + (m->jtype[k] == SOA_PRISMATIC ? 3 : 0);
+}
+
+/* out = x (u x e_j) for a unit axis e_j. */
+static inline void cross_unit(const double *u, int j, double x, double *out)
+{
+    const int a = (j + 1) % 3, b = (j + 2) % 3;
+    out[j] = 0.0;
+    out[a] = x * u[b];
+    out[b] = -x * u[a];
+}
+
+/* out = V x~ rel (cross_motion), for rel = qd e_ax (ax >= 0) from its two cross products with e:
+ * [w x e; v x e] qd for a rotation, [0; w x e] qd for a translation. */
+static inline void velocity_product(const double *V, const double *rel, int ax, double *out)
+{
+    if (ax < 0) {
+        cross_motion(V, rel, out);
+    } else if (ax < 3) {
+        cross_unit(V, ax, rel[ax], out);
+        cross_unit(V + 3, ax, rel[ax], out + 3);
+    } else {
+        out[0] = out[1] = out[2] = 0.0;
+        cross_unit(V, ax - 3, rel[ax], out + 3);
+    }
+}
+
 /* ------------------------------------------------------------------ kinematics (eq. 4.1) */
 /* The record d->fl_node of an attachment, kept by node_placement for the velocity sweep: the
  * deformed node's position r + u in the parent and so3_node's coefficients. */
@@ -299,10 +331,14 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     const int p = m->parent[k], v0 = m->v0[k], mk = dm.mk, mp = dm.mp, nm = dm.nm, nx = 6 + nm;
     const double *R = d->R + 9 * k, *l = d->l + 3 * k;
     double *V = d->V + 6 * k, *a = d->a + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0};
-    for (int dd = 0; dd < m->nvj[k]; dd++) {
-        const double *s = m->S + 6 * (v0 + dd), x = qd[v0 + dd];
-        for (int i = 0; i < 6; i++) rel[i] += s[i] * x;
-    }
+    const int ax = joint_unit_axis(m, k);
+    if (ax >= 0)
+        rel[ax] = qd[v0];                                  /* H* = e_ax */
+    else
+        for (int dd = 0; dd < m->nvj[k]; dd++) {
+            const double *s = m->S + 6 * (v0 + dd), x = qd[v0 + dd];
+            for (int i = 0; i < 6; i++) rel[i] += s[i] * x;
+        }
     if (p < 0) {
         for (int i = 0; i < 6; i++) {
             V[i] = rel[i];
@@ -327,12 +363,12 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
         apply_phi_star(R, l, Vq, V);
         apply_phi_star(R, l, c, x);
         for (int i = 0; i < 6; i++) V[i] += rel[i];
-        cross_motion(V, rel, a);
+        velocity_product(V, rel, ax, a);
         for (int i = 0; i < 6; i++) a[i] += x[i];
     } else {
         apply_phi_star(R, l, d->V + 6 * p, V);
         for (int i = 0; i < 6; i++) V[i] += rel[i];
-        cross_motion(V, rel, a);
+        velocity_product(V, rel, ax, a);
     }
     /* gravity in body axes: g(k) = R* g(p), g(world) = -a0[3..5] */
     const double gw[3] = {-m->a0[3], -m->a0[4], -m->a0[5]};
@@ -627,8 +663,7 @@ FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *
         for (int i = 0; i < mk; i++) w[i] = tau[v0 + nj + i] - z[6 + i];
         if (!ldl_step(P + 6 * nx + 6, P + 6 * nx, nx, arm + nj, L, mk, nx, W, w, A, zv)) return 0;
     }
-    const int ja = m->jaxis[k];                /* H* = e_ax: revolute (ax = ja), prismatic (3 + ja) */
-    const int ax = ja < 0 ? -1 : ja + (m->jtype[k] == SOA_PRISMATIC ? 3 : 0);
+    const int ax = joint_unit_axis(m, k);
     if (ax >= 0) {                     /* about or along a coordinate axis: H_j A1 = A1's row ax */
         double *Wj = W + 6 * mk;
         for (int e = 0; e < 6; e++) Wj[e] = e <= ax ? A[6 * ax + e] : A[6 * e + ax];
@@ -661,11 +696,15 @@ FLEX_INLINE void fd_accel(const soa_model *m, soa_data *d, int k, double *qdd, f
     double *al = d->alpha + 6 * k, *x = qdd + v0;
     inherited_acceleration(m, d, k, qdd, 1, al, dm);
     if (nj) {
+        const int ax = joint_unit_axis(m, k);
         ldl_solve(L + nx * mk + mk, nj, nx, W + 6 * mk, w + mk, al, x);
-        for (int j = 0; j < nj; j++) {
-            const double *s = m->S + 6 * (v0 + j);
-            for (int c = 0; c < 6; c++) al[c] += s[c] * x[j];
-        }
+        if (ax >= 0)
+            al[ax] += x[0];                                /* H* = e_ax */
+        else
+            for (int j = 0; j < nj; j++) {
+                const double *s = m->S + 6 * (v0 + j);
+                for (int c = 0; c < 6; c++) al[c] += s[c] * x[j];
+            }
     }
     if (mk) ldl_solve(L, mk, nx, W, w, al, x + nj);
 }
