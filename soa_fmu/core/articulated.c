@@ -177,8 +177,10 @@ static int riccati_step_body(const soa_model *m, soa_data *d, const double *S, i
 
 /* z(k) of the filter before its children's terms arrive: P(k) a(k) + b(k) - f_ext(k) (with the
  * bias, seed 001 eq. 63), or -f_ext(k) / 0 (bias-free, eq. 49); fext (body frames, at the body
- * origins; NULL: none) enters the inertial frame as phi(I, k) f_ext(k). */
-static void filter_start(soa_data *d, int k, int with_bias, const double *fext, int inertial)
+ * origins; NULL: none) enters the inertial frame as phi(I, k) f_ext(k), fw (inertial frame
+ * already: the contact forces, contact.c; NULL: none) as it is. */
+static void filter_start(soa_data *d, int k, int with_bias, const double *fext, const double *fw,
+                         int inertial)
 {
     double *z = d->f + 6 * k;
     if (with_bias) {
@@ -195,6 +197,8 @@ static void filter_start(soa_data *d, int k, int with_bias, const double *fext, 
         if (inertial) add_phi(d->Rw + 9 * k, d->pw + 3 * k, fext + 6 * k, fe);
         for (int i = 0; i < 6; i++) z[i] -= inertial ? fe[i] : fext[6 * k + i];
     }
+    if (fw)
+        for (int i = 0; i < 6; i++) z[i] -= fw[6 * k + i];
 }
 
 /* Filter step of body k, z(k) complete (seed 001 eqs. 50-51; seed 000 A.2):
@@ -297,7 +301,7 @@ void soa_innovations_filter(const soa_model *m, soa_data *d, const double *T, in
 {
     const double *S = inertial ? d->Sw : m->S;
     const sweep_order o = sweep_bodies(m, inertial);
-    for (int i = 0; i < o.n; i++) filter_start(d, SWEPT(o, i), with_bias, fext, inertial);
+    for (int i = 0; i < o.n; i++) filter_start(d, SWEPT(o, i), with_bias, fext, NULL, inertial);
     if (fext && inertial) fold_forces(m, d, fext);
     for (int i = o.n - 1; i >= 0; i--) {
         const int k = SWEPT(o, i);
@@ -353,8 +357,12 @@ SOA_BODY_STEP int articulated_body_1dof(const double *restrict s, const double *
 static int articulated_pass(const soa_model *m, soa_data *d, const double *S, const double *T,
                             int use_fext, int inertial, int factor, const double *diag)
 {
-    /* use_fext: SOA_USE_FEXT, or SOA_USE_CONTACT for f_ext + the contact forces (contact.c) */
-    const double *fext = (use_fext & SOA_USE_CONTACT) ? d->ct_fext : use_fext ? d->fext : NULL;
+    /* use_fext: SOA_USE_FEXT (d->fext, body frames); with SOA_USE_CONTACT the contact forces
+     * too (d->ct_fw, already in the inertial frame and on the sweeps' bodies: contact.c; the
+     * inertial pass only) */
+    const double *fext = (use_fext & SOA_USE_CONTACT) ? ((use_fext & SOA_USE_FEXT) ? d->fext : NULL)
+                                                      : use_fext ? d->fext : NULL;
+    const double *fw = (use_fext & SOA_USE_CONTACT) && inertial ? d->ct_fw : NULL;
     const sweep_order o = sweep_bodies(m, inertial);
     SOA_COUNT_SWEEP(factor ? 0 : 1);
     for (int i = 0; i < o.n; i++)
@@ -365,10 +373,15 @@ static int articulated_pass(const soa_model *m, soa_data *d, const double *S, co
         double z[6];
         if (inertial && m->nvj[k] == 1) {           /* (the common case, fused) */
             double fe[6] = {0, 0, 0, 0, 0, 0};
-            if (fext) add_phi(d->Rw + 9 * k, d->pw + 3 * k, fext + 6 * k, fe);
+            const double *fk = fw ? fw + 6 * k : NULL;
+            if (fext) {
+                add_phi(d->Rw + 9 * k, d->pw + 3 * k, fext + 6 * k, fe);
+                for (int j = 0; j < 6 && fk; j++) fe[j] += fk[j];
+                fk = fe;
+            }
             if (!articulated_body_1dof(S + 6 * v0, d->Pu + 21 * k, diag[v0], d->G + 36 * k,
                                        d->Dinv + 36 * k, p >= 0 ? d->Pu + 21 * p : NULL,
-                                       d->a + 6 * k, d->b + 6 * k, fext ? fe : NULL, T[v0],
+                                       d->a + 6 * k, d->b + 6 * k, fk, T[v0],
                                        d->f + 6 * k, p >= 0 ? d->f + 6 * p : NULL, d->eps + v0,
                                        d->nu + v0, factor))
                 return k;
@@ -376,7 +389,7 @@ static int articulated_pass(const soa_model *m, soa_data *d, const double *S, co
         }
         for (int j = 0; j < 6; j++) z[j] = d->f[6 * k + j];      /* the children's z+ */
         if (factor && !riccati_step_body(m, d, S, k, p, inertial, diag)) return k;
-        filter_start(d, k, 1, fext, inertial);
+        filter_start(d, k, 1, fext, fw, inertial);
         for (int j = 0; j < 6; j++) d->f[6 * k + j] += z[j];
         filter_step_body(m, d, S, T, k, p, inertial);
     }
@@ -457,7 +470,8 @@ int soa_tree_acceleration(const soa_model *m, soa_data *d, const double *q, cons
 /* The same three sweeps in the inertial frame (seed 004 sec. 5: world axes at the world origin),
  * where every phi is the identity: placements -> H*_I, M_I -> V_I, a_I, b_I -> Riccati -> filter ->
  * smoother.  The cheaper pipeline of soa_aba and the integrators; alpha is left in world axes.
- * use_fext: 0, SOA_USE_FEXT, with SOA_USE_CONTACT the contact forces at (q, qd) as well. */
+ * use_fext: 0, SOA_USE_FEXT, with SOA_USE_CONTACT the contact forces at (q, qd) as well (with
+ * SOA_CONTACT_HELD those the data holds from the caller's last evaluation at (q, qd)). */
 int soa_tree_acceleration_inertial(const soa_model *m, soa_data *d, const double *q,
                                    const double *qd, const double *tau, int use_fext, double *qdd)
 {
@@ -477,8 +491,8 @@ int soa_tree_acceleration_diag(const soa_model *m, soa_data *d, const double *q,
     } else {
         soa_inertial_outward(m, d, q, qd);            /* the same, one pass (kinematics.c) */
     }
-    if (use_fext & SOA_USE_CONTACT)                  /* contact.c, at these placements, V_I */
-        soa_contact_forces(m, d, (use_fext & SOA_USE_FEXT) ? d->fext : NULL);
+    /* contact.c, at these placements, V_I (unless the caller holds those of this state) */
+    if ((use_fext & SOA_USE_CONTACT) && !(use_fext & SOA_CONTACT_HELD)) soa_contact_forces(m, d);
     const int k = articulated_pass(m, d, d->Sw, tau, use_fext, 1, 1, diag ? diag : m->armature);
     if (k >= 0) return k;
     smoother(m, d, d->Sw, m->a0, 1, qdd, 1);

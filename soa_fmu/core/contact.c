@@ -1,7 +1,8 @@
 /* Compliant contact (docs/contact.md): spheres fixed on bodies against planes fixed in world and
  * against each other, with the Hunt-Crossley normal force and a regularized Coulomb friction,
- * applied as external spatial forces in the O(N) sweeps (the path of f_ext: d->ct_fext, body
- * frames at the body origins, enters the filter as phi(I, k) f(k); seed 001 eq. 63).
+ * applied as external spatial forces in the O(N) sweeps: d->ct_fw, world axes at the world origin
+ * (the inertial frame, seed 004 sec. 5), enters the filter as it is (phi(I, k) = 1; seed 001
+ * eq. 63), on the bodies that carry a contact only.
  *
  * A pair (sphere a, other) has a unit normal m pointing from a towards the other (a plane:
  * m = -n), the penetration delta, a contact point p and the velocity of a's material point at p
@@ -125,6 +126,23 @@ static void add_point_force(const soa_data *d, double *out, int k, const double 
     }
 }
 
+/* ct_fw(c) += sign [x~ F; F]: F (world) at point x (world) as a force at the world origin, world
+ * axes (the inertial frame of the sweeps, seed 004 sec. 5), on the body c that carries body k in
+ * the sweeps: k itself, or for a folded fixed link its carrier (model.c; none when it is welded
+ * to the world: the force moves nothing).  The sweeps then add it as it is (phi(I, c) = 1). */
+static void add_world_force(const soa_model *m, soa_data *d, int k, const double *x,
+                            const double *F, double sign)
+{
+    const int c = (!m->nm && m->jtype[k] == SOA_FIXED) ? m->spar[k] : k;
+    if (c < 0) return;
+    double N[3], *f = d->ct_fw + 6 * c;
+    cross3(x, F, N);
+    for (int i = 0; i < 3; i++) {
+        f[i] += sign * N[i];
+        f[3 + i] += sign * F[i];
+    }
+}
+
 /* What the implicit damping needs of touching pair p: normal, relative velocity, constants. */
 static void keep(soa_data *d, int p, const double *mn, const double *v, const double *law)
 {
@@ -149,21 +167,21 @@ static void record(const soa_model *m, soa_data *d, int p, int a, int ob, int b,
     d->ct_depth[p] = delta;
     if (delta > d->sp_depth[a]) d->sp_depth[a] = delta;
     if (delta <= 0.0) return;
-    add_point_force(d, d->ct_fext, ka, x, F, 1.0);
+    add_world_force(m, d, ka, x, F, 1.0);
     if (ob < 0) return;
     for (int i = 0; i < 3; i++) d->sp_force[3 * b + i] -= F[i];
     if (delta > d->sp_depth[b]) d->sp_depth[b] = delta;
-    add_point_force(d, d->ct_fext, ob, x, F, -1.0);
+    add_world_force(m, d, ob, x, F, -1.0);
 }
 
-void soa_contact_forces(const soa_model *m, soa_data *d, const double *fext)
+void soa_contact_forces(const soa_model *m, soa_data *d)
 {
     SOA_SIZES(m);
-    for (int i = 0; i < 6 * nb; i++) d->ct_fext[i] = fext ? fext[i] : 0.0;
+    for (int i = 0; i < 6 * nb; i++) d->ct_fw[i] = 0.0;
     for (int i = 0; i < 3 * nsph; i++) d->sp_force[i] = 0.0;
     for (int s = 0; s < nsph; s++) d->sp_depth[s] = 0.0;
-    for (int s = 0; s < nsph; s++) {                     /* sphere-plane pairs, p = s npln + j */
-        double c[3], law[SOA_CT_NLAW];
+    for (int s = 0; s < nsph; s++) {       /* the centres; sphere-plane pairs, p = s npln + j */
+        double *c = d->sp_x + 3 * s, law[SOA_CT_NLAW];
         const double *V = d->V + 6 * m->sp_body[s];
         body_point(d, m->sp_body[s], m->sp_center + 3 * s, c);
         for (int j = 0; j < npln; j++) {
@@ -186,9 +204,8 @@ void soa_contact_forces(const soa_model *m, soa_data *d, const double *fext)
     for (int p = 0; p < nssp; p++) {                     /* sphere-sphere pairs */
         const int a = m->ss_pair[2 * p], b = m->ss_pair[2 * p + 1];
         const int ka = m->sp_body[a], kb = m->sp_body[b];
-        double ca[3], cb[3], mn[3] = {0.0, 0.0, 1.0}, x[3], F[3] = {0.0, 0.0, 0.0};
-        body_point(d, ka, m->sp_center + 3 * a, ca);
-        body_point(d, kb, m->sp_center + 3 * b, cb);
+        const double *ca = d->sp_x + 3 * a, *cb = d->sp_x + 3 * b;
+        double mn[3] = {0.0, 0.0, 1.0}, x[3], F[3] = {0.0, 0.0, 0.0};
         const double e[3] = {cb[0] - ca[0], cb[1] - ca[1], cb[2] - ca[2]};
         const double dist = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
         if (dist > 0.0)
@@ -227,7 +244,17 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
     soa_joint_maps_to_world(m, d);
     soa_inertias_to_world(m, d);
     soa_inertial_velocities(m, d, qd);
-    soa_contact_forces(m, d, use_fext ? d->fext : NULL);
+    soa_contact_forces(m, d);
+    /* ct_fext = f_ext + the contact forces in body frames, at the body origins (the input of
+     * soa_aba's f_ext: the Python Simulator's step) */
+    for (int i = 0; i < 6 * m->nb; i++) d->ct_fext[i] = use_fext ? d->fext[i] : 0.0;
+    for (int p = 0; p < m->nsph * m->npln + m->nssp; p++) {
+        if (!(d->ct_depth[p] > 0.0)) continue;
+        const int ss = p >= m->nsph * m->npln, j = p - m->nsph * m->npln;
+        const double *x = d->ct_point + 3 * p, *F = d->ct_force + 3 * p;
+        add_point_force(d, d->ct_fext, m->sp_body[ss ? m->ss_pair[2 * j] : p / m->npln], x, F, 1.0);
+        if (ss) add_point_force(d, d->ct_fext, m->sp_body[m->ss_pair[2 * j + 1]], x, F, -1.0);
+    }
     return st;
 }
 
@@ -248,14 +275,16 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
  *
  *     (M + J* C J)^-1 = M^-1 - M^-1 J* (I + C Lambda^-1)^-1 C J M^-1,   Lambda^-1 = J M^-1 J*
  *
- * (seed 000 eq. 3.10 and A.3-A.5, seed 002 eqs. 19-20: the Omega recursion of
- * operational_space.c, O(N) + O(n_c^2)).  With u = -h K J beta,
+ * (seed 000 eq. 3.10 and A.3-A.5, seed 002 eqs. 19-20; pair_inertia_inverse: the 3 x 3 blocks
+ * of the contact points only, O(sum of their depths) + O(n_c^2) per shared body).  With
+ * u = -h K J beta,
  *
  *     (I + C Lambda^-1) z = C (J qdd + Lambda^-1 u),   qdd <- qdd + M^-1 J* (u - z)
  *
- * a 3 n_c system (O(n_c^3)) and one correction sweep (O(N), seed 002 eq. 18).  The semi-implicit
- * Euler step beta+ = beta + h qdd, theta+ = theta (+) h beta+ is then linearly implicit in the
- * contact: its stiffness and damping no longer bound the step. */
+ * a 3 n_c system (O(n_c^3)) and M^-1 J* g = [I - H psi K]* D^-1 H psi B g (seed 000 A.6, seed 002
+ * eq. 18): its filter part D^-1 H psi B is the N of pair_inertia_inverse, so only the smoother
+ * runs (O(N)).  The semi-implicit Euler step beta+ = beta + h qdd, theta+ = theta (+) h beta+ is
+ * then linearly implicit in the contact: its stiffness and damping no longer bound the step. */
 
 /* C = h B + h^2 K and K of pair p (row-major 3 x 3; file comment). */
 static void pair_jacobians(const soa_data *d, int p, const double *F, double h, double *C,
@@ -299,30 +328,37 @@ static void point_rate(const soa_model *m, const soa_data *d, int k, const doubl
         }
 }
 
-/* A z = y in place (LU with partial pivoting; A n x n row-major, overwritten). */
+/* A z = y in place (LU with partial pivoting, the multipliers applied to y as they come; A n x n
+ * row-major, overwritten; a zero pivot gives 0 for its unknown). */
 static void lu_solve(double *A, int n, int *piv, double *y)
 {
     for (int c = 0; c < n; c++) {
         int p = c;
+        double best = fabs(A[n * c + c]);
         for (int r = c + 1; r < n; r++)
-            if (fabs(A[n * r + c]) > fabs(A[n * p + c])) p = r;
+            if (fabs(A[n * r + c]) > best) {
+                best = fabs(A[n * r + c]);
+                p = r;
+            }
         piv[c] = p;
-        if (p != c) {
-            for (int j = 0; j < n; j++) {
-                const double t = A[n * c + j];
-                A[n * c + j] = A[n * p + j];
-                A[n * p + j] = t;
+        double *Ac = A + n * c;
+        if (p != c) {                                      /* (columns < c are done with) */
+            double *Ap = A + n * p;
+            for (int j = c; j < n; j++) {
+                const double t = Ac[j];
+                Ac[j] = Ap[j];
+                Ap[j] = t;
             }
             const double t = y[c];
             y[c] = y[p];
             y[p] = t;
         }
-        const double pivot = A[n * c + c];
-        if (pivot == 0.0) continue;
+        if (Ac[c] == 0.0) continue;
+        const double inv = 1.0 / Ac[c];
         for (int r = c + 1; r < n; r++) {
-            const double f = A[n * r + c] / pivot;
-            if (f == 0.0) continue;
-            for (int j = c; j < n; j++) A[n * r + j] -= f * A[n * c + j];
+            double *Ar = A + n * r;
+            const double f = Ar[c] * inv;
+            for (int j = c + 1; j < n; j++) Ar[j] -= f * Ac[j];
             y[r] -= f * y[c];
         }
     }
@@ -333,43 +369,137 @@ static void lu_solve(double *A, int n, int *piv, double *y)
     }
 }
 
-/* Lambda_rel^-1 (t, c) of pairs i, j: the relative rows of their two points each. */
-static double lambda_rel(const soa_data *d, int ld, int i, int t, int j, int c)
+/* y = A x: A n x m (row stride lda), x m x 3 and y n x 3 row-major. */
+static void rows_times_3(const double *A, int lda, int n, int m, const double *x, double *y)
 {
-    const int ri = 6 * (2 * i) + 3 + t, ro = ri + 6, cj = 6 * (2 * j) + 3 + c, co = cj + 6;
-    return d->ci_L[ri * ld + cj] - d->ci_L[ri * ld + co] - d->ci_L[ro * ld + cj]
-           + d->ci_L[ro * ld + co];
+    for (int e = 0; e < n; e++) {
+        const double *a = A + lda * e;
+        double y0 = 0.0, y1 = 0.0, y2 = 0.0;
+        for (int i = 0; i < m; i++) {
+            y0 += a[i] * x[3 * i];
+            y1 += a[i] * x[3 * i + 1];
+            y2 += a[i] * x[3 * i + 2];
+        }
+        y[3 * e] = y0;
+        y[3 * e + 1] = y1;
+        y[3 * e + 2] = y2;
+    }
+}
+
+/* Lambda_rel^-1 = J M^-1 J* of the touching pairs (J: the relative point Jacobians, 3 rows each,
+ * world axes) into L (3 na x 3 na, row-major), by the factorization of seed 000 eq. 3.10:
+ *
+ *     J M^-1 J* = B* psi* H* D^-1 H psi B = sum_j Y(j)* D^-1(j) Y(j),   Y(j) = H(j) psi(j, .) B
+ *
+ * (the Upsilon recursion A.3-A.5 unrolled into its sum).  A force along the world axes at the
+ * point x of body k is B = [x~; I] at the world origin (6 x 3, inertial frame: seed 004 sec. 5),
+ * and psi(j, k) B, zero unless j is k or an ancestor of it, is carried inward as
+ * Z <- tau-bar(j) Z = Z - G(j) Y(j) (seed 000 eq. 3.2, A.1).  A pair's relative rows are its
+ * sphere's point minus the other sphere's (signs in Z; a plane's point is the world's and
+ * carries nothing).  One inward sweep over the bodies on the points' paths only, 6 x 3 columns
+ * per point, a 3 x 3 product per two points at each body their paths share: no 6 x 6 blocks.
+ * Also N = D^-1 H psi B (nv x 3 na, row-major): the innovations nu = N g of the bias-free filter
+ * for the pairs' forces g (seed 000 A.6), kept for the correction.  Scratch after L: Z, Y (6 x 3
+ * each per point), then N; the bodies the points on bodies have got to, and which points they
+ * are, in ci_piv (before the LU). */
+static void pair_inertia_inverse(const soa_model *m, soa_data *d, int na, double *L)
+{
+    const int n3 = 3 * na, npt = 2 * na;
+    double *Z = L + n3 * n3, *Y = Z + 18 * npt, *N = Y + 18 * npt;
+    int *at = d->ci_piv, *sid = d->ci_piv + npt, np = 0, k = -1;
+    for (int i = 0; i < n3 * n3; i++) L[i] = 0.0;
+    for (int i = 0; i < n3 * m->nv; i++) N[i] = 0.0;
+    for (int s = 0; s < npt; s++) {                       /* the points on bodies (np of them) */
+        if (d->ci_body[s] < 0) continue;
+        const double *x = d->ct_point + 3 * d->ci_pair[s / 2], sg = s % 2 ? -1.0 : 1.0;
+        double *z = Z + 18 * np;
+        at[np] = d->ci_body[s];
+        sid[np] = s;
+        if (at[np] > k) k = at[np];
+        for (int i = 0; i < 18; i++) z[i] = 0.0;          /* sg [x~; I], row-major 6 x 3 */
+        z[1] = -sg * x[2];
+        z[2] = sg * x[1];
+        z[3] = sg * x[2];
+        z[5] = -sg * x[0];
+        z[6] = -sg * x[1];
+        z[7] = sg * x[0];
+        z[9] = z[13] = z[17] = sg;
+        np++;
+    }
+    while (k >= 0) {                                       /* the deepest body a point is at */
+        const int n = m->nvj[k], p = m->parent[k];
+        const double *H = d->Sw + 6 * m->v0[k], *G = d->G + 36 * k, *Dinv = d->Dinv + 36 * k;
+        int next = -1;
+        for (int t = 0; t < np && n > 0; t++) {            /* Y = H Z; L += Y_s* D^-1 Y_t, s <= t */
+            if (at[t] != k) continue;
+            const int ct = 3 * (sid[t] / 2);               /* the pair's rows */
+            double *z = Z + 18 * t, *yt = Y + 18 * t, W[18];
+            if (n == 1) {                                  /* (the common case, written out) */
+                for (int c = 0; c < 3; c++) {
+                    double y = 0.0;
+                    for (int i = 0; i < 6; i++) y += H[i] * z[3 * i + c];
+                    yt[c] = y;
+                    W[c] = Dinv[0] * y;
+                }
+            } else {
+                rows_times_3(H, 6, n, 6, z, yt);
+                rows_times_3(Dinv, 6, n, n, yt, W);
+            }
+            for (int e = 0; e < n; e++) {                  /* N(k) += D^-1 Y_t */
+                double *Nr = N + n3 * (m->v0[k] + e) + ct;
+                Nr[0] += W[3 * e];
+                Nr[1] += W[3 * e + 1];
+                Nr[2] += W[3 * e + 2];
+            }
+            for (int s = 0; s <= t; s++) {
+                if (at[s] != k) continue;
+                const int cs = 3 * (sid[s] / 2);
+                const double *ys = Y + 18 * s;
+                double *Lst = L + cs * n3 + ct, *Lts = L + ct * n3 + cs;
+                double A[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
+                for (int e = 0; e < n; e++)
+                    for (int r = 0; r < 3; r++)
+                        for (int c = 0; c < 3; c++) A[3 * r + c] += ys[3 * e + r] * W[3 * e + c];
+                for (int r = 0; r < 3; r++)
+                    for (int c = 0; c < 3; c++) {
+                        Lst[n3 * r + c] += A[3 * r + c];
+                        if (s != t) Lts[n3 * c + r] += A[3 * r + c];
+                    }
+            }
+            for (int e = 0; e < n && p >= 0; e++)          /* Z <- tau-bar(k) Z */
+                for (int i = 0; i < 6; i++) {
+                    const double g = G[6 * i + e];
+                    z[3 * i] -= g * yt[3 * e];
+                    z[3 * i + 1] -= g * yt[3 * e + 1];
+                    z[3 * i + 2] -= g * yt[3 * e + 2];
+                }
+        }
+        for (int t = 0; t < np; t++) {                     /* on to the parent */
+            if (at[t] == k) at[t] = p;
+            if (at[t] > next) next = at[t];
+        }
+        k = next;
+    }
 }
 
 void soa_contact_implicit(const soa_model *m, soa_data *d, double h, double *qdd)
 {
+    static const double zero6[6] = {0, 0, 0, 0, 0, 0};
     SOA_SIZES(m);
     int na = 0;
     for (int p = 0; p < npair && na < nimp; p++) {     /* the touching pairs, up to nimp */
         const double *F = d->ct_force + 3 * p;
         if (!(d->ct_depth[p] > 0.0) || (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0)) continue;
         const int ss = p >= nsph * npln, q = p - nsph * npln;
-        const int bodies[2] = {m->sp_body[ss ? m->ss_pair[2 * q] : p / npln],
-                               ss ? m->sp_body[m->ss_pair[2 * q + 1]] : -1};
-        for (int e = 0; e < 2; e++) {                   /* the contact point in each body frame */
-            const int k = bodies[e], s = 2 * na + e;
-            const double *x = d->ct_point + 3 * p;
-            d->ci_body[s] = k;
-            for (int i = 0; i < 9; i++) d->ci_R[9 * s + i] = (i % 4 == 0) ? 1.0 : 0.0;
-            for (int i = 0; i < 3; i++) {
-                double r = 0.0;
-                if (k >= 0)
-                    for (int j = 0; j < 3; j++)
-                        r += d->Rw[9 * k + 3 * j + i] * (x[j] - d->pw[3 * k + j]);
-                d->ci_l[3 * s + i] = r;
-            }
-        }
+        d->ci_body[2 * na] = m->sp_body[ss ? m->ss_pair[2 * q] : p / npln];
+        d->ci_body[2 * na + 1] = ss ? m->sp_body[m->ss_pair[2 * q + 1]] : -1;
         pair_jacobians(d, p, F, h, d->ci_B + 9 * na, d->ci_K + 9 * na);
         d->ci_pair[na++] = p;
     }
     if (na == 0) return;
-    const int n3 = 3 * na, ld = 12 * na;
-    soa_point_inertia_inverse(m, d, 2 * na, d->ci_body, d->ci_R, d->ci_l, 1, d->ci_L);
+    const int n3 = 3 * na;
+    const double *L = d->ci_L;
+    pair_inertia_inverse(m, d, na, d->ci_L);
     for (int i = 0; i < na; i++) {                      /* u = -h K J beta (J beta = v of the pair) */
         const double *K = d->ci_K + 9 * i, *v = d->ct_vrel + 3 * d->ci_pair[i];
         for (int r = 0; r < 3; r++)
@@ -382,28 +512,24 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, double *qdd
         point_rate(m, d, d->ci_body[2 * i], x, qdd, 1.0, w);
         point_rate(m, d, d->ci_body[2 * i + 1], x, qdd, -1.0, w);
         for (int t = 0; t < 3; t++)
-            for (int j = 0; j < na; j++)
-                for (int c = 0; c < 3; c++) w[t] += lambda_rel(d, ld, i, t, j, c) * d->ci_u[3 * j + c];
+            for (int j = 0; j < n3; j++) w[t] += L[n3 * (3 * i + t) + j] * d->ci_u[j];
         for (int r = 0; r < 3; r++) {
             d->ci_y[3 * i + r] = C[3 * r] * w[0] + C[3 * r + 1] * w[1] + C[3 * r + 2] * w[2];
-            for (int j = 0; j < na; j++)
-                for (int c = 0; c < 3; c++) {
-                    double cl = 0.0;
-                    for (int t = 0; t < 3; t++) cl += C[3 * r + t] * lambda_rel(d, ld, i, t, j, c);
-                    d->ci_A[n3 * (3 * i + r) + 3 * j + c] = (i == j && r == c) + cl;
-                }
+            for (int j = 0; j < n3; j++) {
+                double cl = 0.0;
+                for (int t = 0; t < 3; t++) cl += C[3 * r + t] * L[n3 * (3 * i + t) + j];
+                d->ci_A[n3 * (3 * i + r) + j] = (3 * i + r == j) + cl;
+            }
         }
     }
     lu_solve(d->ci_A, n3, d->ci_piv, d->ci_y);          /* z */
-    for (int i = 0; i < 6 * nb; i++) d->ci_f[i] = 0.0;  /* J* (u - z): on the sphere's body, -on the other */
-    for (int i = 0; i < na; i++) {
-        const double *x = d->ct_point + 3 * d->ci_pair[i];
-        double g[3];
-        for (int r = 0; r < 3; r++) g[r] = d->ci_u[3 * i + r] - d->ci_y[3 * i + r];
-        for (int e = 0; e < 2; e++)
-            if (d->ci_body[2 * i + e] >= 0)
-                add_point_force(d, d->ci_f, d->ci_body[2 * i + e], x, g, e == 0 ? 1.0 : -1.0);
+    for (int j = 0; j < n3; j++) d->ci_y[j] = d->ci_u[j] - d->ci_y[j];   /* g = u - z */
+    const double *N = L + n3 * n3 + 72 * na;            /* nu = N g: the filter's, for J* g */
+    for (int i = 0; i < nv; i++) {
+        double s = 0.0;
+        for (int j = 0; j < n3; j++) s += N[n3 * i + j] * d->ci_y[j];
+        d->nu[i] = s;
     }
-    soa_correction_sweep(m, d, d->ci_f, d->ci_dqdd);
+    soa_innovations_smoother(m, d, zero6, 0, d->ci_dqdd, 1);   /* M^-1 J* g */
     for (int i = 0; i < nv; i++) qdd[i] += d->ci_dqdd[i];
 }

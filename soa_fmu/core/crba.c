@@ -38,21 +38,27 @@ void soa_composite_inertia_sweep(const soa_model *m, soa_data *d)
 
 /* M <- H_I r_I H*_I + diag(a) from the composite inertias (compact) and H*_I of the moving bodies:
  * per dof c of body k, x = r_I(k) H*_I(c) (eq. 32) and m(r, c) = H_I(r) . x for the dofs r <= c
- * of k and its ancestors (eq. 33), walked as runs of consecutive dofs (arun0, arunup). */
+ * of k and its ancestors (eq. 33), walked as runs of consecutive dofs (arun0, arunup) from c down;
+ * the rows between runs (dofs on other branches, m(r, c) = 0) are zeroed as the walk passes them,
+ * so every entry is written once. */
 static void column_sweep(const soa_model *m, const double *restrict Ri, const double *restrict Sw,
                          double *restrict M)
 {
     const int nv = m->nv;
-    for (int i = 0; i < nv * nv; i++) M[i] = 0.0;    /* pairs on different branches stay 0 */
     for (int t = 0; t < m->nmov; t++) {
         const int k = m->order[t], v0 = m->v0[k], n = m->nvj[k], r0 = m->arun0[k];
         for (int c = v0; c < v0 + n; c++) {
             double x[6];
             inertia_apply(Ri + 10 * k, Sw + 6 * c, x);
             for (int r = r0; r <= c; r++) M[r * nv + c] = M[c * nv + r] = dot6(Sw + 6 * r, x);
-            for (int j = m->arunup[k]; j >= 0; j = m->arunup[j])
-                for (int r = m->arun0[j], e = m->v0[j] + m->nvj[j]; r < e; r++)
-                    M[r * nv + c] = M[c * nv + r] = dot6(Sw + 6 * r, x);
+            int below = r0;                                /* rows [below, c] are written */
+            for (int j = m->arunup[k]; j >= 0; j = m->arunup[j]) {
+                const int e = m->v0[j] + m->nvj[j];
+                for (int r = e; r < below; r++) M[r * nv + c] = M[c * nv + r] = 0.0;
+                for (int r = m->arun0[j]; r < e; r++) M[r * nv + c] = M[c * nv + r] = dot6(Sw + 6 * r, x);
+                below = m->arun0[j];
+            }
+            for (int r = 0; r < below; r++) M[r * nv + c] = M[c * nv + r] = 0.0;
             M[c * nv + c] += m->armature[c];                           /* M + diag(a) */
         }
     }

@@ -183,7 +183,10 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
     for (int step = 0; step < nsub; step++) {
         const double *T = soa_joint_forces(m, d, q, qd, tau);
         soa_implicit_terms(m, d, q, qd, T, h);
-        const int use = (use_fext ? SOA_USE_FEXT : 0) | (m->nsph ? SOA_USE_CONTACT : 0);
+        /* (SOA_CONTACT_HELD: the caller's data holds the contact forces at the first state) */
+        const int use = ((use_fext & ~SOA_CONTACT_HELD) ? SOA_USE_FEXT : 0)
+                        | (m->nsph ? SOA_USE_CONTACT : 0)
+                        | (step == 0 && m->nsph ? use_fext & SOA_CONTACT_HELD : 0);
         const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, qdd);
         if (k >= 0) {
             st.kind = SOA_SINGULAR;

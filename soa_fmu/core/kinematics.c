@@ -310,7 +310,8 @@ void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, cons
 
 /* The placements of a sweep over the moving bodies (model.c: the fold): R, l in the sweep parent,
  * Rw, pw, and H*_I (Sw) -- soa_outward_placements, soa_world_placements and
- * soa_joint_maps_to_world in one pass; the folded bodies' placements filled in after. */
+ * soa_joint_maps_to_world in one pass, for the mass matrix (crba.c), which reads the moving
+ * bodies' only: the folded bodies' placements are not filled in (soa_fold_placements). */
 void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
 {
     for (int t = 0; t < m->nmov; t++) {
@@ -321,7 +322,6 @@ void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
                         p < 0 ? NULL : d->pw + 3 * p, Rw, pw);
         joint_maps_to_world(Rw, pw, m->S + 6 * v0, m->nvj[k], joint_axis(m, k), d->Sw + 6 * v0);
     }
-    soa_fold_placements(m, d, 1);
 }
 
 /* R(k), l(k) of body k in its sweep parent spar(k) (the moving bodies of rnea.c). */

@@ -341,12 +341,15 @@ typedef struct {
     X(fl_u,    2, nbf, nx, 0)  /* L^-1 u, u = T - H z the innovations */                          \
     X(fl_s,    2, 4, nx, 0)    /* scratch */ \
     /* ---- contact.c: the last evaluation of the contact forces ---- */                        \
-    X(ct_fext,  2, nb, 6, 0)     /* f_ext plus the contact forces, body frames */                \
+    X(ct_fext,  2, nb, 6, 0)     /* f_ext plus the contact forces, body frames (contact_state) */ \
+    X(ct_fw,    2, nb, 6, 0)     /* the contact forces on the sweeps' bodies, world axes at the \
+                                    world origin (a folded link's on its carrier) */              \
     X(ct_force, 2, npair, 3, 0)  /* force on the pair's sphere (pair's first), world axes, N */  \
     X(ct_point, 2, npair, 3, 0)  /* contact point, world */                                      \
     X(ct_depth, 1, npair, 0, 0)  /* signed penetration delta, m (< 0: the gap) */                \
     X(sp_force, 2, nsph, 3, 0)   /* total contact force on each sphere, world axes */            \
     X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
+    X(sp_x,     2, nsph, 3, 0)   /* its centre, world */                                         \
     X(ct_normal, 2, npair, 3, 0) /* unit normal m from the sphere towards the other */           \
     X(ct_vrel,  2, npair, 3, 0)  /* velocity of the sphere's point relative to the other's */   \
     X(ct_law_p, 2, npair, SOA_CT_NLAW, 0) /* the pair's constants */                             \
@@ -354,13 +357,11 @@ typedef struct {
     X(ci_B,     2, nimp, 9, 0)   /* C = h B + h^2 K of each (B = -dF/dv, K = -dF/dx; 3 x 3) */   \
     X(ci_K,     2, nimp, 9, 0)   /* K */                                                         \
     X(ci_u,     1, 3 * nimp, 0, 0) /* u = -h K J beta */                                        \
-    X(ci_R,     2, 2 * nimp, 9, 0) /* its two points (sphere's, other's): axes (identity) ... */ \
-    X(ci_l,     2, 2 * nimp, 3, 0) /* ... and place in their bodies */                          \
-    X(ci_L,     2, 12 * nimp, 12 * nimp, 0) /* Lambda^-1 of the points (Omega recursion) */      \
+    X(ci_L,     2, 3 * nimp, 3 * nimp + 24 + nv, 0) /* Lambda_rel^-1 (3 nimp x 3 nimp), 6 x 3 \
+                                 Z and Y of the 2 nimp points, N (nv x 3 nimp): contact.c */    \
     X(ci_A,     2, 3 * nimp, 3 * nimp, 0)   /* I + h B Lambda_rel^-1, then its LU factors */     \
-    X(ci_y,     1, 3 * nimp, 0, 0) /* h B J beta-dot, then z */                                 \
-    X(ci_f,     2, nb, 6, 0)     /* -J* z as body forces, body frames */                         \
-    X(ci_dqdd,  1, nv, 0, 0)     /* M^-1 J* (-z) */
+    X(ci_y,     1, 3 * nimp, 0, 0) /* C (J beta-dot + Lambda^-1 u), then z, then g = u - z */   \
+    X(ci_dqdd,  1, nv, 0, 0)     /* M^-1 J* g */
 
 /* Integer per-call arrays (same X(name, ndim, d0, d1, d2) form). */
 #define SOA_DATA_INTS(X)                                                                      \
@@ -376,7 +377,7 @@ typedef struct {
     /* ---- contact.c: the implicit contact damping ---- */                                    \
     X(ci_pair,  1, nimp, 0, 0) /* the touching pairs treated implicitly */                      \
     X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of their points (-1: world) */                 \
-    X(ci_piv,   1, 3 * nimp, 0, 0) /* pivots of the LU factors */ \
+    X(ci_piv,   1, 4 * nimp, 0, 0) /* pivots of the LU factors (before: the points' lists) */ \
     /* ---- kinematics.c: the fold (model.c) ---- */                                           \
     X(fold_set, 1, 1, 0, 0)   /* 1: the folded bodies' constant R, l, Rj, tj are written */
 
@@ -563,13 +564,15 @@ void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const 
 /* Compliant contact (docs/contact.md): Hunt-Crossley normal force and regularized Coulomb
  * friction between spheres on bodies and planes in world, and between sphere pairs. */
 #define SOA_USE_FEXT 1      /* use_fext bits of the tree acceleration: the held d->fext ... */
-#define SOA_USE_CONTACT 2   /* ... and the contact forces (d->ct_fext = f_ext + contact) */
+#define SOA_USE_CONTACT 2   /* ... and the contact forces (d->ct_fw, inertial frame) */
+#define SOA_CONTACT_HELD 4  /* ... those held in d: the last evaluation's, at this very state */
 soa_status soa_contact_finish(const soa_model *m);
 /* The contact forces at the inertial-frame kinematics held in d (Rw, pw, V of
- * soa_tree_acceleration_inertial): ct_force, ct_point, ct_depth, sp_force, sp_depth and
- * ct_fext = fext (NULL: 0) + the contact forces, body frames. */
-void soa_contact_forces(const soa_model *m, soa_data *d, const double *fext);
-/* The same from a state (the placements and velocities computed first). */
+ * soa_tree_acceleration_inertial): ct_force, ct_point, ct_depth, sp_force, sp_depth and ct_fw
+ * (world axes at the world origin, on the bodies of the inertial sweeps). */
+void soa_contact_forces(const soa_model *m, soa_data *d);
+/* The same from a state (the placements and velocities computed first), and ct_fext = f_ext
+ * (use_fext) + the contact forces, body frames at the body origins. */
 soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              int use_fext);
 /* The contact forces linearly implicit over a step h (docs/contact.md):
@@ -626,7 +629,9 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
 /* nsub linearly implicit Euler steps (first order) of the tree, (q, qd) in place:
  *     (M + diag(a + h B + h^2 K)) x = T - h K beta - C - g,  beta <- beta + h x,  theta <- theta (+) h beta
  * (soa_implicit_terms) by ONE articulated sweep with the diagonal in D(k); qdd <- x of the last
- * sub-step (the step's mean acceleration).  Flexible bodies: SOA_IMPLICIT_UNSUPPORTED. */
+ * sub-step (the step's mean acceleration).  Flexible bodies: SOA_IMPLICIT_UNSUPPORTED.
+ * use_fext | SOA_CONTACT_HELD: d holds the contact forces at (q, qd) (the caller's last
+ * evaluation there); the first sub-step takes them as they are. */
 soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
                         int use_fext, double h, int nsub, double *qdd);
 /* The integrator `auto` picks at (q, its initialization) for sub-steps h: SOA_RK4 where for every

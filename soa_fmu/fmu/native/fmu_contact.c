@@ -14,6 +14,7 @@
 void fmu_apply_contact(Instance *c)
 {
     if (D.nsph == 0) return;
+    fmu_data_used(c);                     /* (the contact forces it holds are the old law's) */
     for (int k = 0; k < SOA_CT_NLAW; k++) c->m->ct_law[k] = c->real[D.vr_contact_law + k];
     for (int j = 0; j < D.npln; j++) c->m->pl_offset[j] = c->real[D.vr_plane_offset + j];
 }
@@ -36,7 +37,10 @@ soa_status fmu_put_contact_outputs(Instance *c, const double *q, int recompute)
 {
     soa_status st = {SOA_OK, 0};
     if (D.nsph == 0) return st;
-    if (recompute) st = soa_contact_state(c->m, c->d, q, c->real + D.vr_qd, 0);
+    if (recompute) {
+        fmu_data_used(c);
+        st = soa_contact_state(c->m, c->d, q, c->real + D.vr_qd, 0);
+    }
     if (st.kind != SOA_OK) return st;
     memcpy(c->real + D.vr_contact_force, c->d->sp_force, sizeof(double) * 3 * D.nsph);
     memcpy(c->real + D.vr_contact_depth, c->d->sp_depth, sizeof(double) * D.nsph);
@@ -60,6 +64,7 @@ int fmu_contact_indicators(Instance *c, double *z, const char *fn)
     if (!fmu_me_require(c, fn, (1 << INITIALIZATION) | (1 << EVENT) | (1 << CONTINUOUS))
         || !fmu_refresh(c, 0, 0, 0, fn))
         return FMU_ERROR;
+    fmu_data_used(c);
     const soa_status st = soa_contact_state(c->m, c->d, fmu_me_normalized(c), c->real + D.vr_qd, 0);
     if (st.kind != SOA_OK) {
         char msg[MSG];

@@ -191,7 +191,17 @@ static void hold_factors(Instance *c, const double *q, const double *qd)
     c->factored = 1;
 }
 
-void fmu_data_used(Instance *c) { c->factored = 0; }
+void fmu_data_used(Instance *c) { c->factored = c->contact_held = 0; }
+
+/* The contact forces just computed at (q, qd) stay in the data for the next step from there
+ * (they depend on (theta, beta) and the law only: the held f_ext enters the sweeps apart). */
+static void hold_contact(Instance *c, const double *q, const double *qd)
+{
+    memcpy(c->qf, q, sizeof(double) * D.nq);
+    memcpy(c->qdf, qd, sizeof(double) * D.nv);
+    c->factored = 0;
+    c->contact_held = 1;
+}
 
 /* qdd (and the constraint forces) at the current state with the held inputs: the feedthrough
  * outputs (soa_fmu.Simulator.update_outputs). */
@@ -214,6 +224,7 @@ static soa_status update_outputs(Instance *c)
             st.index = k;
         }
         if (st.kind == SOA_OK) st = fmu_put_contact_outputs(c, q, 0);
+        if (st.kind == SOA_OK) hold_contact(c, q, qd);
     } else {
         st = soa_aba(c->m, c->d, q, qd, tau, use, c->qdds);
         for (int i = 0; i < 6 * D.nc; i++) c->forces[i] = 0.0;
@@ -386,6 +397,10 @@ static soa_status integrate(Instance *c, double h)
     const int use = fmu_pack_frame_forces(c, c->real, c->d->fext);
     const double *tau = c->real + D.vr_tau;
     double last_h = c->last_h;
+    /* the contact forces of update_outputs at this very state (hold_contact) */
+    const int held = c->contact_held && memcmp(c->qs, c->qf, sizeof(double) * D.nq) == 0
+                     && memcmp(c->qds, c->qdf, sizeof(double) * D.nv) == 0;
+    c->contact_held = 0;
     if (D.nc > 0) {
         c->factored = 0;
         fmu_gather_closure_inputs(c);
@@ -411,7 +426,8 @@ static soa_status integrate(Instance *c, double h)
         }
         if (c->method_used == SOA_IMPLICIT) {
             c->factored = 0;
-            st = soa_implicit(c->m, c->d, c->qs, c->qds, tau, use, h / nsub, nsub, c->qdds);
+            st = soa_implicit(c->m, c->d, c->qs, c->qds, tau, use | (held ? SOA_CONTACT_HELD : 0),
+                              h / nsub, nsub, c->qdds);
         } else {
             st = soa_check_inputs(c->m, c->qs, c->qds, tau);
             if (st.kind != SOA_OK) return st;
@@ -808,7 +824,7 @@ void fmu_set_defaults(Instance *c)
     c->energy_valid = c->poses_valid = 0;
     c->jac_valid = 0;
     c->failed_h = 0.0;
-    c->factored = 0;
+    c->factored = c->contact_held = 0;
     reset_closures(c);
 }
 

@@ -81,6 +81,10 @@ struct Instance {
      * the tree's there, nothing else has used the data since): a step from that state runs its
      * first stage as the filter and smoother alone (soa_tree_accel, q_factored) */
     int factored;
+    /* a contact model's: the data holds the contact forces at (qf, qdf) (update_outputs: the
+     * host read qdd after an implicit step; nothing else has used the data since, the law is
+     * unchanged): the next step from that state takes them as they are (SOA_CONTACT_HELD) */
+    int contact_held;
     double *qf, *qdf;
     double *dtau, *dqdd;        /* directional derivatives */
     /* closure constraints (nc): the switches and rows of the inputs in the engine's layout, the
