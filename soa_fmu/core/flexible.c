@@ -20,8 +20,13 @@
  *   filter               z(k) = b(k) + sum_c Phi(k, c) z+(c),  u = T - H z
  *   smoother             alpha = Phi* alpha(p) + a,  beta-dot = D^-1 u - G* alpha.
  * Rigid bodies of the model are the case m(k) = 0.  Everything is in body frames. */
+/* GCC: the loops of this file unrolled (the short loops over modes and over 6-vectors of the
+ * per-body kernels): 2 % fewer instructions per forward dynamics, the object 118 kB, not 83. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize ("unroll-loops")
+#endif
+#include <float.h>
 #include <math.h>
-#include <string.h>
 
 #include "soa.h"
 #include "spatial.h"
@@ -72,15 +77,20 @@ static void so3_node(const double *th, double *R, double *J, double *co)
 
 /* Jd = (d/dt J_l) theta-dot = a-dot (theta x thd) + b-dot theta x (theta x thd)
  *      + b thd x (theta x thd),  a-dot = (a'/s) theta.thd,  b-dot = (b'/s) theta.thd
- * (K-dot theta-dot = thd x thd = 0), co from so3_node. */
-static void so3_jacobian_rate(const double *th, const double *thd, const double *co, double *Jd)
+ * (K-dot theta-dot = thd x thd = 0), and the node's angular velocity w = J_l thd = thd
+ * + a theta x thd + b theta x (theta x thd) from the same cross products; co from so3_node. */
+static void so3_jacobian_rate(const double *th, const double *thd, const double *co, double *Jd,
+                              double *w)
 {
     const double td = th[0] * thd[0] + th[1] * thd[1] + th[2] * thd[2];
     double c[3], cc[3], dc[3];
     cross3(th, thd, c);
     cross3(th, c, cc);
     cross3(thd, c, dc);
-    for (int i = 0; i < 3; i++) Jd[i] = co[2] * td * c[i] + co[3] * td * cc[i] + co[1] * dc[i];
+    for (int i = 0; i < 3; i++) {
+        Jd[i] = co[2] * td * c[i] + co[3] * td * cc[i] + co[1] * dc[i];
+        w[i] = thd[i] + co[0] * c[i] + co[1] * cc[i];
+    }
 }
 
 static inline void mat3_vec(const double *A, const double *x, double *y)
@@ -91,6 +101,14 @@ static inline void mat3_vec(const double *A, const double *x, double *y)
 static inline void mat3t_vec(const double *A, const double *x, double *y)
 {
     for (int i = 0; i < 3; i++) y[i] = A[i] * x[0] + A[3 + i] * x[1] + A[6 + i] * x[2];
+}
+
+/* 1 if the 3 x 3 X is the identity. */
+static inline int is_identity3(const double *X)
+{
+    for (int i = 0; i < 9; i++)
+        if (X[i] != (i % 4 == 0 ? 1.0 : 0.0)) return 0;
+    return 1;
 }
 
 /* (rows 0-2, rows 3-5) . x for a 6 x n block of row stride ld: a node's rotation and translation. */
@@ -129,47 +147,81 @@ static flex_dims dims_of(const soa_model *m, int k)
     return (flex_dims){m->nmod[k], p < 0 ? 0 : m->nmod[p], m->nm};
 }
 
+/* 0-5 if body k's joint is 1-dof with H* = e_ax (revolute about a coordinate axis: ax = its
+ * jaxis, prismatic along one: 3 + jaxis), else -1. */
+static inline int joint_unit_axis(const soa_model *m, int k)
+{
+    const int ja = m->jaxis[k];
+    return ja < 0 ? -1 : ja + (m->jtype[k] == SOA_PRISMATIC ? 3 : 0);
+}
+
+/* out = x (u x e_j) for a unit axis e_j. */
+static inline void cross_unit(const double *u, int j, double x, double *out)
+{
+    const int a = (j + 1) % 3, b = (j + 2) % 3;
+    out[j] = 0.0;
+    out[a] = x * u[b];
+    out[b] = -x * u[a];
+}
+
+/* out = V x~ rel (cross_motion), for rel = qd e_ax (ax >= 0) from its two cross products with e:
+ * [w x e; v x e] qd for a rotation, [0; w x e] qd for a translation. */
+static inline void velocity_product(const double *V, const double *rel, int ax, double *out)
+{
+    if (ax < 0) {
+        cross_motion(V, rel, out);
+    } else if (ax < 3) {
+        cross_unit(V, ax, rel[ax], out);
+        cross_unit(V + 3, ax, rel[ax], out + 3);
+    } else {
+        out[0] = out[1] = out[2] = 0.0;
+        cross_unit(V, ax - 3, rel[ax], out + 3);
+    }
+}
+
 /* ------------------------------------------------------------------ kinematics (eq. 4.1) */
 /* The record d->fl_node of an attachment, kept by node_placement for the velocity sweep: the
  * deformed node's position r + u in the parent and so3_node's coefficients. */
 enum { NODE_RU = 0, NODE_CO = 3, NODE = 7 };
 
-/* Body k's placement (R, l) in its parent when its joint frame sits on a node of the flexible
- * parent p: the joint frame A is carried by the node's deformation, x -> r + u + R(theta)(x - r),
- * so R_A = R(theta) Xr, l_A = r + u + R(theta)(Xp - r); then R = R_A Rj, l = l_A + R_A tj.  Also
+/* The placement (R_A, l_A) of body k's joint frame when it sits on a node of the flexible parent
+ * p: the joint frame A is carried by the node's deformation, x -> r + u + R(theta)(x - r), so
+ * R_A = R(theta) Xr, l_A = r + u + R(theta)(Xp - r) (d->fl_RA, d->fl_lA).  Also
  * the C* h* term of seed 000 eq. 4.1 as a twist at the parent's origin in parent axes,
  *   Gamma_p = [J_l Psi_r;  Psi_t + (r + u) x J_l Psi_r]
  * (the node turns at J_l theta-dot and moves at u-dot; that rigid motion seen at p's origin), so
  * that V(k) = phi*(p, k) (V(p) + Gamma_p eta-dot(p)) + H* beta-dot and Phi(p, k) = [phi(p, k);
  * Gamma_p* phi(p, k)]: no transform of Gamma to body k is needed by the recursions.  Gamma_p is
- * stored by columns (d->fl_GA + 6 nm k, column c at 6 c).  Needs Rj, tj. */
+ * stored by columns (d->fl_GA + 6 nm k, column c at 6 c).  (R, l) follow from (R_A, l_A) by
+ * joint_placement. */
 FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const double *q,
                                 flex_dims dm)
 {
     const int p = m->parent[k], mp = dm.mp, nm = dm.nm;
     const double *Psi = m->at_Psi + 6 * nm * k, *r = m->at_r + 3 * k;
-    const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k;
+    const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k;
     double *th = d->fl_th + 3 * k, *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k;
     double *G = d->fl_GA + 6 * nm * k, *node = d->fl_node + NODE * k, *ru = node + NODE_RU;
-    double u[3], e[3], Re[3], Rt[9], J[9];
+    double u[3], e[3], Rt[9], J[9];
+    const int aligned = is_identity3(Xr);      /* joint frame along the parent's axes: R_A = R(theta) */
     node_motion(Psi, nm, mp, q + m->q0[p] + m->nqj[p], th, u);
-    so3_node(th, Rt, J, node + NODE_CO);
+    so3_node(th, aligned ? RA : Rt, J, node + NODE_CO);
     for (int i = 0; i < 3; i++) {
         e[i] = Xp[i] - r[i];
         ru[i] = r[i] + u[i];
     }
-    mat3_vec(Rt, e, Re);
-    for (int i = 0; i < 3; i++) {
-        lA[i] = ru[i] + Re[i];
-        for (int j = 0; j < 3; j++)
-            RA[3 * i + j] = Rt[3 * i] * Xr[j] + Rt[3 * i + 1] * Xr[3 + j] + Rt[3 * i + 2] * Xr[6 + j];
+    const double *R = aligned ? RA : Rt;
+    if (e[0] != 0.0 || e[1] != 0.0 || e[2] != 0.0) {    /* joint frame off the node */
+        double Re[3];
+        mat3_vec(R, e, Re);
+        for (int i = 0; i < 3; i++) lA[i] = ru[i] + Re[i];
+    } else {
+        for (int i = 0; i < 3; i++) lA[i] = ru[i];
     }
-    double *R = d->R + 9 * k, *l = d->l + 3 * k;
-    for (int i = 0; i < 3; i++) {
-        const double *x = RA + 3 * i;
-        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
-        l[i] = lA[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
-    }
+    if (!aligned)
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                RA[3 * i + j] = Rt[3 * i] * Xr[j] + Rt[3 * i + 1] * Xr[3 + j] + Rt[3 * i + 2] * Xr[6 + j];
     for (int c = 0; c < mp; c++) {
         const double pr[3] = {Psi[c], Psi[nm + c], Psi[2 * nm + c]};
         double w[3], v[3];
@@ -192,6 +244,14 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
     const double *Gp = d->fl_GA + 6 * nm * k;
     double *G = d->fl_G + 6 * nm * k;
     node_placement(m, d, k, q, dm);
+    const double *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k, *Rj = d->Rj + 9 * k,
+                 *tj = d->tj + 3 * k;
+    double *R = d->R + 9 * k, *l = d->l + 3 * k;
+    for (int i = 0; i < 3; i++) {                          /* R = R_A Rj, l = l_A + R_A tj */
+        const double *x = RA + 3 * i;
+        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
+        l[i] = lA[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
+    }
     for (int c = 0; c < dm.mp; c++) {
         double g[6];
         apply_phi_star(d->R + 9 * k, d->l + 3 * k, Gp + 6 * c, g);
@@ -199,24 +259,61 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
     }
 }
 
-/* Body k's placement (R, l) in its parent at theta: the joint transform (Rj, tj), then the joint
- * frame's placement, fixed (R = Xr Rj, l = Xp + Xr tj) or on a deformed node (node_placement).
- * soa_flex_fd's own outward step: it needs no Gamma in k's frame (soa_flex_attachment). */
+/* R = X Rj, l = lx + X tj: body k's placement in its parent from its joint frame's (X, lx) (fixed,
+ * or on a deformed node) and the joint transform (Rj, tj), both stored.  A revolute joint about
+ * coordinate axis e of its frame ((e, a, b) cyclic) is written out: Rj e_a = c e_a + s e_b,
+ * Rj e_b = -s e_a + c e_b mixes two columns of X; a prismatic one along e_e moves along X's
+ * column e (seed 000 eq. 2.7; as kinematics.c's placement_in_parent). */
+FLEX_INLINE void joint_placement(const soa_model *m, soa_data *d, int k, const double *q,
+                                 const double *restrict X, const double *restrict lx)
+{
+    double *restrict Rj = d->Rj + 9 * k, *restrict tj = d->tj + 3 * k, *restrict R = d->R + 9 * k,
+           *restrict l = d->l + 3 * k;
+    const int jt = m->jtype[k], e = m->jaxis[k];
+    if (e >= 0 && (jt == SOA_REVOLUTE || jt == SOA_PRISMATIC)) {
+        const int a = (e + 1) % 3, b = (e + 2) % 3;
+        const double th = q[m->q0[k]];
+        double c = 1.0, sn = 0.0;
+        if (jt == SOA_REVOLUTE) {
+            c = cos(th);
+            sn = sin(th);
+        }
+        for (int i = 0; i < 9; i++) Rj[i] = (i % 4 == 0) ? 1.0 : 0.0;
+        Rj[4 * a] = Rj[4 * b] = c;
+        Rj[3 * b + a] = sn;
+        Rj[3 * a + b] = -sn;
+        tj[0] = tj[1] = tj[2] = 0.0;
+        const double x = jt == SOA_PRISMATIC ? th : 0.0;
+        tj[e] = x;
+        for (int i = 0; i < 3; i++) {
+            const double xa = X[3 * i + a], xb = X[3 * i + b], xe = X[3 * i + e];
+            R[3 * i + a] = c * xa + sn * xb;
+            R[3 * i + b] = c * xb - sn * xa;
+            R[3 * i + e] = xe;
+            l[i] = lx[i] + xe * x;
+        }
+        return;
+    }
+    soa_joint_transform(m, k, q, Rj, tj);
+    for (int i = 0; i < 3; i++) {
+        const double *x = X + 3 * i;
+        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
+        l[i] = lx[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
+    }
+}
+
+/* Body k's placement (R, l) in its parent at theta: its joint frame's placement, fixed (Xr, Xp) or
+ * on a deformed node (node_placement), then the joint's (joint_placement).  soa_flex_fd's own
+ * outward step: it needs no Gamma in k's frame (soa_flex_attachment). */
 FLEX_INLINE void body_placement(const soa_model *m, soa_data *d, int k, const double *q,
                                 flex_dims dm)
 {
-    double *Rj = d->Rj + 9 * k, *tj = d->tj + 3 * k, *R = d->R + 9 * k, *l = d->l + 3 * k;
-    soa_joint_transform(m, k, q, Rj, tj);
     if (m->attach[k]) {
         node_placement(m, d, k, q, dm);
+        joint_placement(m, d, k, q, d->fl_RA + 9 * k, d->fl_lA + 3 * k);
         return;
     }
-    const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k;
-    for (int i = 0; i < 3; i++) {
-        const double *x = Xr + 3 * i;
-        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
-        l[i] = Xp[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
-    }
+    joint_placement(m, d, k, q, m->Xr + 9 * k, m->Xp + 3 * k);
 }
 
 /* Body k's V, a, b and gravity (the outward velocity step, seed 000 eq. 4.1):
@@ -234,10 +331,14 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     const int p = m->parent[k], v0 = m->v0[k], mk = dm.mk, mp = dm.mp, nm = dm.nm, nx = 6 + nm;
     const double *R = d->R + 9 * k, *l = d->l + 3 * k;
     double *V = d->V + 6 * k, *a = d->a + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0};
-    for (int dd = 0; dd < m->nvj[k]; dd++) {
-        const double *s = m->S + 6 * (v0 + dd), x = qd[v0 + dd];
-        for (int i = 0; i < 6; i++) rel[i] += s[i] * x;
-    }
+    const int ax = joint_unit_axis(m, k);
+    if (ax >= 0)
+        rel[ax] = qd[v0];                                  /* H* = e_ax */
+    else
+        for (int dd = 0; dd < m->nvj[k]; dd++) {
+            const double *s = m->S + 6 * (v0 + dd), x = qd[v0 + dd];
+            for (int i = 0; i < 6; i++) rel[i] += s[i] * x;
+        }
     if (p < 0) {
         for (int i = 0; i < 6; i++) {
             V[i] = rel[i];
@@ -246,10 +347,11 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     } else if (m->attach[k]) {
         const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
         const double *th = d->fl_th + 3 * k, *node = d->fl_node + NODE * k, *Vp = d->V + 6 * p;
-        double g[6] = {0, 0, 0, 0, 0, 0}, Vq[6], thd[3], ud[3], Jd[3], c[6], x[6];
-        add_columns_times(d->fl_GA + 6 * nm * k, mp, etad, g);
+        double g[6], Vq[6], thd[3], ud[3], Jd[3], c[6], x[6];
         node_motion(Psi, nm, mp, etad, thd, ud);
-        so3_jacobian_rate(th, thd, node + NODE_CO, Jd);
+        so3_jacobian_rate(th, thd, node + NODE_CO, Jd, g);   /* g = Gamma_p eta-dot(p): */
+        cross3(node + NODE_RU, g, x);                          /* [w; u-dot + (r + u) x w] */
+        for (int i = 0; i < 3; i++) g[3 + i] = ud[i] + x[i];
         cross_motion(Vp, g, c);
         cross3(ud, g, x);
         cross3(node + NODE_RU, Jd, x + 3);
@@ -261,24 +363,28 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
         apply_phi_star(R, l, Vq, V);
         apply_phi_star(R, l, c, x);
         for (int i = 0; i < 6; i++) V[i] += rel[i];
-        cross_motion(V, rel, a);
+        velocity_product(V, rel, ax, a);
         for (int i = 0; i < 6; i++) a[i] += x[i];
     } else {
         apply_phi_star(R, l, d->V + 6 * p, V);
         for (int i = 0; i < 6; i++) V[i] += rel[i];
-        cross_motion(V, rel, a);
+        velocity_product(V, rel, ax, a);
     }
     /* gravity in body axes: g(k) = R* g(p), g(world) = -a0[3..5] */
     const double gw[3] = {-m->a0[3], -m->a0[4], -m->a0[5]};
     mat3t_vec(R, p < 0 ? gw : d->fl_gb + 3 * p, d->fl_gb + 3 * k);
-    /* b = V x* (M_VV V + M_Veta eta-dot) */
+    /* b = V x* (M_VV V + M_Veta eta-dot); M_VV = M(k), the rigid spatial inertia soa_model_finish
+     * writes there, [[J, c~], [-c~, m 1]] applied in compact form (inertia_apply) */
     const double *M = m->fl_M + nx * nx * k, *etad = qd + v0 + m->nvj[k];
     const double v[6] = {V[0], V[1], V[2], V[3], V[4], V[5]};
+    const double Ic[10] = {M[0], M[1], M[2], M[nx + 1], M[nx + 2], M[2 * nx + 2], M[2 * nx + 4],
+                           M[5], M[nx + 3], M[3 * nx + 3]};
     double h[6];
+    inertia_apply(Ic, v, h);
     for (int i = 0; i < 6; i++) {
-        const double *r = M + nx * i;
-        double s = r[0] * v[0] + r[1] * v[1] + r[2] * v[2] + r[3] * v[3] + r[4] * v[4] + r[5] * v[5];
-        for (int j = 0; j < mk; j++) s += r[6 + j] * etad[j];
+        const double *r = M + nx * i + 6;
+        double s = h[i];
+        for (int j = 0; j < mk; j++) s += r[j] * etad[j];
         h[i] = s;
     }
     cross_force(v, h, d->b + 6 * k);
@@ -362,7 +468,7 @@ FLEX_INLINE int ldl_step(const double *D, const double *X, int ldx, const double
             x -= lc * w[c];
             for (int e = 0; e < 6; e++) wi[e] -= lc * W[6 * c + e];
         }
-        if (!(dl > 0.0) || !isfinite(dl)) return 0;
+        if (!(dl > 0.0 && dl <= DBL_MAX)) return 0;           /* also NaN, inf */
         const double inv = 1.0 / dl;
         Li[i] = inv;
         w[i] = x;
@@ -388,19 +494,6 @@ FLEX_INLINE void ldl_solve(const double *L, int n, int ld, const double *W, cons
         for (int c = i + 1; c < n; c++) s -= L[ld * c + i] * x[c];
         x[i] = s;
     }
-}
-
-/* i if the joint axis s is e_i (a revolute or prismatic joint about or along a coordinate axis of
- * its frame), else -1. */
-static inline int unit_axis(const double *s)
-{
-    int i = -1;
-    for (int c = 0; c < 6; c++)
-        if (s[c] != 0.0) {
-            if (s[c] != 1.0 || i >= 0) return -1;
-            i = c;
-        }
-    return i;
 }
 
 /* The upper triangle of a symmetric 6 x 6 from its lower. */
@@ -438,32 +531,101 @@ FLEX_INLINE void inherited_acceleration(const soa_model *m, const soa_data *d, i
     for (int i = 0; i < 6; i++) al[i] += x[i];
 }
 
+/* Pc = phi(p, k) A phi*(p, k) for a symmetric 6 x 6 A (full, row stride 6), also added to the
+ * 6 x 6 block of row stride ld at Pp: the congruence of seed 000 sec. 2 as add_phi_inertia forms
+ * it (A = [[Aa, B], [B*, C]]: A' = R Aa R*, B' = R B R*, C' = R C R*, shifted by l, L = l~:
+ * C'' = C', B'' = B' + L C', A'' = A' + L B'* + B'' L*), each entry written once to Pc and added
+ * once to Pp (no zeroed accumulator, no second pass). */
+FLEX_INLINE void phi_congruence(const double *restrict R, const double *restrict l,
+                                const double *restrict A, double *restrict Pc,
+                                double *restrict Pp, int ld)
+{
+    double Ar[9], Cr[9], T[9], B[9], X[9];
+    rotate_symmetric3(R, A, 6, Ar);
+    rotate_symmetric3(R, A + 21, 6, Cr);
+    for (int i = 0; i < 3; i++)                    /* T = B R*, B' = R T */
+        for (int j = 0; j < 3; j++)
+            T[3 * i + j] = A[6 * i + 3] * R[3 * j] + A[6 * i + 4] * R[3 * j + 1] + A[6 * i + 5] * R[3 * j + 2];
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            B[3 * i + j] = R[3 * i] * T[j] + R[3 * i + 1] * T[3 + j] + R[3 * i + 2] * T[6 + j];
+    for (int j = 0; j < 3; j++) {                  /* column j of L B'* is l x (row j of B') */
+        double c[3];
+        cross3(l, B + 3 * j, c);
+        X[j] = c[0]; X[3 + j] = c[1]; X[6 + j] = c[2];
+    }
+    for (int j = 0; j < 3; j++) {                  /* B'' = B' + L C', column by column */
+        const double col[3] = {Cr[j], Cr[3 + j], Cr[6 + j]};
+        double c[3];
+        cross3(l, col, c);
+        B[j] += c[0]; B[3 + j] += c[1]; B[6 + j] += c[2];
+    }
+    for (int i = 0; i < 3; i++) {                  /* row i of B'' L* is l x (row i of B'') */
+        double c[3];
+        cross3(l, B + 3 * i, c);
+        for (int j = i; j < 3; j++) {
+            const double v = Ar[3 * i + j] + X[3 * i + j] + c[j];
+            Pc[6 * i + j] = Pc[6 * j + i] = v;
+            Pp[ld * i + j] += v;
+            if (j != i) Pp[ld * j + i] += v;
+        }
+    }
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            const double b = B[3 * i + j], c = Cr[3 * i + j];
+            Pc[6 * i + 3 + j] = Pc[6 * (3 + j) + i] = b;
+            Pc[6 * (3 + i) + 3 + j] = c;
+            Pp[ld * i + 3 + j] += b;
+            Pp[ld * (3 + j) + i] += b;
+            Pp[ld * (3 + i) + 3 + j] += c;
+        }
+}
+
+/* Y = S G for a symmetric 6 x 6 S (full) and n <= SYM_COLUMNS columns of 6 (column c at 6 c): S's
+ * rows are its columns, so each column of Y is a sum of S's rows scaled by G's entries.  Kept out
+ * of line (GCC), where the compiler pairs the rows' entries in vector registers. */
+enum { SYM_COLUMNS = 4 };
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void sym_columns(const double *restrict S, const double *restrict G, int n,
+                        double *restrict Y)
+{
+    for (int c = 0; c < n; c++) {
+        double y[6] = {0, 0, 0, 0, 0, 0};
+        for (int j = 0; j < 6; j++) {
+            const double g = G[6 * c + j];
+            for (int i = 0; i < 6; i++) y[i] += S[6 * j + i] * g;
+        }
+        for (int i = 0; i < 6; i++) Y[6 * c + i] = y[i];
+    }
+}
+
 /* P(p) += Phi(p, k) P+ Phi*(p, k) and z(p) += Phi(p, k) (z+ + P+ a(k)) for the V block P+ (6 x 6,
  * full) and z+ of body k, Phi(p, k) = [phi(p, k); Gamma_p* phi(p, k)]: with P' = phi P+ phi*
- * (add_phi_inertia) the blocks are P', P' Gamma_p and Gamma_p* P' Gamma_p (P(p) as soa_flex_fd
+ * (phi_congruence) the blocks are P', P' Gamma_p and Gamma_p* P' Gamma_p (P(p) as soa_flex_fd
  * keeps it). */
 FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double *Pk,
                            const double *zk, flex_dims dm)
 {
     const int p = m->parent[k], nm = dm.nm, nx = 6 + nm;
-    double *restrict P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36] = {0}, f[6];
-    add_phi_inertia(d->R + 9 * k, d->l + 3 * k, Pk, acc);
-    for (int i = 0; i < 6; i++)
-        for (int j = 0; j < 6; j++) P[nx * i + j] += acc[6 * i + j];
+    double *restrict P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36], f[6];
+    phi_congruence(d->R + 9 * k, d->l + 3 * k, Pk, acc, P, nx);
     matvec6(Pk, d->a + 6 * k, f);
     for (int i = 0; i < 6; i++) f[i] += zk[i];
     add_to_parent(m, d, k, f, zp, dm);
     if (!m->attach[k]) return;
     const double *restrict G = d->fl_GA + 6 * nm * k;
-    for (int c = 0; c < dm.mp; c++) {
-        const double g[6] = {G[6 * c], G[6 * c + 1], G[6 * c + 2], G[6 * c + 3], G[6 * c + 4],
-                             G[6 * c + 5]};
-        double y[6], *row = P + nx * (6 + c);
-        matvec6(acc, g, y);                                /* P' Gamma_p(:, c) */
-        for (int i = 0; i < 6; i++) row[i] += y[i];
-        for (int e = 0; e <= c; e++) {
-            const double *g = G + 6 * e;
-            row[6 + e] += g[0] * y[0] + g[1] * y[1] + g[2] * y[2] + g[3] * y[3] + g[4] * y[4] + g[5] * y[5];
+    double Y[6 * SYM_COLUMNS];
+    for (int c0 = 0; c0 < dm.mp; c0 += SYM_COLUMNS) {     /* P' Gamma_p, SYM_COLUMNS at a time */
+        const int n = dm.mp - c0 < SYM_COLUMNS ? dm.mp - c0 : SYM_COLUMNS;
+        sym_columns(acc, G + 6 * c0, n, Y);
+        for (int cc = 0; cc < n; cc++) {
+            const int c = c0 + cc;
+            const double *y = Y + 6 * cc;
+            double *row = P + nx * (6 + c);
+            for (int i = 0; i < 6; i++) row[i] += y[i];
+            for (int e = 0; e <= c; e++) row[6 + e] += dot6(G + 6 * e, y);
         }
     }
 }
@@ -479,7 +641,7 @@ FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double
     double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
     body_placement(m, d, k, q, dm);
     body_velocity(m, d, k, qd, dm);
-    memcpy(P, M, sizeof(double) * (size_t)(nx * n));
+    for (int i = 0; i < nx * n; i++) P[i] = M[i];
     applied_force(m, d, k, q, qd, use_fext, 1, z, dm);
     for (int i = 0; i < 6; i++) z[i] = d->b[6 * k + i] - z[i];
     for (int i = 6; i < n; i++) z[i] = -z[i];
@@ -501,7 +663,7 @@ FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *
         for (int i = 0; i < mk; i++) w[i] = tau[v0 + nj + i] - z[6 + i];
         if (!ldl_step(P + 6 * nx + 6, P + 6 * nx, nx, arm + nj, L, mk, nx, W, w, A, zv)) return 0;
     }
-    const int ax = nj == 1 ? unit_axis(m->S + 6 * v0) : -1;
+    const int ax = joint_unit_axis(m, k);
     if (ax >= 0) {                     /* about or along a coordinate axis: H_j A1 = A1's row ax */
         double *Wj = W + 6 * mk;
         for (int e = 0; e < 6; e++) Wj[e] = e <= ax ? A[6 * ax + e] : A[6 * e + ax];
@@ -534,11 +696,15 @@ FLEX_INLINE void fd_accel(const soa_model *m, soa_data *d, int k, double *qdd, f
     double *al = d->alpha + 6 * k, *x = qdd + v0;
     inherited_acceleration(m, d, k, qdd, 1, al, dm);
     if (nj) {
+        const int ax = joint_unit_axis(m, k);
         ldl_solve(L + nx * mk + mk, nj, nx, W + 6 * mk, w + mk, al, x);
-        for (int j = 0; j < nj; j++) {
-            const double *s = m->S + 6 * (v0 + j);
-            for (int c = 0; c < 6; c++) al[c] += s[c] * x[j];
-        }
+        if (ax >= 0)
+            al[ax] += x[0];                                /* H* = e_ax */
+        else
+            for (int j = 0; j < nj; j++) {
+                const double *s = m->S + 6 * (v0 + j);
+                for (int c = 0; c < 6; c++) al[c] += s[c] * x[j];
+            }
     }
     if (mk) ldl_solve(L, mk, nx, W, w, al, x + nj);
 }
@@ -547,8 +713,8 @@ FLEX_INLINE void fd_accel(const soa_model *m, soa_data *d, int k, double *qdd, f
  * in a model whose bodies have at most M (chains and trees of like flexible links; 4 is the
  * examples' count), runs fd_outward, fd_inward and fd_accel compiled for that constant M, the
  * loops over modes unrolled and the row strides fixed: a quarter fewer instructions per body.
- * Each M adds about 25 kB of code and 0.6 s of compile time; other bodies run the same functions
- * with their sizes read from the model. */
+ * Each M adds about 35 kB of code and half a second of compile time; other bodies run the same
+ * functions with their sizes read from the model. */
 #define FLEX_UNROLLED(X) X(4)
 
 /* M if body k runs FLEX_UNROLLED's kernels for M modes, else 0 (also for rigid bodies: their loops
@@ -579,8 +745,11 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
 {
     const int nb = m->nb;
     soa_status st = {SOA_OK, 0};
+    int all = nb ? uniform_modes(m, 0) : 0;                /* M if every body runs M's kernels */
+    for (int k = 1; k < nb && all; k++)
+        if (uniform_modes(m, k) != all) all = 0;
     for (int k = 0; k < nb; k++) {
-        switch (uniform_modes(m, k)) {
+        switch (all ? all : uniform_modes(m, k)) {
 #define FLEX_OUT(M) case M: fd_outward(m, d, k, q, qd, use_fext, FLEX_DIMS(M)); break;
         FLEX_UNROLLED(FLEX_OUT)
 #undef FLEX_OUT
@@ -589,7 +758,7 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
     }
     for (int k = nb - 1; k >= 0; k--) {
         int ok;
-        switch (uniform_modes(m, k)) {
+        switch (all ? all : uniform_modes(m, k)) {
 #define FLEX_IN(M) case M: ok = fd_inward(m, d, k, tau, FLEX_DIMS(M)); break;
         FLEX_UNROLLED(FLEX_IN)
 #undef FLEX_IN
@@ -602,7 +771,7 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
         }
     }
     for (int k = 0; k < nb; k++) {
-        switch (uniform_modes(m, k)) {
+        switch (all ? all : uniform_modes(m, k)) {
 #define FLEX_ACC(M) case M: fd_accel(m, d, k, qdd, FLEX_DIMS(M)); break;
         FLEX_UNROLLED(FLEX_ACC)
 #undef FLEX_ACC
