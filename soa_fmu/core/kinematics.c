@@ -174,11 +174,11 @@ static inline void revolute_about_axis(const double *restrict Xr, const double *
  * columns of Xr; fixed), the others by soa_joint_transform.  Rj, tj are stored as
  * soa_outward_placements stores them.  (Xr, Xp): the joint frame in the parent's frame, or in the
  * sweep parent's (fXr, fXp) for the sweeps over the moving bodies. */
-SOA_BODY_STEP void placement_in_parent(const soa_model *m, soa_data *d, int k, const double *q,
-                                       const double *restrict Xr, const double *restrict Xp)
+SOA_BODY_STEP void placement_in(const soa_model *m, int k, const double *q,
+                                const double *restrict Xr, const double *restrict Xp,
+                                double *restrict R, double *restrict l, double *restrict Rj,
+                                double *restrict tj)
 {
-    double *restrict Rj = d->Rj + 9 * k, *restrict tj = d->tj + 3 * k, *restrict R = d->R + 9 * k,
-           *restrict l = d->l + 3 * k;
     const int jt = m->jtype[k], e = m->jaxis[k];    /* the coordinate axis of the joint, or -1 */
     if (jt == SOA_FIXED || (jt == SOA_PRISMATIC && e >= 0)) {
         const double x = jt == SOA_FIXED ? 0.0 : q[m->q0[k]];
@@ -205,6 +205,13 @@ SOA_BODY_STEP void placement_in_parent(const soa_model *m, soa_data *d, int k, c
         for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
         l[i] = Xp[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
     }
+}
+
+/* placement_in into the data: body k's R, l, Rj, tj. */
+SOA_BODY_STEP void placement_in_parent(const soa_model *m, soa_data *d, int k, const double *q,
+                                       const double *restrict Xr, const double *restrict Xp)
+{
+    placement_in(m, k, q, Xr, Xp, d->R + 9 * k, d->l + 3 * k, d->Rj + 9 * k, d->tj + 3 * k);
 }
 
 /* Sw <- H*_I of a joint's n dofs for a body at (R, p) in world (joint_map_to_world); axis 0-2: a
@@ -308,18 +315,19 @@ void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, cons
     soa_fold_velocities(m, d, 1);
 }
 
-/* The placements of a sweep over the moving bodies (model.c: the fold): R, l in the sweep parent,
- * Rw, pw, and H*_I (Sw) -- soa_outward_placements, soa_world_placements and
- * soa_joint_maps_to_world in one pass, for the mass matrix (crba.c), which reads the moving
- * bodies' only: the folded bodies' placements are not filled in (soa_fold_placements). */
+/* The world placements Rw, pw and H*_I (Sw) of the moving bodies (model.c: the fold), from their
+ * placements in the sweep parent -- soa_outward_placements, soa_world_placements and
+ * soa_joint_maps_to_world in one pass, for the mass matrix (crba.c), which reads nothing else:
+ * R, l, Rj, tj stay in registers (not stored) and the folded bodies' placements are not filled
+ * in (soa_fold_placements). */
 void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
 {
     for (int t = 0; t < m->nmov; t++) {
         const int k = m->order[t], p = m->spar[k], v0 = m->v0[k];
-        placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
+        double R[9], l[3], Rj[9], tj[3];
+        placement_in(m, k, q, m->fXr + 9 * k, m->fXp + 3 * k, R, l, Rj, tj);
         double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
-        world_placement(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->Rw + 9 * p,
-                        p < 0 ? NULL : d->pw + 3 * p, Rw, pw);
+        world_placement(R, l, p < 0 ? NULL : d->Rw + 9 * p, p < 0 ? NULL : d->pw + 3 * p, Rw, pw);
         joint_maps_to_world(Rw, pw, m->S + 6 * v0, m->nvj[k], joint_axis(m, k), d->Sw + 6 * v0);
     }
 }
