@@ -482,11 +482,7 @@ int soa_tree_acceleration_diag(const soa_model *m, soa_data *d, const double *q,
                                const double *tau, int use_fext, const double *diag, double *qdd)
 {
     if (m->nm) {
-        soa_outward_placements(m, d, q);
-        soa_world_placements(m, d);
-        soa_joint_maps_to_world(m, d);
-        soa_inertias_to_world(m, d);
-        soa_inertial_velocities(m, d, qd);
+        soa_inertial_kinematics(m, d, q, qd);
         for (int k = 0; k < m->nb; k++) full_to_packed(d->Mw + 36 * k, d->Pu + 21 * k);
     } else {
         soa_inertial_outward(m, d, q, qd);            /* the same, one pass (kinematics.c) */

@@ -676,11 +676,7 @@ soa_status soa_closure_state(const soa_model *m, soa_data *d, const double *q, c
     }
     st = check_closure_inputs(m, u, udot, anchors, alpha, beta);
     if (st.kind != SOA_OK) return st;
-    soa_outward_placements(m, d, q);
-    soa_world_placements(m, d);
-    soa_joint_maps_to_world(m, d);
-    soa_inertias_to_world(m, d);
-    soa_inertial_velocities(m, d, qd);
+    soa_inertial_kinematics(m, d, q, qd);
     soa_inertial_accelerations(m, d, qdd, m->a0);
     closure_kinematics(m, d, active, anchors, 1);
     closure_rhs(m, d, active, u, udot, alpha, beta);

@@ -239,11 +239,7 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
             return st;
         }
     }
-    soa_outward_placements(m, d, q);
-    soa_world_placements(m, d);
-    soa_joint_maps_to_world(m, d);
-    soa_inertias_to_world(m, d);
-    soa_inertial_velocities(m, d, qd);
+    soa_inertial_kinematics(m, d, q, qd);
     soa_contact_forces(m, d);
     /* ct_fext = f_ext + the contact forces in body frames, at the body origins (the input of
      * soa_aba's f_ext: the Python Simulator's step) */

@@ -226,11 +226,7 @@ soa_status soa_rnea_derivatives(const soa_model *m, soa_data *d, const double *q
         st.index = i;
         return st;
     }
-    soa_outward_placements(m, d, q);
-    soa_world_placements(m, d);
-    soa_joint_maps_to_world(m, d);
-    soa_inertias_to_world(m, d);
-    soa_inertial_velocities(m, d, qd);
+    soa_inertial_kinematics(m, d, q, qd);
     inertial_accelerations(m, d, qdd);
     inertial_forces(m, d, use_fext);
     soa_composite_rates(m, d);

@@ -92,6 +92,19 @@ void soa_inertial_velocities(const soa_model *m, soa_data *d, const double *qd)
     }
 }
 
+/* The inertial-frame kinematics of every body, pass by pass: placements, world placements, H*_I
+ * (Sw), M_I (Mw), V_I, a_I, b_I (seed 004 sec. 5.2) -- for the kernels that read every body's Mw
+ * (derivatives, closures, the contact state; soa_inertial_outward fuses these passes over the
+ * moving bodies for forward dynamics). */
+void soa_inertial_kinematics(const soa_model *m, soa_data *d, const double *q, const double *qd)
+{
+    soa_outward_placements(m, d, q);
+    soa_world_placements(m, d);
+    soa_joint_maps_to_world(m, d);
+    soa_inertias_to_world(m, d);
+    soa_inertial_velocities(m, d, qd);
+}
+
 /* alpha(k) = phi*(p, k) alpha(p) + H*(k) beta-dot(k) + a(k), alpha(world) = base (seed 001 eq. 25). */
 void soa_outward_accelerations(const soa_model *m, soa_data *d, const double *qdd,
                                const double *base)

@@ -454,6 +454,7 @@ void soa_outward_velocities(const soa_model *m, soa_data *d, const double *qd);
 void soa_outward_accelerations(const soa_model *m, soa_data *d, const double *qdd,
                                const double *base);
 void soa_inertial_velocities(const soa_model *m, soa_data *d, const double *qd);
+void soa_inertial_kinematics(const soa_model *m, soa_data *d, const double *q, const double *qd);
 void soa_inertial_accelerations(const soa_model *m, soa_data *d, const double *qdd,
                                 const double *base);
 void soa_joint_maps_to_world(const soa_model *m, soa_data *d);
