@@ -227,9 +227,41 @@ SOA_BODY_STEP void placement_in_parent(const soa_model *m, soa_data *d, int k, c
     placement_in(m, k, q, Xr, Xp, d->R + 9 * k, d->l + 3 * k, d->Rj + 9 * k, d->tj + 3 * k);
 }
 
+/* Body k's R, l, Rj, tj in its sweep parent for a revolute or prismatic joint about a
+ * non-coordinate unit axis u, from the model's split of fXr Rj (jrot, soa_model_finish):
+ * revolute R = C + c A + s B, l = fXp, Rj = u u^T + c (1 - u u^T) + s u~ (Rodrigues), tj = 0;
+ * prismatic R = fXr, l = fXp + theta fXr u, Rj = 1, tj = theta u (seed 000 eq. 2.7). */
+SOA_BODY_STEP void placement_any_axis(const soa_model *m, soa_data *d, int k, double th)
+{
+    const double *restrict u = m->axis + 3 * k, *restrict A = m->jrot + 27 * k,
+                 *restrict B = A + 9, *restrict C = A + 18, *restrict Xp = m->fXp + 3 * k;
+    double *restrict R = d->R + 9 * k, *restrict l = d->l + 3 * k, *restrict Rj = d->Rj + 9 * k,
+           *restrict tj = d->tj + 3 * k;
+    if (m->jtype[k] == SOA_PRISMATIC) {
+        const double *restrict Xr = m->fXr + 9 * k;
+        for (int i = 0; i < 9; i++) {
+            R[i] = Xr[i];
+            Rj[i] = (i % 4 == 0) ? 1.0 : 0.0;
+        }
+        for (int i = 0; i < 3; i++) {
+            l[i] = Xp[i] + th * A[i];
+            tj[i] = th * u[i];
+        }
+        return;
+    }
+    const double c = cos(th), sn = sin(th);
+    for (int i = 0; i < 9; i++) R[i] = C[i] + c * A[i] + sn * B[i];
+    for (int i = 0; i < 3; i++) {
+        l[i] = Xp[i];
+        tj[i] = 0.0;
+    }
+    rodrigues(u, c, sn, Rj);
+}
+
 /* Sw <- H*_I of a joint's n dofs for a body at (R, p) in world (joint_map_to_world); axis 0-2: a
  * revolute joint about that coordinate axis (H* = [e; 0]: [R e; p x R e]), 3-5: a prismatic one
- * ([0; R e]), -1: any. */
+ * ([0; R e]), 6: a revolute joint about any axis (H* = [s; 0]: [R s; p x R s]), 7: a prismatic
+ * one ([0; R s]), -1: any (the model's jmap). */
 static inline void joint_maps_to_world(const double *restrict R, const double *restrict p,
                                        const double *restrict S, int n, int axis,
                                        double *restrict Sw)
@@ -239,8 +271,14 @@ static inline void joint_maps_to_world(const double *restrict R, const double *r
         return;
     }
     const int e = axis % 3;
-    const double c0 = R[e], c1 = R[3 + e], c2 = R[6 + e];
-    if (axis >= 3) {
+    double c0 = R[e], c1 = R[3 + e], c2 = R[6 + e];
+    if (axis >= 6) {                                 /* R s, s the non-zero half of H* */
+        const double *u = S + (axis == 6 ? 0 : 3);
+        c0 = R[0] * u[0] + R[1] * u[1] + R[2] * u[2];
+        c1 = R[3] * u[0] + R[4] * u[1] + R[5] * u[2];
+        c2 = R[6] * u[0] + R[7] * u[1] + R[8] * u[2];
+    }
+    if (axis == 7 || (axis >= 3 && axis < 6)) {
         Sw[0] = Sw[1] = Sw[2] = 0.0;
         Sw[3] = c0; Sw[4] = c1; Sw[5] = c2;
         return;
@@ -251,11 +289,10 @@ static inline void joint_maps_to_world(const double *restrict R, const double *r
     Sw[5] = p[0] * c1 - p[1] * c0;
 }
 
-/* joint_maps_to_world's axis code of body k's joint. */
+/* joint_maps_to_world's axis code of body k's joint (soa_model_finish). */
 static inline int joint_axis(const soa_model *m, int k)
 {
-    const int e = m->jaxis[k];
-    return e < 0 ? -1 : e + (m->jtype[k] == SOA_REVOLUTE ? 0 : 3);
+    return m->jmap[k];
 }
 
 /* (Rw, pw) <- (Rp R, pp + Rp l): a placement (R, l) in a frame at (Rp, pp) in world (NULL: the
@@ -317,7 +354,11 @@ void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, cons
 {
     for (int t = 0; t < m->nmov; t++) {
         const int k = m->order[t], p = m->spar[k], v0 = m->v0[k], axis = joint_axis(m, k);
-        placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
+        const int jt = m->jtype[k];
+        if (m->jaxis[k] < 0 && (jt == SOA_REVOLUTE || jt == SOA_PRISMATIC))
+            placement_any_axis(m, d, k, q[m->q0[k]]);
+        else
+            placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
         outward_body(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->Rw + 9 * p,
                      p < 0 ? NULL : d->pw + 3 * p, p < 0 ? NULL : d->V + 6 * p, m->S + 6 * v0,
                      m->nvj[k], axis, qd + v0, m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k,

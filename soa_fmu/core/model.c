@@ -161,6 +161,40 @@ static void depth_first_columns(soa_model *m)
         }
 }
 
+/* The placement and joint-map forms of body k's joint for the fast sweeps (kinematics.c), after
+ * jaxis and fXr: jmap, the form of H*_I (0-5: about the coordinate axis jaxis; 6: a revolute
+ * joint whose H* = [s; 0], 7: a prismatic one, [0; s], about any other axis; -1: any), and for a
+ * revolute joint about a non-coordinate unit axis u the placement in the sweep parent split by
+ * Rodrigues' formula Rj = u u^T + cos(theta) (1 - u u^T) + sin(theta) u~ (seed 000 eq. 2.7 with
+ * the joint rotation written out):
+ *     fXr Rj = C + cos(theta) A + sin(theta) B,  C = (fXr u) u^T,  A = fXr - C,  B = fXr u~;
+ * for a prismatic one fXr u (l = fXp + theta fXr u), in A's first three entries. */
+static void joint_forms(soa_model *m, int k)
+{
+    const int jt = m->jtype[k], e = m->jaxis[k];
+    const double *u = m->axis + 3 * k, *X = m->fXr + 9 * k, *s = m->S + 6 * m->v0[k];
+    double *A = m->jrot + 27 * k, *B = A + 9, *C = A + 18;
+    for (int i = 0; i < 27; i++) A[i] = 0.0;
+    m->jmap[k] = e < 0 ? -1 : e + (jt == SOA_REVOLUTE ? 0 : 3);
+    if (e >= 0 || (jt != SOA_REVOLUTE && jt != SOA_PRISMATIC)) return;
+    const int zero = jt == SOA_REVOLUTE ? 3 : 0;   /* the half of H* that must vanish */
+    if (s[zero] == 0.0 && s[zero + 1] == 0.0 && s[zero + 2] == 0.0)
+        m->jmap[k] = jt == SOA_REVOLUTE ? 6 : 7;
+    double w[3];                                     /* fXr u */
+    for (int i = 0; i < 3; i++) w[i] = X[3 * i] * u[0] + X[3 * i + 1] * u[1] + X[3 * i + 2] * u[2];
+    if (jt == SOA_PRISMATIC) {
+        for (int i = 0; i < 3; i++) A[i] = w[i];
+        return;
+    }
+    const double K[9] = {0.0, -u[2], u[1], u[2], 0.0, -u[0], -u[1], u[0], 0.0};   /* u~ */
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++) {
+            C[3 * i + j] = w[i] * u[j];
+            A[3 * i + j] = X[3 * i + j] - C[3 * i + j];
+            B[3 * i + j] = X[3 * i] * K[j] + X[3 * i + 1] * K[3 + j] + X[3 * i + 2] * K[6 + j];
+        }
+}
+
 /* Fixed links folded into their parents' rigid bodies.  A body k on a SOA_FIXED joint moves
  * rigidly with its parent, so the sweeps need not visit it: it is folded into its carrier spar(k),
  * the nearest ancestor with a moving joint (-1: welded to the world), at the constant placement
@@ -223,6 +257,7 @@ static void fold_fixed_links(soa_model *m)
             for (int i = 0; i < 6; i++)
                 if (m->S[6 * m->v0[k] + i] != (i == o + m->jaxis[k] ? 1.0 : 0.0)) m->jaxis[k] = -1;
         }
+        joint_forms(m, k);
     }
     /* each body's mass, centre of mass and J_C in its carrier's frame (IO: c at 0, J at 3) */
     for (int k = 0; k < nb; k++) {

@@ -168,7 +168,10 @@ typedef struct {
                                  free), first nquat */                                           \
     X(jaxis,   1, nb, 0, 0)   /* kinematics.c: 0, 1, 2 for a revolute / prismatic joint about that \
                                  coordinate axis of its joint frame, H* the unit twist along it; \
-                                 else -1 (soa_model_finish) */
+                                 else -1 (soa_model_finish) */                                   \
+    X(jmap,    1, nb, 0, 0)   /* kinematics.c: the form of H*_I = phi(I, k) H*(k): 0-2 revolute, \
+                                 3-5 prismatic about that coordinate axis (jaxis), 6 a revolute \
+                                 H* = [s; 0], 7 a prismatic [0; s] about any other axis; -1 any */
 
 #define SOA_MODEL_REALS(X)                                                                    \
     X(axis,    2, nb, 3, 0)   /* revolute/prismatic axis, planar normal (unit) */               \
@@ -190,6 +193,10 @@ typedef struct {
     X(fcom,    2, nb, 3, 0)   /* (0 for a folded body): mass, centre of mass, body frame, */     \
     X(fJc,     3, nb, 3, 3)   /* rotational inertia about that centre, body axes, */           \
     X(finertia, 3, nb, 6, 6)  /* and M(k) about the body origin (what the dynamics read) */     \
+    X(jrot,    3, nb, 3, 9)   /* kinematics.c: a revolute joint about a non-coordinate unit axis \
+                                 u: fXr Rj(theta) = C + cos(theta) A + sin(theta) B with \
+                                 C = (fXr u) u^T, A = fXr - C, B = fXr u~ (Rodrigues); a \
+                                 prismatic one: fXr u in A's first 3; else 0 (soa_model_finish) */ \
     /* ---- dissipation.c: joint forces the simulator adds, -d qd - f_c tanh(qd / v_s) ---- */   \
     X(damping,  1, nv, 0, 0)  /* viscous damping d per velocity dof (N.m.s/rad or N.s/m) */     \
     X(friction, 1, nv, 0, 0)  /* Coulomb friction force f_c per velocity dof (N.m or N) */      \

@@ -57,13 +57,20 @@ static inline void matrix_to_quat(const double *R, double *quat)
     quat[3] = v[2] * sg;
 }
 
-static inline void axis_angle_to_matrix(const double *ax, double angle, double *R)
+/* The rotation by angle theta about the unit axis ax, from c = cos(theta), s = sin(theta)
+ * (Rodrigues: R = c 1 + s ax~ + (1 - c) ax ax^T). */
+static inline void rodrigues(const double *ax, double c, double s, double *R)
 {
-    const double c = cos(angle), s = sin(angle), t = 1.0 - c;
+    const double t = 1.0 - c;
     const double x = ax[0], y = ax[1], z = ax[2];
     R[0] = t * x * x + c;     R[1] = t * x * y - s * z; R[2] = t * x * z + s * y;
     R[3] = t * x * y + s * z; R[4] = t * y * y + c;     R[5] = t * y * z - s * x;
     R[6] = t * x * z - s * y; R[7] = t * y * z + s * x; R[8] = t * z * z + c;
+}
+
+static inline void axis_angle_to_matrix(const double *ax, double angle, double *R)
+{
+    rodrigues(ax, cos(angle), sin(angle), R);
 }
 
 static inline void cross3(const double *a, const double *b, double *out)
