@@ -249,7 +249,8 @@ SOA_BODY_STEP void placement_any_axis(const soa_model *m, soa_data *d, int k, do
         }
         return;
     }
-    const double c = cos(th), sn = sin(th);
+    double c, sn;
+    soa_sincos(th, &c, &sn);
     for (int i = 0; i < 9; i++) R[i] = C[i] + c * A[i] + sn * B[i];
     for (int i = 0; i < 3; i++) {
         l[i] = Xp[i];

@@ -57,6 +57,40 @@ static inline void matrix_to_quat(const double *R, double *quat)
     quat[3] = v[2] * sg;
 }
 
+/* c = cos(x), s = sin(x), inline: the joint angle of every revolute joint per sweep.  For
+ * |x| < 2^19 pi/2, x = n pi/2 + r with |r| <= pi/4 (Cody-Waite: pi/2 in two parts, the first of
+ * 33 bits, so n pi/2_1 is exact) and the minimax polynomials of fdlibm's __kernel_sin and
+ * __kernel_cos on [-pi/4, pi/4] (errors below 1 ulp), the quadrant n mod 4 choosing signs;
+ * larger or non-finite x: libm's cos and sin. */
+static inline void soa_sincos(double x, double *c, double *s)
+{
+    if (!(fabs(x) < 823549.6)) {                       /* 2^19 pi/2, NaN, inf */
+        *c = cos(x);
+        *s = sin(x);
+        return;
+    }
+    const double shift = 6755399441055744.0;          /* 1.5 * 2^52: round to nearest */
+    const double fn = (x * 6.36619772367581382433e-01 + shift) - shift;   /* x * 2 / pi */
+    const int n = (int)fn;
+    const double r = (x - fn * 1.57079632673412561417e+00) - fn * 6.07710050650619224932e-11;
+    const double z = r * r;
+    const double sr = r + z * r * (-1.66666666666666324348e-01
+                      + z * (8.33333333332248946124e-03 + z * (-1.98412698298579493134e-04
+                      + z * (2.75573137070700676789e-06 + z * (-2.50507602534068634195e-08
+                      + z * 1.58969099521155010221e-10)))));
+    const double q = z * z * (4.16666666666666019037e-02 + z * (-1.38888888888741095749e-03
+                     + z * (2.48015872894767294178e-05 + z * (-2.75573143513906633035e-07
+                     + z * (2.08757232129817482790e-09 + z * -1.13596475577881948265e-11)))));
+    const double hz = 0.5 * z, w = 1.0 - hz;
+    const double cr = w + (((1.0 - w) - hz) + q);
+    switch (n & 3) {
+    case 0: *c = cr; *s = sr; break;
+    case 1: *c = -sr; *s = cr; break;
+    case 2: *c = -cr; *s = -sr; break;
+    default: *c = sr; *s = -cr; break;
+    }
+}
+
 /* The rotation by angle theta about the unit axis ax, from c = cos(theta), s = sin(theta)
  * (Rodrigues: R = c 1 + s ax~ + (1 - c) ax ax^T). */
 static inline void rodrigues(const double *ax, double c, double s, double *R)
