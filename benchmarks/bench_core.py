@@ -1,6 +1,7 @@
 """Engine speed vs Pinocchio in one run (SPEC §6): FD, ID, M, M⁻¹ at 7 dof and on long chains,
 O(N) scaling of FD, and start-up cost (import + first call in a fresh process: nothing compiles at
-run time, the C core is compiled at install)."""
+run time, the C core is compiled at install).  With valgrind on PATH, the instructions per FD call
+at 7 and 100 dof (callgrind, in the C kernel and with the extension's entry point) are added."""
 from __future__ import annotations
 
 import os
@@ -11,7 +12,7 @@ import numpy as np
 import pinocchio as pin
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import chain_case, median_time, table, write_result  # noqa: E402
+from timing import callgrind_per_call, chain_case, median_time, table, write_result  # noqa: E402
 
 import soa_fmu as sf  # noqa: E402
 from soa_fmu.verify.builders import random_state, serial_chain  # noqa: E402
@@ -67,7 +68,27 @@ def fd_time(n: int) -> float:
     return median_time(lambda: sf.forward_dynamics(model, q, qd, tau))
 
 
+def fd_calls(n: int, calls: int) -> None:
+    """`calls` forward dynamics of the chain of n links through the extension (the callgrind
+    runs of fd_instructions; the model is built before, the first call is one of them)."""
+    model = serial_chain(n, seed=1)
+    q, qd = random_state(model, 2)
+    tau = np.random.default_rng(0).normal(size=n)
+    for _ in range(calls):
+        sf.forward_dynamics(model, q, qd, tau)
+
+
+def fd_instructions(n: int, calls: int = 200) -> dict[str, float] | None:
+    """Instructions per FD call on the chain of n links: in the C kernel (soa_aba) and with the
+    extension's entry point (py_aba: argument checks, output array); None without valgrind."""
+    return callgrind_per_call([__file__, "--calls", str(n), str(calls)], ["soa_aba", "py_aba"],
+                              calls)
+
+
 def main() -> None:
+    if sys.argv[1:2] == ["--calls"]:                  # the callgrind runs of fd_instructions
+        fd_calls(int(sys.argv[2]), int(sys.argv[3]))
+        return
     rows = compare(7) + compare(100) + compare(300, ("FD", "ID"))
     t100, t1000 = fd_time(100), fd_time(1000)
     first_fd, all_first = startup()
@@ -81,8 +102,15 @@ def main() -> None:
         f"model: serial chain of revolute joints (random axes/inertias); pinocchio {pin.__version__}; "
         "times are medians of 9 runs, called from Python",
     ]
-    write_result("core.txt", table("Engine vs Pinocchio (µs per call)",
-                                   ["algorithm", "N", "soa_fmu µs", "pin µs", "ratio", "bar"], rows, notes))
+    text = table("Engine vs Pinocchio (µs per call)",
+                 ["algorithm", "N", "soa_fmu µs", "pin µs", "ratio", "bar"], rows, notes)
+    counts = {n: fd_instructions(n) for n in (7, 100)}
+    if all(c is not None for c in counts.values()):
+        text += "\n" + table("Instructions per forward dynamics call (callgrind)",
+                             ["N", "C kernel (soa_aba)", "per body", "with the entry point (py_aba)"],
+                             [[str(n), f"{c['soa_aba']:.0f}", f"{c['soa_aba'] / n:.0f}",
+                               f"{c['py_aba']:.0f}"] for n, c in counts.items()])
+    write_result("core.txt", text)
 
 
 if __name__ == "__main__":

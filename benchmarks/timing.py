@@ -1,6 +1,10 @@
 """Shared timing helpers for the benchmarks: medians of repeated runs, tables written to results/."""
 from __future__ import annotations
 
+import shutil
+import subprocess
+import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -76,3 +80,21 @@ def chain_case(n: int):
     tau = np.random.default_rng(0).normal(size=n)
     return (model, pm, pm.pin_model.createData(), q, qd, tau,
             pm.q_to_pin(q), pm.v_to_pin(qd), pm.v_to_pin(tau))
+
+
+def callgrind_per_call(args: list[str], functions: list[str], calls: int) -> dict[str, float] | None:
+    """Instructions per call inside each C function of ``functions`` (callgrind collecting in that
+    function only, one run per function) of ``python *args``, which must make ``calls`` calls of
+    it; None without valgrind.  Repeatable where times on a loaded machine are not."""
+    if shutil.which("valgrind") is None:
+        return None
+    out = {}
+    with tempfile.TemporaryDirectory() as d:
+        for fn in functions:
+            path = Path(d, f"cg.{fn}")
+            subprocess.run(["valgrind", "--tool=callgrind", f"--callgrind-out-file={path}",
+                            f"--toggle-collect={fn}", sys.executable, *args],
+                           check=True, capture_output=True)
+            line = next(ln for ln in path.read_text().splitlines() if ln.startswith("totals:"))
+            out[fn] = int(line.split()[1]) / calls
+    return out
