@@ -12,6 +12,10 @@
  *
  * The filter carries the bias (P a + b) as in Algorithm 3 (eqs. 60-65), so forward dynamics is
  * three sweeps; soa_aba_bias_free is Algorithm 2 (eqs. 55-59). */
+/* GCC: the short loops over 3- and 6-vectors of the per-body steps unrolled (as flexible.c). */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize ("unroll-loops")
+#endif
 #include <math.h>
 #include <stddef.h>
 
