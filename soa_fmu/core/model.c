@@ -212,6 +212,9 @@ static void fold_fixed_links(soa_model *m)
     m->nquat = 0;                                     /* joints with a quaternion */
     for (int k = 0; k < nb; k++)
         if (m->jtype[k] == SOA_SPHERICAL || m->jtype[k] == SOA_FREE) m->quatb[m->nquat++] = k;
+    m->qlinear = m->nquat == 0 && nq == nv;           /* theta, beta coordinate by coordinate */
+    for (int k = 0; k < nb; k++)
+        m->qlinear &= m->jtype[k] != SOA_PLANAR && m->q0[k] == m->v0[k] && m->nqj[k] == m->nvj[k];
     for (int k = 0; k < nb; k++) {                    /* joints about a coordinate axis */
         const double *ax = m->axis + 3 * k;
         m->jaxis[k] = -1;

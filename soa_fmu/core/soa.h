@@ -395,6 +395,8 @@ typedef struct soa_model {
     int stopped;            /* some joint stop exists and stops[0] is on (soa_model_finish) */
     int nmov, nfix;         /* moving bodies (order), moving bodies of fixr */
     int nquat;              /* bodies of quatb */
+    int qlinear;            /* no quaternion or planar joint: theta-dot = beta, theta (+) dv =
+                             * theta + dv, coordinate by coordinate (soa_model_finish) */
     void *buffer;           /* the one allocation behind every array above */
     size_t nbytes;
 } soa_model;

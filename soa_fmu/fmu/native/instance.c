@@ -1193,6 +1193,9 @@ int fmu_pending_reasons(const Instance *c, char *out, size_t n)
     size_t used = 0;
     int any = 0;
     out[0] = '\0';
+    unsigned char rejected = 0;                       /* (the usual case, one vector pass) */
+    for (int vr = 0; vr < D.nvars; vr++) rejected |= c->pending[vr];
+    if (!rejected && !c->problem[0]) return 0;
     if (c->problem[0]) {
         used += (size_t)snprintf(out, n, "%s", c->problem);
         any = 1;
