@@ -89,13 +89,7 @@ soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
     if (st.kind != SOA_OK) return st;
     if (m->nm) return soa_flex_crba(m, d, q, M);
     const int nv = m->nv;
-    soa_sweep_placements(m, d, q);                    /* the moving bodies (model.c: the fold) */
-    double *Ri = d->Ri;                               /* M_I(k) of the folded rigid bodies, compact */
-    for (int t = 0; t < m->nmov; t++) {
-        const int k = m->order[t];
-        inertia_world_compact(m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k, d->Rw + 9 * k,
-                              d->pw + 3 * k, Ri + 10 * k);
-    }
-    if (column_sweep(m, Ri, d->Sw, M) == 0.0) return st;
+    soa_sweep_placements(m, d, q);                    /* Rw, pw, Sw, M_I (Ri) of the moving bodies */
+    if (column_sweep(m, d->Ri, d->Sw, M) == 0.0) return st;
     return soa_check_result(M, nv, nv);               /* which row is not finite */
 }

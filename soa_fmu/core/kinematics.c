@@ -328,20 +328,53 @@ void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, cons
     soa_fold_velocities(m, d, 1);
 }
 
-/* The world placements Rw, pw and H*_I (Sw) of the moving bodies (model.c: the fold), from their
- * placements in the sweep parent -- soa_outward_placements, soa_world_placements and
- * soa_joint_maps_to_world in one pass, for the mass matrix (crba.c), which reads nothing else:
- * R, l, Rj, tj stay in registers (not stored) and the folded bodies' placements are not filled
- * in (soa_fold_placements). */
+/* R = Xr Rj, l = Xp for a revolute joint about coordinate axis e of the joint frame ((e, a, b)
+ * cyclic): two columns of Xr mixed (revolute_about_axis without Rj, tj). */
+static inline void revolute_rl(const double *restrict Xr, const double *restrict Xp, double c,
+                               double sn, const int e, const int a, const int b,
+                               double *restrict R, double *restrict l)
+{
+    for (int i = 0; i < 3; i++) {
+        const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
+        R[3 * i + a] = c * xa + sn * xb;
+        R[3 * i + b] = c * xb - sn * xa;
+        R[3 * i + e] = Xr[3 * i + e];
+        l[i] = Xp[i];
+    }
+}
+
+/* The world placements Rw, pw, H*_I (Sw) and the compact inertias M_I (Ri; seed 004 eq. 5.44;
+ * M_I of the folded rigid body, model.c: the fold) of the moving bodies, from their placements
+ * (R, l) in the sweep parent: soa_outward_placements, soa_world_placements,
+ * soa_joint_maps_to_world and soa_inertias_to_world in one pass, for the mass matrix (crba.c),
+ * which reads nothing else: R, l, Rj, tj stay in registers (not stored) and the folded bodies'
+ * placements are not filled in (soa_fold_placements). */
 void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
 {
     for (int t = 0; t < m->nmov; t++) {
-        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k];
-        double R[9], l[3], Rj[9], tj[3];
-        placement_in(m, k, q, m->fXr + 9 * k, m->fXp + 3 * k, R, l, Rj, tj);
-        double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
+        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k], jt = m->jtype[k], e = m->jaxis[k];
+        const double *restrict Xr = m->fXr + 9 * k, *restrict Xp = m->fXp + 3 * k;
+        double R[9], l[3];
+        if (jt == SOA_REVOLUTE && e >= 0) {           /* Rj: a rotation by theta about axis e */
+            const double th = q[m->q0[k]], c = cos(th), sn = sin(th);
+            if (e == 0)                                /* (constant indices in each copy) */
+                revolute_rl(Xr, Xp, c, sn, 0, 1, 2, R, l);
+            else if (e == 1)
+                revolute_rl(Xr, Xp, c, sn, 1, 2, 0, R, l);
+            else
+                revolute_rl(Xr, Xp, c, sn, 2, 0, 1, R, l);
+        } else if (jt == SOA_PRISMATIC && e >= 0) {   /* tj = x e */
+            const double x = q[m->q0[k]];
+            for (int i = 0; i < 9; i++) R[i] = Xr[i];
+            for (int i = 0; i < 3; i++) l[i] = Xp[i] + Xr[3 * i + e] * x;
+        } else {
+            double Rj[9], tj[3];
+            placement_in(m, k, q, Xr, Xp, R, l, Rj, tj);
+        }
+        double *restrict Rw = d->Rw + 9 * k, *restrict pw = d->pw + 3 * k;
         world_placement(R, l, p < 0 ? NULL : d->Rw + 9 * p, p < 0 ? NULL : d->pw + 3 * p, Rw, pw);
         joint_maps_to_world(Rw, pw, m->S + 6 * v0, m->nvj[k], joint_axis(m, k), d->Sw + 6 * v0);
+        inertia_world_compact(m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k, Rw, pw, d->Ri + 10 * k);
     }
 }
 
