@@ -36,6 +36,16 @@ void soa_composite_inertia_sweep(const soa_model *m, soa_data *d)
     }
 }
 
+/* a += b for two compact inertias (10 numbers).  Kept out of line (GCC), where the compiler pairs
+ * the entries in vector registers. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void add10(double *restrict a, const double *restrict b)
+{
+    for (int i = 0; i < 10; i++) a[i] += b[i];
+}
+
 /* M <- H_I r_I H*_I + diag(a), one tip-to-base pass over the moving bodies that also finishes the
  * composite inertias: when body k is reached every body below it has added its r_I into r_I(k)
  * (eq. 31: a plain sum in the inertial frame), so per dof c of k, x = r_I(k) H*_I(c) (eq. 32) and
@@ -76,8 +86,7 @@ static double column_sweep(const soa_model *m, double *restrict Ri, const double
             for (int r = 0; r < below; r++) M[r * nv + c] = M[c * nv + r] = 0.0;
         }
         if (p >= 0) {                                  /* r_I(p) += r_I(k) (eq. 31) */
-            double *restrict rp = Ri + 10 * p;
-            for (int i = 0; i < 10; i++) rp[i] += rk[i];
+            add10(Ri + 10 * p, rk);
         }
     }
     return nf;
