@@ -349,6 +349,9 @@ static inline void revolute_rl(const double *restrict Xr, const double *restrict
  * soa_joint_maps_to_world and soa_inertias_to_world in one pass, for the mass matrix (crba.c),
  * which reads nothing else: R, l, Rj, tj stay in registers (not stored) and the folded bodies'
  * placements are not filled in (soa_fold_placements). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-slp-vectorize")))   /* GCC's pairing here: shuffles, no gain */
+#endif
 void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
 {
     for (int t = 0; t < m->nmov; t++) {
