@@ -343,6 +343,32 @@ static inline void revolute_rl(const double *restrict Xr, const double *restrict
     }
 }
 
+/* Ic <- the compact inertia about the world origin of a rigid body at (Rw, pw) with mass m and
+ * centre of mass cb, as inertia_world_compact (seed 004 eq. 5.44; parallel axes), its rotational
+ * inertia given split, J_C = l 1 + g1 g1^T + g2 g2^T (g = (l, g1, g2), model.c inertia_split):
+ * Rw J_C Rw^T = l 1 + h1 h1^T + h2 h2^T with h = Rw g, two vectors rotated, not a matrix. */
+static inline void inertia_world_split(double mass, const double *restrict cb,
+                                       const double *restrict g, const double *restrict Rw,
+                                       const double *restrict pw, double *restrict Ic)
+{
+    double h[6], c[3];
+    for (int i = 0; i < 3; i++) {
+        const double r0 = Rw[3 * i], r1 = Rw[3 * i + 1], r2 = Rw[3 * i + 2];
+        h[i] = r0 * g[1] + r1 * g[2] + r2 * g[3];
+        h[3 + i] = r0 * g[4] + r1 * g[5] + r2 * g[6];
+        c[i] = pw[i] + r0 * cb[0] + r1 * cb[1] + r2 * cb[2];
+    }
+    const double l = g[0], x = c[0], y = c[1], z = c[2];
+    const double mx = mass * x, my = mass * y, mz = mass * z;
+    Ic[0] = l + h[0] * h[0] + h[3] * h[3] + my * y + mz * z;
+    Ic[1] = h[0] * h[1] + h[3] * h[4] - mx * y;
+    Ic[2] = h[0] * h[2] + h[3] * h[5] - mx * z;
+    Ic[3] = l + h[1] * h[1] + h[4] * h[4] + mx * x + mz * z;
+    Ic[4] = h[1] * h[2] + h[4] * h[5] - my * z;
+    Ic[5] = l + h[2] * h[2] + h[5] * h[5] + mx * x + my * y;
+    Ic[6] = mx; Ic[7] = my; Ic[8] = mz; Ic[9] = mass;
+}
+
 /* The world placements Rw, pw, H*_I (Sw) and the compact inertias M_I (Ri; seed 004 eq. 5.44;
  * M_I of the folded rigid body, model.c: the fold) of the moving bodies, from their placements
  * (R, l) in the sweep parent: soa_outward_placements, soa_world_placements,
@@ -377,7 +403,7 @@ void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
         double *restrict Rw = d->Rw + 9 * k, *restrict pw = d->pw + 3 * k;
         world_placement(R, l, p < 0 ? NULL : d->Rw + 9 * p, p < 0 ? NULL : d->pw + 3 * p, Rw, pw);
         joint_maps_to_world(Rw, pw, m->S + 6 * v0, m->nvj[k], joint_axis(m, k), d->Sw + 6 * v0);
-        inertia_world_compact(m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k, Rw, pw, d->Ri + 10 * k);
+        inertia_world_split(m->fmass[k], m->fcom + 3 * k, m->fJg + 7 * k, Rw, pw, d->Ri + 10 * k);
     }
 }
 
