@@ -328,20 +328,82 @@ void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, cons
     soa_fold_velocities(m, d, 1);
 }
 
-/* The world placements Rw, pw and H*_I (Sw) of the moving bodies (model.c: the fold), from their
- * placements in the sweep parent -- soa_outward_placements, soa_world_placements and
- * soa_joint_maps_to_world in one pass, for the mass matrix (crba.c), which reads nothing else:
- * R, l, Rj, tj stay in registers (not stored) and the folded bodies' placements are not filled
- * in (soa_fold_placements). */
+/* R = Xr Rj, l = Xp for a revolute joint about coordinate axis e of the joint frame ((e, a, b)
+ * cyclic): two columns of Xr mixed (revolute_about_axis without Rj, tj). */
+static inline void revolute_rl(const double *restrict Xr, const double *restrict Xp, double c,
+                               double sn, const int e, const int a, const int b,
+                               double *restrict R, double *restrict l)
+{
+    for (int i = 0; i < 3; i++) {
+        const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
+        R[3 * i + a] = c * xa + sn * xb;
+        R[3 * i + b] = c * xb - sn * xa;
+        R[3 * i + e] = Xr[3 * i + e];
+        l[i] = Xp[i];
+    }
+}
+
+/* Ic <- the compact inertia about the world origin of a rigid body at (Rw, pw) with mass m and
+ * centre of mass cb, as inertia_world_compact (seed 004 eq. 5.44; parallel axes), its rotational
+ * inertia given split, J_C = l 1 + g1 g1^T + g2 g2^T (g = (l, g1, g2), model.c inertia_split):
+ * Rw J_C Rw^T = l 1 + h1 h1^T + h2 h2^T with h = Rw g, two vectors rotated, not a matrix. */
+static inline void inertia_world_split(double mass, const double *restrict cb,
+                                       const double *restrict g, const double *restrict Rw,
+                                       const double *restrict pw, double *restrict Ic)
+{
+    double h[6], c[3];
+    for (int i = 0; i < 3; i++) {
+        const double r0 = Rw[3 * i], r1 = Rw[3 * i + 1], r2 = Rw[3 * i + 2];
+        h[i] = r0 * g[1] + r1 * g[2] + r2 * g[3];
+        h[3 + i] = r0 * g[4] + r1 * g[5] + r2 * g[6];
+        c[i] = pw[i] + r0 * cb[0] + r1 * cb[1] + r2 * cb[2];
+    }
+    const double l = g[0], x = c[0], y = c[1], z = c[2];
+    const double mx = mass * x, my = mass * y, mz = mass * z;
+    Ic[0] = l + h[0] * h[0] + h[3] * h[3] + my * y + mz * z;
+    Ic[1] = h[0] * h[1] + h[3] * h[4] - mx * y;
+    Ic[2] = h[0] * h[2] + h[3] * h[5] - mx * z;
+    Ic[3] = l + h[1] * h[1] + h[4] * h[4] + mx * x + mz * z;
+    Ic[4] = h[1] * h[2] + h[4] * h[5] - my * z;
+    Ic[5] = l + h[2] * h[2] + h[5] * h[5] + mx * x + my * y;
+    Ic[6] = mx; Ic[7] = my; Ic[8] = mz; Ic[9] = mass;
+}
+
+/* The world placements Rw, pw, H*_I (Sw) and the compact inertias M_I (Ri; seed 004 eq. 5.44;
+ * M_I of the folded rigid body, model.c: the fold) of the moving bodies, from their placements
+ * (R, l) in the sweep parent: soa_outward_placements, soa_world_placements,
+ * soa_joint_maps_to_world and soa_inertias_to_world in one pass, for the mass matrix (crba.c),
+ * which reads nothing else: R, l, Rj, tj stay in registers (not stored) and the folded bodies'
+ * placements are not filled in (soa_fold_placements). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-slp-vectorize")))   /* GCC's pairing here: shuffles, no gain */
+#endif
 void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
 {
     for (int t = 0; t < m->nmov; t++) {
-        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k];
-        double R[9], l[3], Rj[9], tj[3];
-        placement_in(m, k, q, m->fXr + 9 * k, m->fXp + 3 * k, R, l, Rj, tj);
-        double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
+        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k], jt = m->jtype[k], e = m->jaxis[k];
+        const double *restrict Xr = m->fXr + 9 * k, *restrict Xp = m->fXp + 3 * k;
+        double R[9], l[3];
+        if (jt == SOA_REVOLUTE && e >= 0) {           /* Rj: a rotation by theta about axis e */
+            const double th = q[m->q0[k]], c = cos(th), sn = sin(th);
+            if (e == 0)                                /* (constant indices in each copy) */
+                revolute_rl(Xr, Xp, c, sn, 0, 1, 2, R, l);
+            else if (e == 1)
+                revolute_rl(Xr, Xp, c, sn, 1, 2, 0, R, l);
+            else
+                revolute_rl(Xr, Xp, c, sn, 2, 0, 1, R, l);
+        } else if (jt == SOA_PRISMATIC && e >= 0) {   /* tj = x e */
+            const double x = q[m->q0[k]];
+            for (int i = 0; i < 9; i++) R[i] = Xr[i];
+            for (int i = 0; i < 3; i++) l[i] = Xp[i] + Xr[3 * i + e] * x;
+        } else {
+            double Rj[9], tj[3];
+            placement_in(m, k, q, Xr, Xp, R, l, Rj, tj);
+        }
+        double *restrict Rw = d->Rw + 9 * k, *restrict pw = d->pw + 3 * k;
         world_placement(R, l, p < 0 ? NULL : d->Rw + 9 * p, p < 0 ? NULL : d->pw + 3 * p, Rw, pw);
         joint_maps_to_world(Rw, pw, m->S + 6 * v0, m->nvj[k], joint_axis(m, k), d->Sw + 6 * v0);
+        inertia_world_split(m->fmass[k], m->fcom + 3 * k, m->fJg + 7 * k, Rw, pw, d->Ri + 10 * k);
     }
 }
 
