@@ -279,14 +279,14 @@ static inline void world_placement(const double *restrict R, const double *restr
 /* One body of soa_inertial_outward, everything in registers (restrict: no reloads): from its
  * placement (R, l) in the sweep parent and the parent's (Rp, pp, Vp; NULL: the world), its world
  * placement (Rw, pw), H*_I of its n dofs (Sw; axis 0-2: a revolute joint about that coordinate
- * axis, 3-5 a prismatic one, -1 any), M_I in compact form (Ic) and packed as P, V_I, a_I and
- * b_I = V x* M_I V (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
+ * axis, 3-5 a prismatic one, -1 any), M_I in compact form (Ic, from the split rotational inertia
+ * Jg) and packed as P, V_I, a_I and b_I = V x* M_I V (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
 SOA_BODY_STEP void outward_body(const double *restrict R, const double *restrict l,
                                 const double *restrict Rp, const double *restrict pp,
                                 const double *restrict Vp, const double *restrict S, int n,
                                 int axis,
                                 const double *restrict qd, double mass, const double *restrict cb,
-                                const double *restrict Jc, double *restrict Rw, double *restrict pw,
+                                const double *restrict Jg, double *restrict Rw, double *restrict pw,
                                 double *restrict Sw, double *restrict P, double *restrict V,
                                 double *restrict a, double *restrict b)
 {
@@ -297,7 +297,7 @@ SOA_BODY_STEP void outward_body(const double *restrict R, const double *restrict
     joint_maps_to_world(W, x, S, n, axis, Sw);     /* H*_I and the joint's relative velocity */
     for (int dd = 0; dd < n; dd++)
         for (int i = 0; i < 6; i++) rel[i] += Sw[6 * dd + i] * qd[dd];
-    inertia_world_compact(mass, cb, Jc, W, x, Ic);
+    inertia_world_split(mass, cb, Jg, W, x, Ic);
     inertia_pack(Ic, P);
     for (int i = 0; i < 6; i++) Vk[i] = (Vp ? Vp[i] : 0.0) + rel[i];
     for (int i = 0; i < 6; i++) V[i] = Vk[i];
@@ -320,7 +320,7 @@ void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, cons
         placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
         outward_body(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->Rw + 9 * p,
                      p < 0 ? NULL : d->pw + 3 * p, p < 0 ? NULL : d->V + 6 * p, m->S + 6 * v0,
-                     m->nvj[k], axis, qd + v0, m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k,
+                     m->nvj[k], axis, qd + v0, m->fmass[k], m->fcom + 3 * k, m->fJg + 7 * k,
                      d->Rw + 9 * k, d->pw + 3 * k, d->Sw + 6 * v0, d->Pu + 21 * k, d->V + 6 * k,
                      d->a + 6 * k, d->b + 6 * k);
     }
@@ -341,32 +341,6 @@ static inline void revolute_rl(const double *restrict Xr, const double *restrict
         R[3 * i + e] = Xr[3 * i + e];
         l[i] = Xp[i];
     }
-}
-
-/* Ic <- the compact inertia about the world origin of a rigid body at (Rw, pw) with mass m and
- * centre of mass cb, as inertia_world_compact (seed 004 eq. 5.44; parallel axes), its rotational
- * inertia given split, J_C = l 1 + g1 g1^T + g2 g2^T (g = (l, g1, g2), model.c inertia_split):
- * Rw J_C Rw^T = l 1 + h1 h1^T + h2 h2^T with h = Rw g, two vectors rotated, not a matrix. */
-static inline void inertia_world_split(double mass, const double *restrict cb,
-                                       const double *restrict g, const double *restrict Rw,
-                                       const double *restrict pw, double *restrict Ic)
-{
-    double h[6], c[3];
-    for (int i = 0; i < 3; i++) {
-        const double r0 = Rw[3 * i], r1 = Rw[3 * i + 1], r2 = Rw[3 * i + 2];
-        h[i] = r0 * g[1] + r1 * g[2] + r2 * g[3];
-        h[3 + i] = r0 * g[4] + r1 * g[5] + r2 * g[6];
-        c[i] = pw[i] + r0 * cb[0] + r1 * cb[1] + r2 * cb[2];
-    }
-    const double l = g[0], x = c[0], y = c[1], z = c[2];
-    const double mx = mass * x, my = mass * y, mz = mass * z;
-    Ic[0] = l + h[0] * h[0] + h[3] * h[3] + my * y + mz * z;
-    Ic[1] = h[0] * h[1] + h[3] * h[4] - mx * y;
-    Ic[2] = h[0] * h[2] + h[3] * h[5] - mx * z;
-    Ic[3] = l + h[1] * h[1] + h[4] * h[4] + mx * x + mz * z;
-    Ic[4] = h[1] * h[2] + h[4] * h[5] - my * z;
-    Ic[5] = l + h[2] * h[2] + h[5] * h[5] + mx * x + my * y;
-    Ic[6] = mx; Ic[7] = my; Ic[8] = mz; Ic[9] = mass;
 }
 
 /* The world placements Rw, pw, H*_I (Sw) and the compact inertias M_I (Ri; seed 004 eq. 5.44;

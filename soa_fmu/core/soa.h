@@ -191,7 +191,7 @@ typedef struct {
     X(fJc,     3, nb, 3, 3)   /* rotational inertia about that centre, body axes, */           \
     X(finertia, 3, nb, 6, 6)  /* and M(k) about the body origin (what the dynamics read) */     \
     X(fJg,     2, nb, 7, 0)   /* fJc = l 1 + g1 g1^T + g2 g2^T: (l, g1, g2) (l its least        \
-                                 eigenvalue; the mass matrix rotates g1, g2, not fJc) */        \
+                                 eigenvalue; the outward passes rotate g1, g2, not fJc) */      \
     /* ---- dissipation.c: joint forces the simulator adds, -d qd - f_c tanh(qd / v_s) ---- */   \
     X(damping,  1, nv, 0, 0)  /* viscous damping d per velocity dof (N.m.s/rad or N.s/m) */     \
     X(friction, 1, nv, 0, 0)  /* Coulomb friction force f_c per velocity dof (N.m or N) */      \

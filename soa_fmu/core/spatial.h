@@ -286,24 +286,29 @@ static inline void inertia_apply(const double *restrict Ic, const double *restri
 }
 
 /* Ic <- the compact inertia about the world origin (world axes) of a rigid body at (Rw, pw) with
- * mass m, centre of mass cb and rotational inertia Jc about it (body frame): c = pw + Rw cb,
- * J_O = Rw Jc Rw^T + m (|c|^2 1 - c c^T), m c (seed 004 eq. 5.44; the parallel-axis theorem). */
-static inline void inertia_world_compact(double mass, const double *restrict cb,
-                                         const double *restrict Jc, const double *restrict Rw,
-                                         const double *restrict pw, double *restrict Ic)
+ * mass m, centre of mass cb and rotational inertia about it given split (body frame),
+ * J_C = l 1 + g1 g1^T + g2 g2^T (g = (l, g1, g2), model.c inertia_split): c = pw + Rw cb,
+ * J_O = Rw J_C Rw^T + m (|c|^2 1 - c c^T), m c (seed 004 eq. 5.44; the parallel-axis theorem),
+ * with Rw J_C Rw^T = l 1 + h1 h1^T + h2 h2^T, h = Rw g: two vectors rotated, not a matrix. */
+static inline void inertia_world_split(double mass, const double *restrict cb,
+                                       const double *restrict g, const double *restrict Rw,
+                                       const double *restrict pw, double *restrict Ic)
 {
-    double J[9];
-    const double x = pw[0] + Rw[0] * cb[0] + Rw[1] * cb[1] + Rw[2] * cb[2];
-    const double y = pw[1] + Rw[3] * cb[0] + Rw[4] * cb[1] + Rw[5] * cb[2];
-    const double z = pw[2] + Rw[6] * cb[0] + Rw[7] * cb[1] + Rw[8] * cb[2];
+    double h[6], c[3];
+    for (int i = 0; i < 3; i++) {
+        const double r0 = Rw[3 * i], r1 = Rw[3 * i + 1], r2 = Rw[3 * i + 2];
+        h[i] = r0 * g[1] + r1 * g[2] + r2 * g[3];
+        h[3 + i] = r0 * g[4] + r1 * g[5] + r2 * g[6];
+        c[i] = pw[i] + r0 * cb[0] + r1 * cb[1] + r2 * cb[2];
+    }
+    const double l = g[0], x = c[0], y = c[1], z = c[2];
     const double mx = mass * x, my = mass * y, mz = mass * z;
-    rotate_symmetric3(Rw, Jc, 3, J);
-    Ic[0] = J[0] + my * y + mz * z;
-    Ic[1] = J[1] - mx * y;
-    Ic[2] = J[2] - mx * z;
-    Ic[3] = J[4] + mx * x + mz * z;
-    Ic[4] = J[5] - my * z;
-    Ic[5] = J[8] + mx * x + my * y;
+    Ic[0] = l + h[0] * h[0] + h[3] * h[3] + my * y + mz * z;
+    Ic[1] = h[0] * h[1] + h[3] * h[4] - mx * y;
+    Ic[2] = h[0] * h[2] + h[3] * h[5] - mx * z;
+    Ic[3] = l + h[1] * h[1] + h[4] * h[4] + mx * x + mz * z;
+    Ic[4] = h[1] * h[2] + h[4] * h[5] - my * z;
+    Ic[5] = l + h[2] * h[2] + h[5] * h[5] + mx * x + my * y;
     Ic[6] = mx; Ic[7] = my; Ic[8] = mz; Ic[9] = mass;
 }
 
