@@ -531,56 +531,6 @@ FLEX_INLINE void inherited_acceleration(const soa_model *m, const soa_data *d, i
     for (int i = 0; i < 6; i++) al[i] += x[i];
 }
 
-/* Pc = phi(p, k) A phi*(p, k) for a symmetric 6 x 6 A (full, row stride 6), also added to the
- * 6 x 6 block of row stride ld at Pp: the congruence of seed 000 sec. 2 as add_phi_inertia forms
- * it (A = [[Aa, B], [B*, C]]: A' = R Aa R*, B' = R B R*, C' = R C R*, shifted by l, L = l~:
- * C'' = C', B'' = B' + L C', A'' = A' + L B'* + B'' L*), each entry written once to Pc and added
- * once to Pp (no zeroed accumulator, no second pass). */
-FLEX_INLINE void phi_congruence(const double *restrict R, const double *restrict l,
-                                const double *restrict A, double *restrict Pc,
-                                double *restrict Pp, int ld)
-{
-    double Ar[9], Cr[9], T[9], B[9], X[9];
-    rotate_symmetric3(R, A, 6, Ar);
-    rotate_symmetric3(R, A + 21, 6, Cr);
-    for (int i = 0; i < 3; i++)                    /* T = B R*, B' = R T */
-        for (int j = 0; j < 3; j++)
-            T[3 * i + j] = A[6 * i + 3] * R[3 * j] + A[6 * i + 4] * R[3 * j + 1] + A[6 * i + 5] * R[3 * j + 2];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            B[3 * i + j] = R[3 * i] * T[j] + R[3 * i + 1] * T[3 + j] + R[3 * i + 2] * T[6 + j];
-    for (int j = 0; j < 3; j++) {                  /* column j of L B'* is l x (row j of B') */
-        double c[3];
-        cross3(l, B + 3 * j, c);
-        X[j] = c[0]; X[3 + j] = c[1]; X[6 + j] = c[2];
-    }
-    for (int j = 0; j < 3; j++) {                  /* B'' = B' + L C', column by column */
-        const double col[3] = {Cr[j], Cr[3 + j], Cr[6 + j]};
-        double c[3];
-        cross3(l, col, c);
-        B[j] += c[0]; B[3 + j] += c[1]; B[6 + j] += c[2];
-    }
-    for (int i = 0; i < 3; i++) {                  /* row i of B'' L* is l x (row i of B'') */
-        double c[3];
-        cross3(l, B + 3 * i, c);
-        for (int j = i; j < 3; j++) {
-            const double v = Ar[3 * i + j] + X[3 * i + j] + c[j];
-            Pc[6 * i + j] = Pc[6 * j + i] = v;
-            Pp[ld * i + j] += v;
-            if (j != i) Pp[ld * j + i] += v;
-        }
-    }
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            const double b = B[3 * i + j], c = Cr[3 * i + j];
-            Pc[6 * i + 3 + j] = Pc[6 * (3 + j) + i] = b;
-            Pc[6 * (3 + i) + 3 + j] = c;
-            Pp[ld * i + 3 + j] += b;
-            Pp[ld * (3 + j) + i] += b;
-            Pp[ld * (3 + i) + 3 + j] += c;
-        }
-}
-
 /* Y = S G for a symmetric 6 x 6 S (full) and n <= SYM_COLUMNS columns of 6 (column c at 6 c): S's
  * rows are its columns, so each column of Y is a sum of S's rows scaled by G's entries.  Kept out
  * of line (GCC), where the compiler pairs the rows' entries in vector registers. */
@@ -604,17 +554,25 @@ static void sym_columns(const double *restrict S, const double *restrict G, int 
 /* P(p) += Phi(p, k) P+ Phi*(p, k) and z(p) += Phi(p, k) (z+ + P+ a(k)) for the V block P+ (6 x 6,
  * full) and z+ of body k, Phi(p, k) = [phi(p, k); Gamma_p* phi(p, k)]: with P' = phi P+ phi*
  * (phi_congruence) the blocks are P', P' Gamma_p and Gamma_p* P' Gamma_p (P(p) as soa_flex_fd
- * keeps it). */
+ * keeps it).  P(p) = M(p) + sum_c Phi P+(c) Phi* (seed 000 A.1) starts from M(p) itself: p's last
+ * child, the first to hand over, writes M(p) + its terms (the entries fd_inward reads), the others
+ * add theirs. */
 FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double *Pk,
                            const double *zk, flex_dims dm)
 {
-    const int p = m->parent[k], nm = dm.nm, nx = 6 + nm;
-    double *restrict P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36], f[6];
-    phi_congruence(d->R + 9 * k, d->l + 3 * k, Pk, acc, P, nx);
+    const int p = m->parent[k], nm = dm.nm, nx = 6 + nm, first = m->lamslot[k] == m->lamslot[p];
+    double *P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36], f[6];
+    const double *Mp = m->fl_M + nx * nx * p;
+    phi_congruence(d->R + 9 * k, d->l + 3 * k, Pk, acc, first ? Mp : P, P, nx);
     matvec6(Pk, d->a + 6 * k, f);
     for (int i = 0; i < 6; i++) f[i] += zk[i];
     add_to_parent(m, d, k, f, zp, dm);
-    if (!m->attach[k]) return;
+    if (!m->attach[k]) {
+        if (first)                                 /* p's modal rows as they are: M(p)'s */
+            for (int c = 0; c < dm.mp; c++)
+                for (int i = 0; i <= 6 + c; i++) P[nx * (6 + c) + i] = Mp[nx * (6 + c) + i];
+        return;
+    }
     const double *restrict G = d->fl_GA + 6 * nm * k;
     double Y[6 * SYM_COLUMNS];
     for (int c0 = 0; c0 < dm.mp; c0 += SYM_COLUMNS) {     /* P' Gamma_p, SYM_COLUMNS at a time */
@@ -622,26 +580,27 @@ FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double 
         sym_columns(acc, G + 6 * c0, n, Y);
         for (int cc = 0; cc < n; cc++) {
             const int c = c0 + cc;
-            const double *y = Y + 6 * cc;
-            double *row = P + nx * (6 + c);
-            for (int i = 0; i < 6; i++) row[i] += y[i];
-            for (int e = 0; e <= c; e++) row[6 + e] += dot6(G + 6 * e, y);
+            const double *restrict y = Y + 6 * cc, *restrict b = Mp + nx * (6 + c);
+            double *restrict row = P + nx * (6 + c);
+            if (first)
+                for (int i = 0; i < 6; i++) row[i] = b[i] + y[i];
+            else
+                for (int i = 0; i < 6; i++) row[i] += y[i];
+            for (int e = 0; e <= c; e++) row[6 + e] = (first ? b[6 + e] : row[6 + e]) + dot6(G + 6 * e, y);
         }
     }
 }
 
 /* ------------------------------------------------------------------ forward dynamics */
-/* Body k's outward step of soa_flex_fd: placement, V, a, b, then P(k) = M(k) (rows 0..5 + m, row
- * stride nx) and z(k) = b - Q. */
+/* Body k's outward step of soa_flex_fd: placement, V, a, b, then z(k) = b - Q (P(k) = M(k) + its
+ * children's terms is formed by them: propagate). */
 FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double *q,
                             const double *qd, int use_fext, flex_dims dm)
 {
     const int n = 6 + dm.mk, nx = 6 + dm.nm;
-    const double *M = m->fl_M + nx * nx * k;
-    double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
+    double *z = d->fl_z + nx * k;
     body_placement(m, d, k, q, dm);
     body_velocity(m, d, k, qd, dm);
-    for (int i = 0; i < nx * n; i++) P[i] = M[i];
     applied_force(m, d, k, q, qd, use_fext, 1, z, dm);
     for (int i = 0; i < 6; i++) z[i] = d->b[6 * k + i] - z[i];
     for (int i = 6; i < n; i++) z[i] = -z[i];
@@ -652,7 +611,8 @@ FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double
 FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *tau, flex_dims dm)
 {
     const int p = m->parent[k], nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], nx = 6 + dm.nm;
-    const double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k, *arm = m->armature + v0;
+    const double *P = (m->fl_kids[k] ? d->fl_P : m->fl_M) + nx * nx * k;   /* a leaf's P is M */
+    const double *z = d->fl_z + nx * k, *arm = m->armature + v0;
     double *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k;
     double A[36], zv[6];
     for (int i = 0; i < 6; i++) {
@@ -738,7 +698,8 @@ static int uniform_modes(const soa_model *m, int k)
  *   outward  alpha' = phi* (alpha(p) + Gamma_p eta-ddot(p)) + a;  beta-dot = joint step's solve,
  *            alpha(k) = alpha' + H_j* beta-dot;  eta-ddot = modal step's solve at alpha(k)
  * tau holds the joint forces and the applied modal forces; qdd <- joint and modal accelerations.
- * fl_P holds P's V rows and its modal rows' P_etaV and lower triangle of P_etaeta; fl_L,
+ * fl_P holds P's V rows and its modal rows' P_etaV and lower triangle of P_etaeta (for bodies
+ * with children; a leaf's is fl_M's); fl_L,
  * fl_Y, fl_u the modal step's factors in rows 0..m-1 and the joint's in rows m..m+r_v-1. */
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd)

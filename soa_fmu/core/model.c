@@ -363,6 +363,9 @@ soa_status soa_model_finish(soa_model *m)
         for (int c = k + 1; c < nb && last; c++) last = m->parent[c] != m->parent[k];
         m->lamslot[k] = (m->parent[k] >= 0 && last) ? m->lamslot[m->parent[k]] : k;
     }
+    for (int k = 0; k < nbf; k++) m->fl_kids[k] = 0;  /* flexible.c: children per body */
+    for (int k = 0; k < nbf; k++)
+        if (m->parent[k] >= 0) m->fl_kids[m->parent[k]]++;
     st = soa_closures_finish(m);                       /* the constraints, their rows A */
     if (st.kind != SOA_OK) return st;
     st = soa_contact_finish(m);                        /* contact spheres, planes, pairs */
