@@ -63,15 +63,19 @@ static void so3_node(const double *th, double *R, double *J, double *co)
         a1 = (s * sn - 2.0 * omc) * i4;
         b1 = (omc * s - 3.0 * (s - sn)) * i4 * i1;
     }
+    /* K = [0 -z y; z 0 -x; -y x 0], K^2 = theta theta* - s^2 I written out (no products with
+     * K's zeros): R = I + c1 K + a K^2, J = I + a K + b K^2 */
     const double x = th[0], y = th[1], z = th[2];
-    const double K[9] = {0, -z, y, z, 0, -x, -y, x, 0};
-    const double K2[9] = {-(y * y + z * z), x * y, x * z, x * y, -(x * x + z * z), y * z,
-                          x * z, y * z, -(x * x + y * y)};
-    for (int i = 0; i < 9; i++) {
-        const double e = i % 4 == 0 ? 1.0 : 0.0;
-        R[i] = e + c1 * K[i] + a * K2[i];
-        J[i] = e + a * K[i] + b * K2[i];
-    }
+    const double xy = x * y, xz = x * z, yz = y * z;
+    const double d0 = -(y * y + z * z), d1 = -(x * x + z * z), d2 = -(x * x + y * y);
+    R[0] = 1.0 + a * d0;      R[4] = 1.0 + a * d1;      R[8] = 1.0 + a * d2;
+    R[1] = a * xy - c1 * z;   R[3] = a * xy + c1 * z;
+    R[2] = a * xz + c1 * y;   R[6] = a * xz - c1 * y;
+    R[5] = a * yz - c1 * x;   R[7] = a * yz + c1 * x;
+    J[0] = 1.0 + b * d0;      J[4] = 1.0 + b * d1;      J[8] = 1.0 + b * d2;
+    J[1] = b * xy - a * z;    J[3] = b * xy + a * z;
+    J[2] = b * xz + a * y;    J[6] = b * xz - a * y;
+    J[5] = b * yz - a * x;    J[7] = b * yz + a * x;
     co[0] = a; co[1] = b; co[2] = a1; co[3] = b1;
 }
 
