@@ -107,14 +107,6 @@ static inline void mat3t_vec(const double *A, const double *x, double *y)
     for (int i = 0; i < 3; i++) y[i] = A[i] * x[0] + A[3 + i] * x[1] + A[6 + i] * x[2];
 }
 
-/* 1 if the 3 x 3 X is the identity. */
-static inline int is_identity3(const double *X)
-{
-    for (int i = 0; i < 9; i++)
-        if (X[i] != (i % 4 == 0 ? 1.0 : 0.0)) return 0;
-    return 1;
-}
-
 /* (rows 0-2, rows 3-5) . x for a 6 x n block of row stride ld: a node's rotation and translation. */
 FLEX_INLINE void node_motion(const double *Psi, int ld, int n, const double *x, double *th, double *u)
 {
@@ -149,14 +141,6 @@ static flex_dims dims_of(const soa_model *m, int k)
 {
     const int p = m->parent[k];
     return (flex_dims){m->nmod[k], p < 0 ? 0 : m->nmod[p], m->nm};
-}
-
-/* 0-5 if body k's joint is 1-dof with H* = e_ax (revolute about a coordinate axis: ax = its
- * jaxis, prismatic along one: 3 + jaxis), else -1. */
-static inline int joint_unit_axis(const soa_model *m, int k)
-{
-    const int ja = m->jaxis[k];
-    return ja < 0 ? -1 : ja + (m->jtype[k] == SOA_PRISMATIC ? 3 : 0);
 }
 
 /* out = x (u x e_j) for a unit axis e_j. */
@@ -206,16 +190,14 @@ FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const do
     const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k;
     double *th = d->fl_th + 3 * k, *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k;
     double *G = d->fl_GA + 6 * nm * k, *node = d->fl_node + NODE * k, *ru = node + NODE_RU;
-    double u[3], e[3], Rt[9], J[9];
-    const int aligned = is_identity3(Xr);      /* joint frame along the parent's axes: R_A = R(theta) */
+    double u[3], Rt[9], J[9];
+    const int aligned = m->fl_frame[k] & 1;    /* joint frame along the parent's axes: R_A = R(theta) */
     node_motion(Psi, nm, mp, q + m->q0[p] + m->nqj[p], th, u);
     so3_node(th, aligned ? RA : Rt, J, node + NODE_CO);
-    for (int i = 0; i < 3; i++) {
-        e[i] = Xp[i] - r[i];
-        ru[i] = r[i] + u[i];
-    }
+    for (int i = 0; i < 3; i++) ru[i] = r[i] + u[i];
     const double *R = aligned ? RA : Rt;
-    if (e[0] != 0.0 || e[1] != 0.0 || e[2] != 0.0) {    /* joint frame off the node */
+    if (!(m->fl_frame[k] & 2)) {                           /* joint frame off the node */
+        const double e[3] = {Xp[0] - r[0], Xp[1] - r[1], Xp[2] - r[2]};
         double Re[3];
         mat3_vec(R, e, Re);
         for (int i = 0; i < 3; i++) lA[i] = ru[i] + Re[i];
@@ -335,7 +317,7 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     const int p = m->parent[k], v0 = m->v0[k], mk = dm.mk, mp = dm.mp, nm = dm.nm, nx = 6 + nm;
     const double *R = d->R + 9 * k, *l = d->l + 3 * k;
     double *V = d->V + 6 * k, *a = d->a + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0};
-    const int ax = joint_unit_axis(m, k);
+    const int ax = m->fl_hax[k];
     if (ax >= 0)
         rel[ax] = qd[v0];                                  /* H* = e_ax */
     else
@@ -627,7 +609,7 @@ FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *
         for (int i = 0; i < mk; i++) w[i] = tau[v0 + nj + i] - z[6 + i];
         if (!ldl_step(P + 6 * nx + 6, P + 6 * nx, nx, arm + nj, L, mk, nx, W, w, A, zv)) return 0;
     }
-    const int ax = joint_unit_axis(m, k);
+    const int ax = m->fl_hax[k];
     if (ax >= 0) {                     /* about or along a coordinate axis: H_j A1 = A1's row ax */
         double *Wj = W + 6 * mk;
         for (int e = 0; e < 6; e++) Wj[e] = e <= ax ? A[6 * ax + e] : A[6 * e + ax];
@@ -660,7 +642,7 @@ FLEX_INLINE void fd_accel(const soa_model *m, soa_data *d, int k, double *qdd, f
     double *al = d->alpha + 6 * k, *x = qdd + v0;
     inherited_acceleration(m, d, k, qdd, 1, al, dm);
     if (nj) {
-        const int ax = joint_unit_axis(m, k);
+        const int ax = m->fl_hax[k];
         ldl_solve(L + nx * mk + mk, nj, nx, W + 6 * mk, w + mk, al, x);
         if (ax >= 0)
             al[ax] += x[0];                                /* H* = e_ax */
