@@ -395,31 +395,36 @@ FLEX_INLINE void first_moment(const soa_model *m, int k, const double *eta, doub
     }
 }
 
-/* Applied generalized force Q(k) on (V, eta): f_ext, gravity [h x g; m g; S_t* g] with the first
- * moment h = m c + S_t eta (S_t = fl_M's (v, eta) block), and the elastic and damping forces
- * -K eta - D eta-dot.  gravity = 0 drops gravity, elasticity and damping (mass-matrix columns). */
+/* R = (b; 0) - Q(k) for the applied generalized force Q(k) on (V, eta) (b NULL: 0): f_ext, gravity
+ * [h x g; m g; S_t* g] with the first moment h = m c + S_t eta (S_t = fl_M's (v, eta) block), and
+ * the elastic and damping forces -K eta - D eta-dot; each entry written once.  gravity = 0 drops
+ * gravity, elasticity and damping (mass-matrix columns). */
 FLEX_INLINE void applied_force(const soa_model *m, const soa_data *d, int k, const double *q,
-                               const double *qd, int use_fext, int gravity, double *Q, flex_dims dm)
+                               const double *qd, const double *b, int use_fext, int gravity,
+                               double *R, flex_dims dm)
 {
     const int mk = dm.mk, nm = dm.nm, nx = 6 + nm;
-    const double *M = m->fl_M + nx * nx * k, *g = d->fl_gb + 3 * k;
-    for (int i = 0; i < 6 + mk; i++) Q[i] = 0.0;
-    if (use_fext)
-        for (int i = 0; i < 6; i++) Q[i] = d->fext[6 * k + i];
-    if (!gravity) return;
+    const double *M = m->fl_M + nx * nx * k, *g = d->fl_gb + 3 * k, *fe = d->fext + 6 * k;
+    double r[6];
+    for (int i = 0; i < 6; i++) r[i] = (b ? b[i] : 0.0) - (use_fext ? fe[i] : 0.0);
+    if (!gravity) {
+        for (int i = 0; i < 6; i++) R[i] = r[i];
+        for (int i = 6; i < 6 + mk; i++) R[i] = 0.0;
+        return;
+    }
     const double *eta = q + m->q0[k] + m->nqj[k], *etad = qd + m->v0[k] + m->nvj[k];
     double hm[3], t[3];
     first_moment(m, k, eta, hm, dm);
     cross3(hm, g, t);
     for (int i = 0; i < 3; i++) {
-        Q[i] += t[i];
-        Q[3 + i] += m->mass[k] * g[i];
+        R[i] = r[i] - t[i];
+        R[3 + i] = r[3 + i] - m->mass[k] * g[i];
     }
     const double *K = m->fl_K + nm * nm * k, *D = m->fl_D + nm * nm * k;
     for (int i = 0; i < mk; i++) {
-        double s = M[nx * (6 + i) + 3] * g[0] + M[nx * (6 + i) + 4] * g[1] + M[nx * (6 + i) + 5] * g[2];
-        for (int j = 0; j < mk; j++) s -= K[nm * i + j] * eta[j] + D[nm * i + j] * etad[j];
-        Q[6 + i] = s;
+        double s = -(M[nx * (6 + i) + 3] * g[0] + M[nx * (6 + i) + 4] * g[1] + M[nx * (6 + i) + 5] * g[2]);
+        for (int j = 0; j < mk; j++) s += K[nm * i + j] * eta[j] + D[nm * i + j] * etad[j];
+        R[6 + i] = s;
     }
 }
 
@@ -583,13 +588,9 @@ FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double 
 FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double *q,
                             const double *qd, int use_fext, flex_dims dm)
 {
-    const int n = 6 + dm.mk, nx = 6 + dm.nm;
-    double *z = d->fl_z + nx * k;
     body_placement(m, d, k, q, dm);
     body_velocity(m, d, k, qd, dm);
-    applied_force(m, d, k, q, qd, use_fext, 1, z, dm);
-    for (int i = 0; i < 6; i++) z[i] = d->b[6 * k + i] - z[i];
-    for (int i = 6; i < n; i++) z[i] = -z[i];
+    applied_force(m, d, k, q, qd, d->b + 6 * k, use_fext, 1, d->fl_z + (6 + dm.nm) * k, dm);
 }
 
 /* Body k's inward step: the modal then the joint innovations step on P(k)'s V block A (it becomes
@@ -751,9 +752,10 @@ static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const
         const int mk = m->nmod[k];
         const double *M = m->fl_M + nx * nx * k, *etadd = qdd + m->v0[k] + m->nvj[k];
         double *F = d->fl_z + nx * k;
-        applied_force(m, d, k, q, qd, use_fext && full, full, F, dims_of(m, k));
+        applied_force(m, d, k, q, qd, full ? d->b + 6 * k : NULL, use_fext && full, full, F,
+                      dims_of(m, k));
         for (int i = 0; i < 6 + mk; i++) {
-            double x = (full && i < 6 ? d->b[6 * k + i] : 0.0) - F[i];
+            double x = F[i];
             for (int j = 0; j < 6; j++) x += M[nx * i + j] * d->alpha[6 * k + j];
             for (int j = 0; j < mk; j++) x += M[nx * i + 6 + j] * etadd[j];
             F[i] = x;
