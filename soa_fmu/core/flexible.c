@@ -571,13 +571,10 @@ FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double 
         sym_columns(acc, G + 6 * c0, n, Y);
         for (int cc = 0; cc < n; cc++) {
             const int c = c0 + cc;
-            const double *restrict y = Y + 6 * cc, *restrict b = Mp + nx * (6 + c);
-            double *restrict row = P + nx * (6 + c);
-            if (first)
-                for (int i = 0; i < 6; i++) row[i] = b[i] + y[i];
-            else
-                for (int i = 0; i < 6; i++) row[i] += y[i];
-            for (int e = 0; e <= c; e++) row[6 + e] = (first ? b[6 + e] : row[6 + e]) + dot6(G + 6 * e, y);
+            const double *y = Y + 6 * cc, *b = (first ? Mp : P) + nx * (6 + c);
+            double *row = P + nx * (6 + c);
+            for (int e = 0; e <= c; e++) row[6 + e] = b[6 + e] + dot6(G + 6 * e, y);
+            for (int i = 0; i < 6; i++) row[i] = b[i] + y[i];
         }
     }
 }
