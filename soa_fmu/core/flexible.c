@@ -512,14 +512,18 @@ FLEX_INLINE void inherited_acceleration(const soa_model *m, const soa_data *d, i
                                         const double *qdd, int with_a, double *al, flex_dims dm)
 {
     const int p = m->parent[k];
-    for (int i = 0; i < 6; i++) al[i] = with_a ? d->a[6 * k + i] : 0.0;
-    if (p < 0) return;
-    double x[6], y[6];
+    const double *a = d->a + 6 * k;
+    if (p < 0) {
+        for (int i = 0; i < 6; i++) al[i] = with_a ? a[i] : 0.0;
+        return;
+    }
+    double y[6];
     for (int i = 0; i < 6; i++) y[i] = d->alpha[6 * p + i];
     if (m->attach[k])
         add_columns_times(d->fl_GA + 6 * dm.nm * k, dm.mp, qdd + m->v0[p] + m->nvj[p], y);
-    apply_phi_star(d->R + 9 * k, d->l + 3 * k, y, x);
-    for (int i = 0; i < 6; i++) al[i] += x[i];
+    apply_phi_star(d->R + 9 * k, d->l + 3 * k, y, al);
+    if (with_a)
+        for (int i = 0; i < 6; i++) al[i] += a[i];
 }
 
 /* Y = S G for a symmetric 6 x 6 S (full) and n <= SYM_COLUMNS columns of 6 (column c at 6 c): S's
