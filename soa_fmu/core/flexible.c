@@ -362,18 +362,17 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     /* b = V x* (M_VV V + M_Veta eta-dot); M_VV = M(k), the rigid spatial inertia soa_model_finish
      * writes there, [[J, c~], [-c~, m 1]] applied in compact form (inertia_apply) */
     const double *M = m->fl_M + nx * nx * k, *etad = qd + v0 + m->nvj[k];
-    const double v[6] = {V[0], V[1], V[2], V[3], V[4], V[5]};
     const double Ic[10] = {M[0], M[1], M[2], M[nx + 1], M[nx + 2], M[2 * nx + 2], M[2 * nx + 4],
                            M[5], M[nx + 3], M[3 * nx + 3]};
     double h[6];
-    inertia_apply(Ic, v, h);
+    inertia_apply(Ic, V, h);
     for (int i = 0; i < 6; i++) {
         const double *r = M + nx * i + 6;
         double s = h[i];
         for (int j = 0; j < mk; j++) s += r[j] * etad[j];
         h[i] = s;
     }
-    cross_force(v, h, d->b + 6 * k);
+    cross_force(V, h, d->b + 6 * k);
 }
 
 /* V, a, b and gravity of every body, base to tip (body_velocity).  Needs soa_outward_placements. */
