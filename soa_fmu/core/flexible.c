@@ -143,27 +143,40 @@ static flex_dims dims_of(const soa_model *m, int k)
     return (flex_dims){m->nmod[k], p < 0 ? 0 : m->nmod[p], m->nm};
 }
 
-/* out = x (u x e_j) for a unit axis e_j. */
-static inline void cross_unit(const double *u, int j, double x, double *out)
+/* out += x (u x e_j) for a unit axis e_j (its entry j unchanged). */
+static inline void add_cross_unit(const double *u, int j, double x, double *out)
 {
     const int a = (j + 1) % 3, b = (j + 2) % 3;
-    out[j] = 0.0;
-    out[a] = x * u[b];
-    out[b] = -x * u[a];
+    out[a] += x * u[b];
+    out[b] -= x * u[a];
 }
 
-/* out = V x~ rel (cross_motion), for rel = qd e_ax (ax >= 0) from its two cross products with e:
- * [w x e; v x e] qd for a rotation, [0; w x e] qd for a translation. */
-static inline void velocity_product(const double *V, const double *rel, int ax, double *out)
+/* V += rel, the joint's relative velocity H* beta (rel = qd e_ax: one entry when ax >= 0). */
+static inline void add_relative(double *V, const double *rel, int ax)
+{
+    if (ax >= 0)
+        V[ax] += rel[ax];
+    else
+        for (int i = 0; i < 6; i++) V[i] += rel[i];
+}
+
+/* out = base + V x~ rel (cross_motion; base NULL: 0), for rel = qd e_ax (ax >= 0) from its two
+ * cross products with e: [w x e; v x e] qd for a rotation, [0; w x e] qd for a translation. */
+static inline void velocity_product(const double *V, const double *rel, int ax,
+                                    const double *base, double *out)
 {
     if (ax < 0) {
-        cross_motion(V, rel, out);
-    } else if (ax < 3) {
-        cross_unit(V, ax, rel[ax], out);
-        cross_unit(V + 3, ax, rel[ax], out + 3);
+        double x[6];
+        cross_motion(V, rel, x);
+        for (int i = 0; i < 6; i++) out[i] = (base ? base[i] : 0.0) + x[i];
+        return;
+    }
+    for (int i = 0; i < 6; i++) out[i] = base ? base[i] : 0.0;
+    if (ax < 3) {
+        add_cross_unit(V, ax, rel[ax], out);
+        add_cross_unit(V + 3, ax, rel[ax], out + 3);
     } else {
-        out[0] = out[1] = out[2] = 0.0;
-        cross_unit(V, ax - 3, rel[ax], out + 3);
+        add_cross_unit(V, ax - 3, rel[ax], out + 3);
     }
 }
 
@@ -348,13 +361,12 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
         for (int i = 0; i < 6; i++) Vq[i] = Vp[i] + g[i];
         apply_phi_star(R, l, Vq, V);
         apply_phi_star(R, l, c, x);
-        for (int i = 0; i < 6; i++) V[i] += rel[i];
-        velocity_product(V, rel, ax, a);
-        for (int i = 0; i < 6; i++) a[i] += x[i];
+        add_relative(V, rel, ax);
+        velocity_product(V, rel, ax, x, a);
     } else {
         apply_phi_star(R, l, d->V + 6 * p, V);
-        for (int i = 0; i < 6; i++) V[i] += rel[i];
-        velocity_product(V, rel, ax, a);
+        add_relative(V, rel, ax);
+        velocity_product(V, rel, ax, NULL, a);
     }
     /* gravity in body axes: g(k) = R* g(p), g(world) = -a0[3..5] */
     const double gw[3] = {-m->a0[3], -m->a0[4], -m->a0[5]};
