@@ -434,7 +434,10 @@ FLEX_INLINE void applied_force(const soa_model *m, const soa_data *d, int k, con
     const double *K = m->fl_K + nm * nm * k, *D = m->fl_D + nm * nm * k;
     for (int i = 0; i < mk; i++) {
         double s = -(M[nx * (6 + i) + 3] * g[0] + M[nx * (6 + i) + 4] * g[1] + M[nx * (6 + i) + 5] * g[2]);
-        for (int j = 0; j < mk; j++) s += K[nm * i + j] * eta[j] + D[nm * i + j] * etad[j];
+        if (m->fl_diag[k])                                 /* normal modes */
+            s += K[nm * i + i] * eta[i] + D[nm * i + i] * etad[i];
+        else
+            for (int j = 0; j < mk; j++) s += K[nm * i + j] * eta[j] + D[nm * i + j] * etad[j];
         R[6 + i] = s;
     }
 }

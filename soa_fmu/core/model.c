@@ -370,6 +370,12 @@ soa_status soa_model_finish(soa_model *m)
         m->fl_kids[k] = 0;
         m->fl_hax[k] = m->jaxis[k] < 0 ? -1 : m->jaxis[k] + (m->jtype[k] == SOA_PRISMATIC ? 3 : 0);
         m->fl_frame[k] = m->attach[k] ? one | (Xp[0] == r[0] && Xp[1] == r[1] && Xp[2] == r[2]) << 1 : 0;
+        int diag = 1;
+        for (int i = 0; i < m->nmod[k]; i++)
+            for (int j = 0; j < m->nmod[k]; j++)
+                diag &= i == j || (m->fl_K[nm * nm * k + nm * i + j] == 0.0
+                                   && m->fl_D[nm * nm * k + nm * i + j] == 0.0);
+        m->fl_diag[k] = diag;
     }
     for (int k = 0; k < nbf; k++)
         if (m->parent[k] >= 0) m->fl_kids[m->parent[k]]++;

@@ -159,6 +159,8 @@ typedef struct {
                                  prismatic one), else -1 (soa_model_finish) */                   \
     X(fl_frame, 1, nbf, 0, 0) /* attach[k]: bit 1 joint frame along the parent's axes (Xr = 1), \
                                  bit 2 on the node (Xp = at_r) (soa_model_finish) */             \
+    X(fl_diag, 1, nbf, 0, 0)  /* 1: fl_K(k) and fl_D(k) are diagonal (normal modes; derived by \
+                                 soa_model_finish) */                                            \
     /* ---- contact.c: spheres on bodies, planes in world, sphere pairs ---- */                  \
     X(sp_body, 1, nsph, 0, 0) /* body carrying sphere s */                                      \
     X(sp_set,  1, nsph, 0, 0) /* bit c: the sphere overrides law constant c (SOA_CT_*) */       \
