@@ -153,6 +153,14 @@ typedef struct {
     X(nmod,    1, nbf, 0, 0)  /* modal coordinates eta(k) of body k, in q and qd right after its \
                                  joint's coordinates (0: rigid) */                                 \
     X(attach,  1, nbf, 0, 0)  /* 1: k's joint frame sits on a node of its flexible parent */ \
+    X(fl_kids, 1, nbf, 0, 0)  /* children of body k (soa_model_finish): soa_flex_fd forms P(k) \
+                                 from fl_M through them, not by a copy */                        \
+    X(fl_hax,  1, nbf, 0, 0)  /* 0-5 if k's joint is 1-dof with H* = e_ax (jaxis, + 3 for a    \
+                                 prismatic one), else -1 (soa_model_finish) */                   \
+    X(fl_frame, 1, nbf, 0, 0) /* attach[k]: bit 1 joint frame along the parent's axes (Xr = 1), \
+                                 bit 2 on the node (Xp = at_r) (soa_model_finish) */             \
+    X(fl_diag, 1, nbf, 0, 0)  /* 1: fl_K(k) and fl_D(k) are diagonal (normal modes; derived by \
+                                 soa_model_finish) */                                            \
     /* ---- contact.c: spheres on bodies, planes in world, sphere pairs ---- */                  \
     X(sp_body, 1, nsph, 0, 0) /* body carrying sphere s */                                      \
     X(sp_set,  1, nsph, 0, 0) /* bit c: the sphere overrides law constant c (SOA_CT_*) */       \

@@ -159,20 +159,25 @@ static inline void rotate_symmetric3(const double *restrict R, const double *res
     out[8] = R[6] * T02 + R[7] * T12 + R[8] * T22;
 }
 
-/* acc += phi(p, k) P phi*(p, k) for a symmetric 6x6 P given in body k's frame (the congruence
- * of the inertia sweeps, seed 000 sec. 2).  With P = [[A, B], [B^T, C]]: rotate,
- * A' = R A R^T, B' = R B R^T, C' = R C R^T, then shift by l (L = l~):
+/* out = base + phi(p, k) A phi*(p, k) for a symmetric 6x6 A given in body k's frame (full, row
+ * stride 6; the congruence of the inertia sweeps, seed 000 sec. 2), base and out 6 x 6 blocks of
+ * row stride ld (out may be base), and phi A phi* alone also to Pc (row stride 6) unless Pc is
+ * NULL.  With A = [[Aa, B], [B^T, C]]: rotate, A' = R Aa R^T, B' = R B R^T, C' = R C R^T, then
+ * shift by l (L = l~):
  *     C'' = C',   B'' = B' + L C',   A'' = A' + L B'^T + B'' L^T
- * (symmetric blocks formed on their upper triangle and mirrored). */
-static inline void add_phi_inertia(const double *restrict R, const double *restrict l,
-                                   const double *restrict P, double *restrict acc)
+ * (symmetric blocks formed on their upper triangle; each entry written once to out and Pc: no
+ * zeroed accumulator, no second pass).  The rigid sweeps' add_phi_inertia and the flexible
+ * bodies' transfer to the parent (flexible.c) are this one function. */
+SOA_BODY_STEP void phi_congruence(const double *restrict R, const double *restrict l,
+                                 const double *restrict A, double *restrict Pc,
+                                 const double *base, double *out, int ld)
 {
-    double A[9], B[9], C[9], T[9], X[9];
-    rotate_symmetric3(R, P, 6, A);
-    rotate_symmetric3(R, P + 21, 6, C);
+    double Ar[9], Cr[9], T[9], B[9], X[9];
+    rotate_symmetric3(R, A, 6, Ar);
+    rotate_symmetric3(R, A + 21, 6, Cr);
     for (int i = 0; i < 3; i++)                    /* T = B R^T, B' = R T */
         for (int j = 0; j < 3; j++)
-            T[3 * i + j] = P[6 * i + 3] * R[3 * j] + P[6 * i + 4] * R[3 * j + 1] + P[6 * i + 5] * R[3 * j + 2];
+            T[3 * i + j] = A[6 * i + 3] * R[3 * j] + A[6 * i + 4] * R[3 * j + 1] + A[6 * i + 5] * R[3 * j + 2];
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
             B[3 * i + j] = R[3 * i] * T[j] + R[3 * i + 1] * T[3 + j] + R[3 * i + 2] * T[6 + j];
@@ -182,7 +187,7 @@ static inline void add_phi_inertia(const double *restrict R, const double *restr
         X[j] = c[0]; X[3 + j] = c[1]; X[6 + j] = c[2];
     }
     for (int j = 0; j < 3; j++) {                  /* B'' = B' + L C', column by column */
-        const double col[3] = {C[j], C[3 + j], C[6 + j]};
+        const double col[3] = {Cr[j], Cr[3 + j], Cr[6 + j]};
         double c[3];
         cross3(l, col, c);
         B[j] += c[0]; B[3 + j] += c[1]; B[6 + j] += c[2];
@@ -191,17 +196,30 @@ static inline void add_phi_inertia(const double *restrict R, const double *restr
         double c[3];
         cross3(l, B + 3 * i, c);
         for (int j = i; j < 3; j++) {
-            const double a = A[3 * i + j] + X[3 * i + j] + c[j];
-            acc[6 * i + j] += a;
-            if (j != i) acc[6 * j + i] += a;
+            const double v = Ar[3 * i + j] + X[3 * i + j] + c[j];
+            if (Pc) Pc[6 * i + j] = Pc[6 * j + i] = v;
+            out[ld * i + j] = base[ld * i + j] + v;
+            if (j != i) out[ld * j + i] = base[ld * j + i] + v;
         }
     }
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
-            acc[6 * i + 3 + j] += B[3 * i + j];
-            acc[6 * (3 + j) + i] += B[3 * i + j];
-            acc[6 * (3 + i) + 3 + j] += C[3 * i + j];
+            const double b = B[3 * i + j], c = Cr[3 * i + j];
+            if (Pc) {
+                Pc[6 * i + 3 + j] = Pc[6 * (3 + j) + i] = b;
+                Pc[6 * (3 + i) + 3 + j] = c;
+            }
+            out[ld * i + 3 + j] = base[ld * i + 3 + j] + b;
+            out[ld * (3 + j) + i] = base[ld * (3 + j) + i] + b;
+            out[ld * (3 + i) + 3 + j] = base[ld * (3 + i) + 3 + j] + c;
         }
+}
+
+/* acc += phi(p, k) P phi*(p, k) for a symmetric 6x6 P given in body k's frame (phi_congruence). */
+static inline void add_phi_inertia(const double *restrict R, const double *restrict l,
+                                   const double *restrict P, double *restrict acc)
+{
+    phi_congruence(R, l, P, NULL, acc, acc, 6);
 }
 
 /* M = [[J - m c~ c~, m c~], [-m c~, m I]]: the spatial inertia about a point from which the centre
