@@ -146,8 +146,9 @@ def model_description(table: VariableTable, *, model_name: str, identifier: str,
             if tag == "ContinuousStateDerivative" else sorted(deps)
         for vr in order:
             etree.SubElement(structure, tag, unknown({"valueReference": str(vr)}, deps[vr], 0))
-    if "me" in interfaces:                  # contact pairs' penetrations (docs/contact.md)
-        for vr in table.vrs("pair_depth"):
+    if "me" in interfaces:      # the joint stops' margins, then the contact pairs' penetrations
+        indicators = table.vrs("stop_margin") + table.vrs("pair_depth")
+        for vr in dict.fromkeys(owner[v] for v in indicators):     # (stop_margin: one array)
             etree.SubElement(structure, "EventIndicator", {"valueReference": str(vr)})
     return root
 

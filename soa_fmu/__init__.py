@@ -16,7 +16,6 @@ from .mass_matrix import mass_matrix
 from .articulated import forward_dynamics, forward_dynamics_bias_free, mass_matrix_inverse
 from .energy import kinetic_energy, potential_energy, spatial_momentum, total_energy
 from .integrators import IntegrationError, Simulator, simulate
-from .io import ModelWarning, load_model
 from .sensitivities import christoffel_symbols, coriolis_matrix, mass_matrix_derivative
 from .linearization import (configuration_difference, forward_dynamics_derivatives,
                             inverse_dynamics_derivatives, linearize)
@@ -28,9 +27,26 @@ from .constraints import (ConstrainedResult, ConstraintError, ConstraintWarning,
 
 from .sweep import Feedback, sample, shutdown_cluster, sweep, sweep_cluster
 from .contact import Contacts, contact_forces
-from .view import animate
 
 __version__ = "0.1.0"
+
+# Imported on first use (PEP 562): the model readers (lxml, tomllib, MuJoCo's compiler) and the
+# viewer are a third of the package's import time, which every process pays -- a sweep's workers
+# and fork server too (soa_fmu.sweep), that read no model files and draw nothing.
+_LAZY = {"load_model": "io", "ModelWarning": "io", "animate": "view"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+        value = getattr(importlib.import_module(f".{_LAZY[name]}", __name__), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = [
     "Model", "ModelError", "Frame", "Constraint", "WORLD",

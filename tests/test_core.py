@@ -157,3 +157,18 @@ def test_finish_refuses_inconsistent_tables():
     assert _core.aba(d, [0, 0], [0, 0], [0, 0], False).shape == (2,)
     with pytest.raises(ValueError, match="invalid model sizes nb=-1"):
         _core.Model(-1, 0, 0, ((), (), (), ()))
+
+
+def test_model_readers_and_viewer_load_on_first_use():
+    """`import soa_fmu` leaves the model readers (lxml) and the viewer unimported (a sweep's fork
+    server and workers import the package and use neither); the names still resolve."""
+    import subprocess
+    import sys
+    code = ("import sys, soa_fmu as sf; before = sorted(m for m in ('soa_fmu.io', 'soa_fmu.view', "
+            "'lxml') if m in sys.modules); sf.load_model, sf.ModelWarning, sf.animate; "
+            "print(before, 'soa_fmu.io' in sys.modules and 'soa_fmu.view' in sys.modules, "
+            "'load_model' in dir(sf))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.split() == ["[]", "True", "True"]
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        sf.no_such_name

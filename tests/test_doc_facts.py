@@ -246,6 +246,7 @@ ARM_UNITS = [
     (r"der\(q\[\d\]\)", "rad/s"),
     (r"armature\[\d\]", "kg.m2"), (r"stop_stiffness\[\d\]", "N.m/rad"),
     (r"stop_damping\[\d\]", "N.m.s/rad"), (r"stop_tau\[\d\]", "N.m"), (r"integrator_used", "1"),
+    (r"stop_margin\[\d+\]", "rad"),
 ]
 
 

@@ -5,6 +5,8 @@ against a dense solve, energy and momentum conservation, a stiff beam converging
 body — plus the input paths and the clear refusal of the algorithms not extended to them."""
 from __future__ import annotations
 
+import dataclasses
+
 import numpy as np
 import pytest
 
@@ -168,6 +170,40 @@ def test_fd_of_a_chain_of_like_flexible_links(modes):
     scale = np.abs(tau).max() + np.abs(bias).max()
     assert np.abs(sf.inverse_dynamics(m, q, qd, qdd) - tau).max() <= 1e-10 * scale
     assert np.abs(qdd - np.linalg.solve(M, tau - bias)).max() <= 1e-9 * (1 + np.abs(qdd).max())
+
+
+def test_fd_in_a_rotated_modal_basis():
+    """The same links in modal coordinates xi = Q* eta for an orthogonal Q: fl_K and fl_D are no
+    longer diagonal (flexible.c's general elastic term, not the normal modes' diagonal one), and
+    the accelerations are those of the normal modes mapped, qdd_xi = Q* qdd_eta (4 modes: the
+    unrolled kernels)."""
+    rng = np.random.default_rng(5)
+    red = fx.reduce(beam_fe(length=0.5, EI_y=30, EI_z=25), 4, 0.05)
+    Q = np.linalg.qr(rng.normal(size=(4, 4)))[0]
+    T = np.eye(10)
+    T[6:, 6:] = Q
+    rot = dataclasses.replace(red, shapes=red.shapes @ Q, mass_matrix=T.T @ red.mass_matrix @ T,
+                              stiffness=Q.T @ red.stiffness @ Q, damping=Q.T @ red.damping @ Q)
+    assert np.abs(rot.stiffness - np.diag(np.diag(rot.stiffness))).max() > 1e-3 * red.stiffness.max()
+
+    def chain(r):
+        m = sf.Model("chain", gravity=(0, 0, -9.81))
+        parent = "world"
+        for i in range(4):
+            m.add_body(f"l{i}", parent, J.Revolute([0, 1, 0] if i % 2 else [0, 0, 1]),
+                       translation=(0.5 if i else 0.0, 0, 0), flexible=r)
+            parent = f"l{i}"
+        return m
+
+    m, mr = chain(red), chain(rot)
+    q, qd = random_state(m, rng, 0.05)
+    tau = rng.normal(size=m.nv)
+    B = np.eye(m.nv)                                   # (theta, eta) -> (theta, xi): xi = Q* eta
+    for k in range(4):
+        B[5 * k + 1:5 * k + 5, 5 * k + 1:5 * k + 5] = Q.T
+    qdd = sf.forward_dynamics(m, q, qd, tau)
+    qdd_r = sf.forward_dynamics(mr, B @ q, B @ qd, B @ tau)
+    assert np.abs(qdd_r - B @ qdd).max() <= 1e-9 * (1 + np.abs(qdd).max())
 
 
 def test_energy_conserved_without_damping_or_input():

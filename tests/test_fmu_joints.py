@@ -103,13 +103,29 @@ def test_implicit_and_auto_in_the_fmu(stopped_fmu, model_file):
     inst.close()
 
 
-def test_model_exchange_event_indicators(model_file):
-    """One event indicator per stop limit; CVode through the contacts agrees with a tight CS run."""
-    fmu = build(model_file, name="Stopped", runtime="native")      # (the CS tests' FMU: both)
+@pytest.mark.parametrize("fmi", [2, 3])
+def test_model_exchange_event_indicators(model_file, fmi):
+    """One event indicator per stop limit (FMI 3.0: the stop_margin array it declares as its
+    EventIndicator, holding q - lower and upper - q): released inside its range, the pendulum
+    swings into the lower stop, CVode lands on the contact instants, and agrees with a tight
+    reference run."""
+    fmu = build(model_file, name="Stopped", runtime="native", fmi=fmi, interface="both")
     md = fmpy.read_model_description(str(fmu))
     assert md.numberOfEventIndicators == 2
+    margin = ["stop_margin"] if fmi == 3 else ["stop_margin[1]", "stop_margin[2]"]
+    if fmi == 3:
+        assert [u.variable.name for u in md.eventIndicators] == ["stop_margin"]
+    start = {"q0": [LOWER + 0.3]} if fmi == 3 else {"q0[1]": LOWER + 0.3}
     me = fmpy.simulate_fmu(fmu, fmi_type="ModelExchange", stop_time=1.0, output_interval=1e-3,
-                           start_values={"q0[1]": Q0}, output=["q[1]"], relative_tolerance=1e-8)
+                           start_values=start,
+                           relative_tolerance=1e-8,
+                           output=["q" if fmi == 3 else "q[1]"] + margin)
+    q = me["q"] if fmi == 3 else me["q[1]"]
+    z = me["stop_margin"] if fmi == 3 else np.column_stack([me[n] for n in margin])
+    np.testing.assert_allclose(z, np.column_stack([q - LOWER, 2.0 - q]), rtol=0, atol=1e-15)
+    assert z[0, 0] > 0 > z[:, 0].min()          # released inside its range, into the stop
+    assert len(me) > 1001                # CVode stopped at the located events (extra rows)
     model = sf.load_model(model_file)
-    ref = sf.simulate(model, 1.0, dt=1e-3, q0=[Q0], method="dop853", rtol=1e-10, atol=1e-12)
-    assert abs(me["q[1]"][-1] - ref["q"][-1, 0]) < 1e-5
+    ref = sf.simulate(model, 1.0, dt=1e-3, q0=[LOWER + 0.3], method="dop853", rtol=1e-10,
+                      atol=1e-12)
+    assert abs(q[-1] - ref["q"][-1, 0]) < 1e-5

@@ -36,32 +36,60 @@ void soa_composite_inertia_sweep(const soa_model *m, soa_data *d)
     }
 }
 
-/* M <- H_I r_I H*_I + diag(a) from the composite inertias (compact) and H*_I of the moving bodies:
- * per dof c of body k, x = r_I(k) H*_I(c) (eq. 32) and m(r, c) = H_I(r) . x for the dofs r <= c
- * of k and its ancestors (eq. 33), walked as runs of consecutive dofs (arun0, arunup) from c down;
- * the rows between runs (dofs on other branches, m(r, c) = 0) are zeroed as the walk passes them,
- * so every entry is written once. */
-static void column_sweep(const soa_model *m, const double *restrict Ri, const double *restrict Sw,
-                         double *restrict M)
+/* a += b for two compact inertias (10 numbers).  Kept out of line (GCC), where the compiler pairs
+ * the entries in vector registers. */
+#if defined(__GNUC__)
+__attribute__((noinline))
+#endif
+static void add10(double *restrict a, const double *restrict b)
+{
+    for (int i = 0; i < 10; i++) a[i] += b[i];
+}
+
+/* M <- H_I r_I H*_I + diag(a), one tip-to-base pass over the moving bodies that also finishes the
+ * composite inertias: when body k is reached every body below it has added its r_I into r_I(k)
+ * (eq. 31: a plain sum in the inertial frame), so per dof c of k, x = r_I(k) H*_I(c) (eq. 32) and
+ * m(r, c) = H_I(r) . x for the dofs r <= c of k and its ancestors (eq. 33), walked as runs of
+ * consecutive dofs (arun0, arunup) from c down; the rows between runs (dofs on other branches,
+ * m(r, c) = 0) are zeroed as the walk passes them, so every entry is written once; then
+ * r_I(spar(k)) += r_I(k).  Returns the sum of the entries times 0: 0 when all are finite. */
+static double column_sweep(const soa_model *m, double *restrict Ri, const double *restrict Sw,
+                           double *restrict M)
 {
     const int nv = m->nv;
-    for (int t = 0; t < m->nmov; t++) {
-        const int k = m->order[t], v0 = m->v0[k], n = m->nvj[k], r0 = m->arun0[k];
+    double nf = 0.0;                                   /* x * 0: 0 for finite x, else NaN */
+    for (int t = m->nmov - 1; t >= 0; t--) {
+        const int k = m->order[t], v0 = m->v0[k], n = m->nvj[k], r0 = m->arun0[k], p = m->spar[k];
+        const double *restrict rk = Ri + 10 * k;
         for (int c = v0; c < v0 + n; c++) {
             double x[6];
-            inertia_apply(Ri + 10 * k, Sw + 6 * c, x);
-            for (int r = r0; r <= c; r++) M[r * nv + c] = M[c * nv + r] = dot6(Sw + 6 * r, x);
+            inertia_apply(rk, Sw + 6 * c, x);
+            for (int r = r0; r < c; r++) {
+                const double v = dot6(Sw + 6 * r, x);
+                M[r * nv + c] = M[c * nv + r] = v;
+                nf += v * 0.0;
+            }
+            const double dg = dot6(Sw + 6 * c, x) + m->armature[c];     /* M + diag(a) */
+            M[c * nv + c] = dg;
+            nf += dg * 0.0;
             int below = r0;                                /* rows [below, c] are written */
             for (int j = m->arunup[k]; j >= 0; j = m->arunup[j]) {
                 const int e = m->v0[j] + m->nvj[j];
                 for (int r = e; r < below; r++) M[r * nv + c] = M[c * nv + r] = 0.0;
-                for (int r = m->arun0[j]; r < e; r++) M[r * nv + c] = M[c * nv + r] = dot6(Sw + 6 * r, x);
+                for (int r = m->arun0[j]; r < e; r++) {
+                    const double v = dot6(Sw + 6 * r, x);
+                    M[r * nv + c] = M[c * nv + r] = v;
+                    nf += v * 0.0;
+                }
                 below = m->arun0[j];
             }
             for (int r = 0; r < below; r++) M[r * nv + c] = M[c * nv + r] = 0.0;
-            M[c * nv + c] += m->armature[c];                           /* M + diag(a) */
+        }
+        if (p >= 0) {                                  /* r_I(p) += r_I(k) (eq. 31) */
+            add10(Ri + 10 * p, rk);
         }
     }
+    return nf;
 }
 
 soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
@@ -70,21 +98,7 @@ soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M)
     if (st.kind != SOA_OK) return st;
     if (m->nm) return soa_flex_crba(m, d, q, M);
     const int nv = m->nv;
-    soa_sweep_placements(m, d, q);                    /* the moving bodies (model.c: the fold) */
-    double *Ri = d->Ri;                               /* r_I(k) in compact form (10 numbers) */
-    for (int t = 0; t < m->nmov; t++) {               /* M_I(k) of the folded rigid bodies */
-        const int k = m->order[t];
-        inertia_world_compact(m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k, d->Rw + 9 * k,
-                              d->pw + 3 * k, Ri + 10 * k);
-    }
-    for (int t = m->nmov - 1; t >= 0; t--) {          /* r_I(p) += r_I(k): a plain sum (eq. 31) */
-        const int k = m->order[t], p = m->spar[k];
-        if (p >= 0) {
-            const double *restrict rk = Ri + 10 * k;
-            double *restrict rp = Ri + 10 * p;
-            for (int i = 0; i < 10; i++) rp[i] += rk[i];
-        }
-    }
-    column_sweep(m, d->Ri, d->Sw, M);
-    return soa_check_result(M, nv, nv);
+    soa_sweep_placements(m, d, q);                    /* Rw, pw, Sw, M_I (Ri) of the moving bodies */
+    if (column_sweep(m, d->Ri, d->Sw, M) == 0.0) return st;
+    return soa_check_result(M, nv, nv);               /* which row is not finite */
 }

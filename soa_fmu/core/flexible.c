@@ -63,15 +63,19 @@ static void so3_node(const double *th, double *R, double *J, double *co)
         a1 = (s * sn - 2.0 * omc) * i4;
         b1 = (omc * s - 3.0 * (s - sn)) * i4 * i1;
     }
+    /* K = [0 -z y; z 0 -x; -y x 0], K^2 = theta theta* - s^2 I written out (no products with
+     * K's zeros): R = I + c1 K + a K^2, J = I + a K + b K^2 */
     const double x = th[0], y = th[1], z = th[2];
-    const double K[9] = {0, -z, y, z, 0, -x, -y, x, 0};
-    const double K2[9] = {-(y * y + z * z), x * y, x * z, x * y, -(x * x + z * z), y * z,
-                          x * z, y * z, -(x * x + y * y)};
-    for (int i = 0; i < 9; i++) {
-        const double e = i % 4 == 0 ? 1.0 : 0.0;
-        R[i] = e + c1 * K[i] + a * K2[i];
-        J[i] = e + a * K[i] + b * K2[i];
-    }
+    const double xy = x * y, xz = x * z, yz = y * z;
+    const double d0 = -(y * y + z * z), d1 = -(x * x + z * z), d2 = -(x * x + y * y);
+    R[0] = 1.0 + a * d0;      R[4] = 1.0 + a * d1;      R[8] = 1.0 + a * d2;
+    R[1] = a * xy - c1 * z;   R[3] = a * xy + c1 * z;
+    R[2] = a * xz + c1 * y;   R[6] = a * xz - c1 * y;
+    R[5] = a * yz - c1 * x;   R[7] = a * yz + c1 * x;
+    J[0] = 1.0 + b * d0;      J[4] = 1.0 + b * d1;      J[8] = 1.0 + b * d2;
+    J[1] = b * xy - a * z;    J[3] = b * xy + a * z;
+    J[2] = b * xz + a * y;    J[6] = b * xz - a * y;
+    J[5] = b * yz - a * x;    J[7] = b * yz + a * x;
     co[0] = a; co[1] = b; co[2] = a1; co[3] = b1;
 }
 
@@ -101,14 +105,6 @@ static inline void mat3_vec(const double *A, const double *x, double *y)
 static inline void mat3t_vec(const double *A, const double *x, double *y)
 {
     for (int i = 0; i < 3; i++) y[i] = A[i] * x[0] + A[3 + i] * x[1] + A[6 + i] * x[2];
-}
-
-/* 1 if the 3 x 3 X is the identity. */
-static inline int is_identity3(const double *X)
-{
-    for (int i = 0; i < 9; i++)
-        if (X[i] != (i % 4 == 0 ? 1.0 : 0.0)) return 0;
-    return 1;
 }
 
 /* (rows 0-2, rows 3-5) . x for a 6 x n block of row stride ld: a node's rotation and translation. */
@@ -147,35 +143,40 @@ static flex_dims dims_of(const soa_model *m, int k)
     return (flex_dims){m->nmod[k], p < 0 ? 0 : m->nmod[p], m->nm};
 }
 
-/* 0-5 if body k's joint is 1-dof with H* = e_ax (revolute about a coordinate axis: ax = its
- * jaxis, prismatic along one: 3 + jaxis), else -1. */
-static inline int joint_unit_axis(const soa_model *m, int k)
-{
-    const int ja = m->jaxis[k];
-    return ja < 0 ? -1 : ja + (m->jtype[k] == SOA_PRISMATIC ? 3 : 0);
-}
-
-/* out = x (u x e_j) for a unit axis e_j. */
-static inline void cross_unit(const double *u, int j, double x, double *out)
+/* out += x (u x e_j) for a unit axis e_j (its entry j unchanged). */
+static inline void add_cross_unit(const double *u, int j, double x, double *out)
 {
     const int a = (j + 1) % 3, b = (j + 2) % 3;
-    out[j] = 0.0;
-    out[a] = x * u[b];
-    out[b] = -x * u[a];
+    out[a] += x * u[b];
+    out[b] -= x * u[a];
 }
 
-/* out = V x~ rel (cross_motion), for rel = qd e_ax (ax >= 0) from its two cross products with e:
- * [w x e; v x e] qd for a rotation, [0; w x e] qd for a translation. */
-static inline void velocity_product(const double *V, const double *rel, int ax, double *out)
+/* V += rel, the joint's relative velocity H* beta (rel = qd e_ax: one entry when ax >= 0). */
+static inline void add_relative(double *V, const double *rel, int ax)
+{
+    if (ax >= 0)
+        V[ax] += rel[ax];
+    else
+        for (int i = 0; i < 6; i++) V[i] += rel[i];
+}
+
+/* out = base + V x~ rel (cross_motion; base NULL: 0), for rel = qd e_ax (ax >= 0) from its two
+ * cross products with e: [w x e; v x e] qd for a rotation, [0; w x e] qd for a translation. */
+static inline void velocity_product(const double *V, const double *rel, int ax,
+                                    const double *base, double *out)
 {
     if (ax < 0) {
-        cross_motion(V, rel, out);
-    } else if (ax < 3) {
-        cross_unit(V, ax, rel[ax], out);
-        cross_unit(V + 3, ax, rel[ax], out + 3);
+        double x[6];
+        cross_motion(V, rel, x);
+        for (int i = 0; i < 6; i++) out[i] = (base ? base[i] : 0.0) + x[i];
+        return;
+    }
+    for (int i = 0; i < 6; i++) out[i] = base ? base[i] : 0.0;
+    if (ax < 3) {
+        add_cross_unit(V, ax, rel[ax], out);
+        add_cross_unit(V + 3, ax, rel[ax], out + 3);
     } else {
-        out[0] = out[1] = out[2] = 0.0;
-        cross_unit(V, ax - 3, rel[ax], out + 3);
+        add_cross_unit(V, ax - 3, rel[ax], out + 3);
     }
 }
 
@@ -202,16 +203,14 @@ FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const do
     const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k;
     double *th = d->fl_th + 3 * k, *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k;
     double *G = d->fl_GA + 6 * nm * k, *node = d->fl_node + NODE * k, *ru = node + NODE_RU;
-    double u[3], e[3], Rt[9], J[9];
-    const int aligned = is_identity3(Xr);      /* joint frame along the parent's axes: R_A = R(theta) */
+    double u[3], Rt[9], J[9];
+    const int aligned = m->fl_frame[k] & 1;    /* joint frame along the parent's axes: R_A = R(theta) */
     node_motion(Psi, nm, mp, q + m->q0[p] + m->nqj[p], th, u);
     so3_node(th, aligned ? RA : Rt, J, node + NODE_CO);
-    for (int i = 0; i < 3; i++) {
-        e[i] = Xp[i] - r[i];
-        ru[i] = r[i] + u[i];
-    }
+    for (int i = 0; i < 3; i++) ru[i] = r[i] + u[i];
     const double *R = aligned ? RA : Rt;
-    if (e[0] != 0.0 || e[1] != 0.0 || e[2] != 0.0) {    /* joint frame off the node */
+    if (!(m->fl_frame[k] & 2)) {                           /* joint frame off the node */
+        const double e[3] = {Xp[0] - r[0], Xp[1] - r[1], Xp[2] - r[2]};
         double Re[3];
         mat3_vec(R, e, Re);
         for (int i = 0; i < 3; i++) lA[i] = ru[i] + Re[i];
@@ -331,7 +330,7 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     const int p = m->parent[k], v0 = m->v0[k], mk = dm.mk, mp = dm.mp, nm = dm.nm, nx = 6 + nm;
     const double *R = d->R + 9 * k, *l = d->l + 3 * k;
     double *V = d->V + 6 * k, *a = d->a + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0};
-    const int ax = joint_unit_axis(m, k);
+    const int ax = m->fl_hax[k];
     if (ax >= 0)
         rel[ax] = qd[v0];                                  /* H* = e_ax */
     else
@@ -362,13 +361,12 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
         for (int i = 0; i < 6; i++) Vq[i] = Vp[i] + g[i];
         apply_phi_star(R, l, Vq, V);
         apply_phi_star(R, l, c, x);
-        for (int i = 0; i < 6; i++) V[i] += rel[i];
-        velocity_product(V, rel, ax, a);
-        for (int i = 0; i < 6; i++) a[i] += x[i];
+        add_relative(V, rel, ax);
+        velocity_product(V, rel, ax, x, a);
     } else {
         apply_phi_star(R, l, d->V + 6 * p, V);
-        for (int i = 0; i < 6; i++) V[i] += rel[i];
-        velocity_product(V, rel, ax, a);
+        add_relative(V, rel, ax);
+        velocity_product(V, rel, ax, NULL, a);
     }
     /* gravity in body axes: g(k) = R* g(p), g(world) = -a0[3..5] */
     const double gw[3] = {-m->a0[3], -m->a0[4], -m->a0[5]};
@@ -376,18 +374,17 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     /* b = V x* (M_VV V + M_Veta eta-dot); M_VV = M(k), the rigid spatial inertia soa_model_finish
      * writes there, [[J, c~], [-c~, m 1]] applied in compact form (inertia_apply) */
     const double *M = m->fl_M + nx * nx * k, *etad = qd + v0 + m->nvj[k];
-    const double v[6] = {V[0], V[1], V[2], V[3], V[4], V[5]};
     const double Ic[10] = {M[0], M[1], M[2], M[nx + 1], M[nx + 2], M[2 * nx + 2], M[2 * nx + 4],
                            M[5], M[nx + 3], M[3 * nx + 3]};
     double h[6];
-    inertia_apply(Ic, v, h);
+    inertia_apply(Ic, V, h);
     for (int i = 0; i < 6; i++) {
         const double *r = M + nx * i + 6;
         double s = h[i];
         for (int j = 0; j < mk; j++) s += r[j] * etad[j];
         h[i] = s;
     }
-    cross_force(v, h, d->b + 6 * k);
+    cross_force(V, h, d->b + 6 * k);
 }
 
 /* V, a, b and gravity of every body, base to tip (body_velocity).  Needs soa_outward_placements. */
@@ -409,31 +406,39 @@ FLEX_INLINE void first_moment(const soa_model *m, int k, const double *eta, doub
     }
 }
 
-/* Applied generalized force Q(k) on (V, eta): f_ext, gravity [h x g; m g; S_t* g] with the first
- * moment h = m c + S_t eta (S_t = fl_M's (v, eta) block), and the elastic and damping forces
- * -K eta - D eta-dot.  gravity = 0 drops gravity, elasticity and damping (mass-matrix columns). */
+/* R = (b; 0) - Q(k) for the applied generalized force Q(k) on (V, eta) (b NULL: 0): f_ext, gravity
+ * [h x g; m g; S_t* g] with the first moment h = m c + S_t eta (S_t = fl_M's (v, eta) block), and
+ * the elastic and damping forces -K eta - D eta-dot; each entry written once.  gravity = 0 drops
+ * gravity, elasticity and damping (mass-matrix columns). */
 FLEX_INLINE void applied_force(const soa_model *m, const soa_data *d, int k, const double *q,
-                               const double *qd, int use_fext, int gravity, double *Q, flex_dims dm)
+                               const double *qd, const double *b, int use_fext, int gravity,
+                               double *R, flex_dims dm)
 {
     const int mk = dm.mk, nm = dm.nm, nx = 6 + nm;
-    const double *M = m->fl_M + nx * nx * k, *g = d->fl_gb + 3 * k;
-    for (int i = 0; i < 6 + mk; i++) Q[i] = 0.0;
-    if (use_fext)
-        for (int i = 0; i < 6; i++) Q[i] = d->fext[6 * k + i];
-    if (!gravity) return;
+    const double *M = m->fl_M + nx * nx * k, *g = d->fl_gb + 3 * k, *fe = d->fext + 6 * k;
+    double r[6];
+    for (int i = 0; i < 6; i++) r[i] = (b ? b[i] : 0.0) - (use_fext ? fe[i] : 0.0);
+    if (!gravity) {
+        for (int i = 0; i < 6; i++) R[i] = r[i];
+        for (int i = 6; i < 6 + mk; i++) R[i] = 0.0;
+        return;
+    }
     const double *eta = q + m->q0[k] + m->nqj[k], *etad = qd + m->v0[k] + m->nvj[k];
     double hm[3], t[3];
     first_moment(m, k, eta, hm, dm);
     cross3(hm, g, t);
     for (int i = 0; i < 3; i++) {
-        Q[i] += t[i];
-        Q[3 + i] += m->mass[k] * g[i];
+        R[i] = r[i] - t[i];
+        R[3 + i] = r[3 + i] - m->mass[k] * g[i];
     }
     const double *K = m->fl_K + nm * nm * k, *D = m->fl_D + nm * nm * k;
     for (int i = 0; i < mk; i++) {
-        double s = M[nx * (6 + i) + 3] * g[0] + M[nx * (6 + i) + 4] * g[1] + M[nx * (6 + i) + 5] * g[2];
-        for (int j = 0; j < mk; j++) s -= K[nm * i + j] * eta[j] + D[nm * i + j] * etad[j];
-        Q[6 + i] = s;
+        double s = -(M[nx * (6 + i) + 3] * g[0] + M[nx * (6 + i) + 4] * g[1] + M[nx * (6 + i) + 5] * g[2]);
+        if (m->fl_diag[k])                                 /* normal modes */
+            s += K[nm * i + i] * eta[i] + D[nm * i + i] * etad[i];
+        else
+            for (int j = 0; j < mk; j++) s += K[nm * i + j] * eta[j] + D[nm * i + j] * etad[j];
+        R[6 + i] = s;
     }
 }
 
@@ -521,64 +526,18 @@ FLEX_INLINE void inherited_acceleration(const soa_model *m, const soa_data *d, i
                                         const double *qdd, int with_a, double *al, flex_dims dm)
 {
     const int p = m->parent[k];
-    for (int i = 0; i < 6; i++) al[i] = with_a ? d->a[6 * k + i] : 0.0;
-    if (p < 0) return;
-    double x[6], y[6];
+    const double *a = d->a + 6 * k;
+    if (p < 0) {
+        for (int i = 0; i < 6; i++) al[i] = with_a ? a[i] : 0.0;
+        return;
+    }
+    double y[6];
     for (int i = 0; i < 6; i++) y[i] = d->alpha[6 * p + i];
     if (m->attach[k])
         add_columns_times(d->fl_GA + 6 * dm.nm * k, dm.mp, qdd + m->v0[p] + m->nvj[p], y);
-    apply_phi_star(d->R + 9 * k, d->l + 3 * k, y, x);
-    for (int i = 0; i < 6; i++) al[i] += x[i];
-}
-
-/* Pc = phi(p, k) A phi*(p, k) for a symmetric 6 x 6 A (full, row stride 6), also added to the
- * 6 x 6 block of row stride ld at Pp: the congruence of seed 000 sec. 2 as add_phi_inertia forms
- * it (A = [[Aa, B], [B*, C]]: A' = R Aa R*, B' = R B R*, C' = R C R*, shifted by l, L = l~:
- * C'' = C', B'' = B' + L C', A'' = A' + L B'* + B'' L*), each entry written once to Pc and added
- * once to Pp (no zeroed accumulator, no second pass). */
-FLEX_INLINE void phi_congruence(const double *restrict R, const double *restrict l,
-                                const double *restrict A, double *restrict Pc,
-                                double *restrict Pp, int ld)
-{
-    double Ar[9], Cr[9], T[9], B[9], X[9];
-    rotate_symmetric3(R, A, 6, Ar);
-    rotate_symmetric3(R, A + 21, 6, Cr);
-    for (int i = 0; i < 3; i++)                    /* T = B R*, B' = R T */
-        for (int j = 0; j < 3; j++)
-            T[3 * i + j] = A[6 * i + 3] * R[3 * j] + A[6 * i + 4] * R[3 * j + 1] + A[6 * i + 5] * R[3 * j + 2];
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++)
-            B[3 * i + j] = R[3 * i] * T[j] + R[3 * i + 1] * T[3 + j] + R[3 * i + 2] * T[6 + j];
-    for (int j = 0; j < 3; j++) {                  /* column j of L B'* is l x (row j of B') */
-        double c[3];
-        cross3(l, B + 3 * j, c);
-        X[j] = c[0]; X[3 + j] = c[1]; X[6 + j] = c[2];
-    }
-    for (int j = 0; j < 3; j++) {                  /* B'' = B' + L C', column by column */
-        const double col[3] = {Cr[j], Cr[3 + j], Cr[6 + j]};
-        double c[3];
-        cross3(l, col, c);
-        B[j] += c[0]; B[3 + j] += c[1]; B[6 + j] += c[2];
-    }
-    for (int i = 0; i < 3; i++) {                  /* row i of B'' L* is l x (row i of B'') */
-        double c[3];
-        cross3(l, B + 3 * i, c);
-        for (int j = i; j < 3; j++) {
-            const double v = Ar[3 * i + j] + X[3 * i + j] + c[j];
-            Pc[6 * i + j] = Pc[6 * j + i] = v;
-            Pp[ld * i + j] += v;
-            if (j != i) Pp[ld * j + i] += v;
-        }
-    }
-    for (int i = 0; i < 3; i++)
-        for (int j = 0; j < 3; j++) {
-            const double b = B[3 * i + j], c = Cr[3 * i + j];
-            Pc[6 * i + 3 + j] = Pc[6 * (3 + j) + i] = b;
-            Pc[6 * (3 + i) + 3 + j] = c;
-            Pp[ld * i + 3 + j] += b;
-            Pp[ld * (3 + j) + i] += b;
-            Pp[ld * (3 + i) + 3 + j] += c;
-        }
+    apply_phi_star(d->R + 9 * k, d->l + 3 * k, y, al);
+    if (with_a)
+        for (int i = 0; i < 6; i++) al[i] += a[i];
 }
 
 /* Y = S G for a symmetric 6 x 6 S (full) and n <= SYM_COLUMNS columns of 6 (column c at 6 c): S's
@@ -604,17 +563,25 @@ static void sym_columns(const double *restrict S, const double *restrict G, int 
 /* P(p) += Phi(p, k) P+ Phi*(p, k) and z(p) += Phi(p, k) (z+ + P+ a(k)) for the V block P+ (6 x 6,
  * full) and z+ of body k, Phi(p, k) = [phi(p, k); Gamma_p* phi(p, k)]: with P' = phi P+ phi*
  * (phi_congruence) the blocks are P', P' Gamma_p and Gamma_p* P' Gamma_p (P(p) as soa_flex_fd
- * keeps it). */
+ * keeps it).  P(p) = M(p) + sum_c Phi P+(c) Phi* (seed 000 A.1) starts from M(p) itself: p's last
+ * child, the first to hand over, writes M(p) + its terms (the entries fd_inward reads), the others
+ * add theirs. */
 FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double *Pk,
                            const double *zk, flex_dims dm)
 {
-    const int p = m->parent[k], nm = dm.nm, nx = 6 + nm;
-    double *restrict P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36], f[6];
-    phi_congruence(d->R + 9 * k, d->l + 3 * k, Pk, acc, P, nx);
+    const int p = m->parent[k], nm = dm.nm, nx = 6 + nm, first = m->lamslot[k] == m->lamslot[p];
+    double *P = d->fl_P + nx * nx * p, *zp = d->fl_z + nx * p, acc[36], f[6];
+    const double *Mp = m->fl_M + nx * nx * p;
+    phi_congruence(d->R + 9 * k, d->l + 3 * k, Pk, acc, first ? Mp : P, P, nx);
     matvec6(Pk, d->a + 6 * k, f);
     for (int i = 0; i < 6; i++) f[i] += zk[i];
     add_to_parent(m, d, k, f, zp, dm);
-    if (!m->attach[k]) return;
+    if (!m->attach[k]) {
+        if (first)                                 /* p's modal rows as they are: M(p)'s */
+            for (int c = 0; c < dm.mp; c++)
+                for (int i = 0; i <= 6 + c; i++) P[nx * (6 + c) + i] = Mp[nx * (6 + c) + i];
+        return;
+    }
     const double *restrict G = d->fl_GA + 6 * nm * k;
     double Y[6 * SYM_COLUMNS];
     for (int c0 = 0; c0 < dm.mp; c0 += SYM_COLUMNS) {     /* P' Gamma_p, SYM_COLUMNS at a time */
@@ -622,29 +589,23 @@ FLEX_INLINE void propagate(const soa_model *m, soa_data *d, int k, const double 
         sym_columns(acc, G + 6 * c0, n, Y);
         for (int cc = 0; cc < n; cc++) {
             const int c = c0 + cc;
-            const double *y = Y + 6 * cc;
+            const double *y = Y + 6 * cc, *b = (first ? Mp : P) + nx * (6 + c);
             double *row = P + nx * (6 + c);
-            for (int i = 0; i < 6; i++) row[i] += y[i];
-            for (int e = 0; e <= c; e++) row[6 + e] += dot6(G + 6 * e, y);
+            for (int e = 0; e <= c; e++) row[6 + e] = b[6 + e] + dot6(G + 6 * e, y);
+            for (int i = 0; i < 6; i++) row[i] = b[i] + y[i];
         }
     }
 }
 
 /* ------------------------------------------------------------------ forward dynamics */
-/* Body k's outward step of soa_flex_fd: placement, V, a, b, then P(k) = M(k) (rows 0..5 + m, row
- * stride nx) and z(k) = b - Q. */
+/* Body k's outward step of soa_flex_fd: placement, V, a, b, then z(k) = b - Q (P(k) = M(k) + its
+ * children's terms is formed by them: propagate). */
 FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double *q,
                             const double *qd, int use_fext, flex_dims dm)
 {
-    const int n = 6 + dm.mk, nx = 6 + dm.nm;
-    const double *M = m->fl_M + nx * nx * k;
-    double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k;
     body_placement(m, d, k, q, dm);
     body_velocity(m, d, k, qd, dm);
-    for (int i = 0; i < nx * n; i++) P[i] = M[i];
-    applied_force(m, d, k, q, qd, use_fext, 1, z, dm);
-    for (int i = 0; i < 6; i++) z[i] = d->b[6 * k + i] - z[i];
-    for (int i = 6; i < n; i++) z[i] = -z[i];
+    applied_force(m, d, k, q, qd, d->b + 6 * k, use_fext, 1, d->fl_z + (6 + dm.nm) * k, dm);
 }
 
 /* Body k's inward step: the modal then the joint innovations step on P(k)'s V block A (it becomes
@@ -652,7 +613,8 @@ FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double
 FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *tau, flex_dims dm)
 {
     const int p = m->parent[k], nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], nx = 6 + dm.nm;
-    const double *P = d->fl_P + nx * nx * k, *z = d->fl_z + nx * k, *arm = m->armature + v0;
+    const double *P = (m->fl_kids[k] ? d->fl_P : m->fl_M) + nx * nx * k;   /* a leaf's P is M */
+    const double *z = d->fl_z + nx * k, *arm = m->armature + v0;
     double *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k;
     double A[36], zv[6];
     for (int i = 0; i < 6; i++) {
@@ -663,7 +625,7 @@ FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *
         for (int i = 0; i < mk; i++) w[i] = tau[v0 + nj + i] - z[6 + i];
         if (!ldl_step(P + 6 * nx + 6, P + 6 * nx, nx, arm + nj, L, mk, nx, W, w, A, zv)) return 0;
     }
-    const int ax = joint_unit_axis(m, k);
+    const int ax = m->fl_hax[k];
     if (ax >= 0) {                     /* about or along a coordinate axis: H_j A1 = A1's row ax */
         double *Wj = W + 6 * mk;
         for (int e = 0; e < 6; e++) Wj[e] = e <= ax ? A[6 * ax + e] : A[6 * e + ax];
@@ -696,7 +658,7 @@ FLEX_INLINE void fd_accel(const soa_model *m, soa_data *d, int k, double *qdd, f
     double *al = d->alpha + 6 * k, *x = qdd + v0;
     inherited_acceleration(m, d, k, qdd, 1, al, dm);
     if (nj) {
-        const int ax = joint_unit_axis(m, k);
+        const int ax = m->fl_hax[k];
         ldl_solve(L + nx * mk + mk, nj, nx, W + 6 * mk, w + mk, al, x);
         if (ax >= 0)
             al[ax] += x[0];                                /* H* = e_ax */
@@ -738,7 +700,8 @@ static int uniform_modes(const soa_model *m, int k)
  *   outward  alpha' = phi* (alpha(p) + Gamma_p eta-ddot(p)) + a;  beta-dot = joint step's solve,
  *            alpha(k) = alpha' + H_j* beta-dot;  eta-ddot = modal step's solve at alpha(k)
  * tau holds the joint forces and the applied modal forces; qdd <- joint and modal accelerations.
- * fl_P holds P's V rows and its modal rows' P_etaV and lower triangle of P_etaeta; fl_L,
+ * fl_P holds P's V rows and its modal rows' P_etaV and lower triangle of P_etaeta (for bodies
+ * with children; a leaf's is fl_M's); fl_L,
  * fl_Y, fl_u the modal step's factors in rows 0..m-1 and the joint's in rows m..m+r_v-1. */
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd)
@@ -804,9 +767,10 @@ static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const
         const int mk = m->nmod[k];
         const double *M = m->fl_M + nx * nx * k, *etadd = qdd + m->v0[k] + m->nvj[k];
         double *F = d->fl_z + nx * k;
-        applied_force(m, d, k, q, qd, use_fext && full, full, F, dims_of(m, k));
+        applied_force(m, d, k, q, qd, full ? d->b + 6 * k : NULL, use_fext && full, full, F,
+                      dims_of(m, k));
         for (int i = 0; i < 6 + mk; i++) {
-            double x = (full && i < 6 ? d->b[6 * k + i] : 0.0) - F[i];
+            double x = F[i];
             for (int j = 0; j < 6; j++) x += M[nx * i + j] * d->alpha[6 * k + j];
             for (int j = 0; j < mk; j++) x += M[nx * i + 6 + j] * etadd[j];
             F[i] = x;

@@ -189,6 +189,10 @@ static void modal_coordinates(const soa_model *m, int k, const double *in, const
 
 void soa_configuration_rate(const soa_model *m, const double *q, const double *qd, double *qdot)
 {
+    if (m->qlinear) {                                 /* every joint's theta-dot = beta */
+        for (int i = 0; i < m->nv; i++) qdot[i] = qd[i];
+        return;
+    }
     for (int k = 0; k < m->nb; k++) {
         joint_rate(m, k, q, qd, qdot);
         if (m->nm) modal_coordinates(m, k, NULL, qd, qdot);
@@ -249,6 +253,10 @@ static void joint_integrate(const soa_model *m, int k, const double *q, const do
 void soa_integrate_configuration(const soa_model *m, const double *q, const double *dv,
                                  double *out)
 {
+    if (m->qlinear) {                                 /* every joint's theta (+) dv = theta + dv */
+        for (int i = 0; i < m->nq; i++) out[i] = q[i] + dv[i];
+        return;
+    }
     for (int k = 0; k < m->nb; k++) {
         joint_integrate(m, k, q, dv, out);
         if (m->nm) modal_coordinates(m, k, q, dv, out);
@@ -258,11 +266,9 @@ void soa_integrate_configuration(const soa_model *m, const double *q, const doub
 /* Every joint quaternion scaled to unit length (its rotation is invariant to the scale). */
 void soa_normalize_quaternions(const soa_model *m, double *q)
 {
-    for (int k = 0; k < m->nb; k++) {
-        if (m->jtype[k] == SOA_SPHERICAL || m->jtype[k] == SOA_FREE) {
-            double *e = q + m->q0[k];
-            const double n = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]);
-            for (int i = 0; i < 4; i++) e[i] /= n;
-        }
+    for (int t = 0; t < m->nquat; t++) {             /* the spherical and free joints */
+        double *e = q + m->q0[m->quatb[t]];
+        const double n = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]);
+        for (int i = 0; i < 4; i++) e[i] /= n;
     }
 }

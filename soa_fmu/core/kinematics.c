@@ -321,14 +321,14 @@ static inline void world_placement(const double *restrict R, const double *restr
 /* One body of soa_inertial_outward, everything in registers (restrict: no reloads): from its
  * placement (R, l) in the sweep parent and the parent's (Rp, pp, Vp; NULL: the world), its world
  * placement (Rw, pw), H*_I of its n dofs (Sw; axis 0-2: a revolute joint about that coordinate
- * axis, 3-5 a prismatic one, -1 any), M_I in compact form (Ic) and packed as P, V_I, a_I and
- * b_I = V x* M_I V (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
+ * axis, 3-5 a prismatic one, -1 any), M_I in compact form (Ic, from the split rotational inertia
+ * Jg) and packed as P, V_I, a_I and b_I = V x* M_I V (seed 004 sec. 5.2; seed 001 eqs. 6-9). */
 SOA_BODY_STEP void outward_body(const double *restrict R, const double *restrict l,
                                 const double *restrict Rp, const double *restrict pp,
                                 const double *restrict Vp, const double *restrict S, int n,
                                 int axis,
                                 const double *restrict qd, double mass, const double *restrict cb,
-                                const double *restrict Jc, double *restrict Rw, double *restrict pw,
+                                const double *restrict Jg, double *restrict Rw, double *restrict pw,
                                 double *restrict Sw, double *restrict P, double *restrict V,
                                 double *restrict a, double *restrict b)
 {
@@ -339,7 +339,7 @@ SOA_BODY_STEP void outward_body(const double *restrict R, const double *restrict
     joint_maps_to_world(W, x, S, n, axis, Sw);     /* H*_I and the joint's relative velocity */
     for (int dd = 0; dd < n; dd++)
         for (int i = 0; i < 6; i++) rel[i] += Sw[6 * dd + i] * qd[dd];
-    inertia_world_compact(mass, cb, Jc, W, x, Ic);
+    inertia_world_split(mass, cb, Jg, W, x, Ic);
     inertia_pack(Ic, P);
     for (int i = 0; i < 6; i++) Vk[i] = (Vp ? Vp[i] : 0.0) + rel[i];
     for (int i = 0; i < 6; i++) V[i] = Vk[i];
@@ -366,7 +366,7 @@ void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, cons
             placement_in_parent(m, d, k, q, m->fXr + 9 * k, m->fXp + 3 * k);
         outward_body(d->R + 9 * k, d->l + 3 * k, p < 0 ? NULL : d->Rw + 9 * p,
                      p < 0 ? NULL : d->pw + 3 * p, p < 0 ? NULL : d->V + 6 * p, m->S + 6 * v0,
-                     m->nvj[k], axis, qd + v0, m->fmass[k], m->fcom + 3 * k, m->fJc + 9 * k,
+                     m->nvj[k], axis, qd + v0, m->fmass[k], m->fcom + 3 * k, m->fJg + 7 * k,
                      d->Rw + 9 * k, d->pw + 3 * k, d->Sw + 6 * v0, d->Pu + 21 * k, d->V + 6 * k,
                      d->a + 6 * k, d->b + 6 * k);
     }
@@ -374,20 +374,56 @@ void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, cons
     soa_fold_velocities(m, d, 1);
 }
 
-/* The world placements Rw, pw and H*_I (Sw) of the moving bodies (model.c: the fold), from their
- * placements in the sweep parent -- soa_outward_placements, soa_world_placements and
- * soa_joint_maps_to_world in one pass, for the mass matrix (crba.c), which reads nothing else:
- * R, l, Rj, tj stay in registers (not stored) and the folded bodies' placements are not filled
- * in (soa_fold_placements). */
+/* R = Xr Rj, l = Xp for a revolute joint about coordinate axis e of the joint frame ((e, a, b)
+ * cyclic): two columns of Xr mixed (revolute_about_axis without Rj, tj). */
+static inline void revolute_rl(const double *restrict Xr, const double *restrict Xp, double c,
+                               double sn, const int e, const int a, const int b,
+                               double *restrict R, double *restrict l)
+{
+    for (int i = 0; i < 3; i++) {
+        const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
+        R[3 * i + a] = c * xa + sn * xb;
+        R[3 * i + b] = c * xb - sn * xa;
+        R[3 * i + e] = Xr[3 * i + e];
+        l[i] = Xp[i];
+    }
+}
+
+/* The world placements Rw, pw, H*_I (Sw) and the compact inertias M_I (Ri; seed 004 eq. 5.44;
+ * M_I of the folded rigid body, model.c: the fold) of the moving bodies, from their placements
+ * (R, l) in the sweep parent: soa_outward_placements, soa_world_placements,
+ * soa_joint_maps_to_world and soa_inertias_to_world in one pass, for the mass matrix (crba.c),
+ * which reads nothing else: R, l, Rj, tj stay in registers (not stored) and the folded bodies'
+ * placements are not filled in (soa_fold_placements). */
+#if defined(__GNUC__) && !defined(__clang__)
+__attribute__((optimize("no-tree-slp-vectorize")))   /* GCC's pairing here: shuffles, no gain */
+#endif
 void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
 {
     for (int t = 0; t < m->nmov; t++) {
-        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k];
-        double R[9], l[3], Rj[9], tj[3];
-        placement_in(m, k, q, m->fXr + 9 * k, m->fXp + 3 * k, R, l, Rj, tj);
-        double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
+        const int k = m->order[t], p = m->spar[k], v0 = m->v0[k], jt = m->jtype[k], e = m->jaxis[k];
+        const double *restrict Xr = m->fXr + 9 * k, *restrict Xp = m->fXp + 3 * k;
+        double R[9], l[3];
+        if (jt == SOA_REVOLUTE && e >= 0) {           /* Rj: a rotation by theta about axis e */
+            const double th = q[m->q0[k]], c = cos(th), sn = sin(th);
+            if (e == 0)                                /* (constant indices in each copy) */
+                revolute_rl(Xr, Xp, c, sn, 0, 1, 2, R, l);
+            else if (e == 1)
+                revolute_rl(Xr, Xp, c, sn, 1, 2, 0, R, l);
+            else
+                revolute_rl(Xr, Xp, c, sn, 2, 0, 1, R, l);
+        } else if (jt == SOA_PRISMATIC && e >= 0) {   /* tj = x e */
+            const double x = q[m->q0[k]];
+            for (int i = 0; i < 9; i++) R[i] = Xr[i];
+            for (int i = 0; i < 3; i++) l[i] = Xp[i] + Xr[3 * i + e] * x;
+        } else {
+            double Rj[9], tj[3];
+            placement_in(m, k, q, Xr, Xp, R, l, Rj, tj);
+        }
+        double *restrict Rw = d->Rw + 9 * k, *restrict pw = d->pw + 3 * k;
         world_placement(R, l, p < 0 ? NULL : d->Rw + 9 * p, p < 0 ? NULL : d->pw + 3 * p, Rw, pw);
         joint_maps_to_world(Rw, pw, m->S + 6 * v0, m->nvj[k], joint_axis(m, k), d->Sw + 6 * v0);
+        inertia_world_split(m->fmass[k], m->fcom + 3 * k, m->fJg + 7 * k, Rw, pw, d->Ri + 10 * k);
     }
 }
 

@@ -153,6 +153,14 @@ typedef struct {
     X(nmod,    1, nbf, 0, 0)  /* modal coordinates eta(k) of body k, in q and qd right after its \
                                  joint's coordinates (0: rigid) */                                 \
     X(attach,  1, nbf, 0, 0)  /* 1: k's joint frame sits on a node of its flexible parent */ \
+    X(fl_kids, 1, nbf, 0, 0)  /* children of body k (soa_model_finish): soa_flex_fd forms P(k) \
+                                 from fl_M through them, not by a copy */                        \
+    X(fl_hax,  1, nbf, 0, 0)  /* 0-5 if k's joint is 1-dof with H* = e_ax (jaxis, + 3 for a    \
+                                 prismatic one), else -1 (soa_model_finish) */                   \
+    X(fl_frame, 1, nbf, 0, 0) /* attach[k]: bit 1 joint frame along the parent's axes (Xr = 1), \
+                                 bit 2 on the node (Xp = at_r) (soa_model_finish) */             \
+    X(fl_diag, 1, nbf, 0, 0)  /* 1: fl_K(k) and fl_D(k) are diagonal (normal modes; derived by \
+                                 soa_model_finish) */                                            \
     /* ---- contact.c: spheres on bodies, planes in world, sphere pairs ---- */                  \
     X(sp_body, 1, nsph, 0, 0) /* body carrying sphere s */                                      \
     X(sp_set,  1, nsph, 0, 0) /* bit c: the sphere overrides law constant c (SOA_CT_*) */       \
@@ -197,6 +205,8 @@ typedef struct {
                                  u: fXr Rj(theta) = C + cos(theta) A + sin(theta) B with \
                                  C = (fXr u) u^T, A = fXr - C, B = fXr u~ (Rodrigues); a \
                                  prismatic one: fXr u in A's first 3; else 0 (soa_model_finish) */ \
+    X(fJg,     2, nb, 7, 0)   /* fJc = l 1 + g1 g1^T + g2 g2^T: (l, g1, g2) (l its least        \
+                                 eigenvalue; the outward passes rotate g1, g2, not fJc) */      \
     /* ---- dissipation.c: joint forces the simulator adds, -d qd - f_c tanh(qd / v_s) ---- */   \
     X(damping,  1, nv, 0, 0)  /* viscous damping d per velocity dof (N.m.s/rad or N.s/m) */     \
     X(friction, 1, nv, 0, 0)  /* Coulomb friction force f_c per velocity dof (N.m or N) */      \
@@ -402,6 +412,8 @@ typedef struct soa_model {
     int stopped;            /* some joint stop exists and stops[0] is on (soa_model_finish) */
     int nmov, nfix;         /* moving bodies (order), moving bodies of fixr */
     int nquat;              /* bodies of quatb */
+    int qlinear;            /* no quaternion or planar joint: theta-dot = beta, theta (+) dv =
+                             * theta + dv, coordinate by coordinate (soa_model_finish) */
     void *buffer;           /* the one allocation behind every array above */
     size_t nbytes;
 } soa_model;

@@ -200,20 +200,25 @@ static inline void rotate_symmetric3(const double *restrict R, const double *res
     out[8] = R[6] * T02 + R[7] * T12 + R[8] * T22;
 }
 
-/* acc += phi(p, k) P phi*(p, k) for a symmetric 6x6 P given in body k's frame (the congruence
- * of the inertia sweeps, seed 000 sec. 2).  With P = [[A, B], [B^T, C]]: rotate,
- * A' = R A R^T, B' = R B R^T, C' = R C R^T, then shift by l (L = l~):
+/* out = base + phi(p, k) A phi*(p, k) for a symmetric 6x6 A given in body k's frame (full, row
+ * stride 6; the congruence of the inertia sweeps, seed 000 sec. 2), base and out 6 x 6 blocks of
+ * row stride ld (out may be base), and phi A phi* alone also to Pc (row stride 6) unless Pc is
+ * NULL.  With A = [[Aa, B], [B^T, C]]: rotate, A' = R Aa R^T, B' = R B R^T, C' = R C R^T, then
+ * shift by l (L = l~):
  *     C'' = C',   B'' = B' + L C',   A'' = A' + L B'^T + B'' L^T
- * (symmetric blocks formed on their upper triangle and mirrored). */
-static inline void add_phi_inertia(const double *restrict R, const double *restrict l,
-                                   const double *restrict P, double *restrict acc)
+ * (symmetric blocks formed on their upper triangle; each entry written once to out and Pc: no
+ * zeroed accumulator, no second pass).  The rigid sweeps' add_phi_inertia and the flexible
+ * bodies' transfer to the parent (flexible.c) are this one function. */
+SOA_BODY_STEP void phi_congruence(const double *restrict R, const double *restrict l,
+                                 const double *restrict A, double *restrict Pc,
+                                 const double *base, double *out, int ld)
 {
-    double A[9], B[9], C[9], T[9], X[9];
-    rotate_symmetric3(R, P, 6, A);
-    rotate_symmetric3(R, P + 21, 6, C);
+    double Ar[9], Cr[9], T[9], B[9], X[9];
+    rotate_symmetric3(R, A, 6, Ar);
+    rotate_symmetric3(R, A + 21, 6, Cr);
     for (int i = 0; i < 3; i++)                    /* T = B R^T, B' = R T */
         for (int j = 0; j < 3; j++)
-            T[3 * i + j] = P[6 * i + 3] * R[3 * j] + P[6 * i + 4] * R[3 * j + 1] + P[6 * i + 5] * R[3 * j + 2];
+            T[3 * i + j] = A[6 * i + 3] * R[3 * j] + A[6 * i + 4] * R[3 * j + 1] + A[6 * i + 5] * R[3 * j + 2];
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
             B[3 * i + j] = R[3 * i] * T[j] + R[3 * i + 1] * T[3 + j] + R[3 * i + 2] * T[6 + j];
@@ -223,7 +228,7 @@ static inline void add_phi_inertia(const double *restrict R, const double *restr
         X[j] = c[0]; X[3 + j] = c[1]; X[6 + j] = c[2];
     }
     for (int j = 0; j < 3; j++) {                  /* B'' = B' + L C', column by column */
-        const double col[3] = {C[j], C[3 + j], C[6 + j]};
+        const double col[3] = {Cr[j], Cr[3 + j], Cr[6 + j]};
         double c[3];
         cross3(l, col, c);
         B[j] += c[0]; B[3 + j] += c[1]; B[6 + j] += c[2];
@@ -232,17 +237,30 @@ static inline void add_phi_inertia(const double *restrict R, const double *restr
         double c[3];
         cross3(l, B + 3 * i, c);
         for (int j = i; j < 3; j++) {
-            const double a = A[3 * i + j] + X[3 * i + j] + c[j];
-            acc[6 * i + j] += a;
-            if (j != i) acc[6 * j + i] += a;
+            const double v = Ar[3 * i + j] + X[3 * i + j] + c[j];
+            if (Pc) Pc[6 * i + j] = Pc[6 * j + i] = v;
+            out[ld * i + j] = base[ld * i + j] + v;
+            if (j != i) out[ld * j + i] = base[ld * j + i] + v;
         }
     }
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++) {
-            acc[6 * i + 3 + j] += B[3 * i + j];
-            acc[6 * (3 + j) + i] += B[3 * i + j];
-            acc[6 * (3 + i) + 3 + j] += C[3 * i + j];
+            const double b = B[3 * i + j], c = Cr[3 * i + j];
+            if (Pc) {
+                Pc[6 * i + 3 + j] = Pc[6 * (3 + j) + i] = b;
+                Pc[6 * (3 + i) + 3 + j] = c;
+            }
+            out[ld * i + 3 + j] = base[ld * i + 3 + j] + b;
+            out[ld * (3 + j) + i] = base[ld * (3 + j) + i] + b;
+            out[ld * (3 + i) + 3 + j] = base[ld * (3 + i) + 3 + j] + c;
         }
+}
+
+/* acc += phi(p, k) P phi*(p, k) for a symmetric 6x6 P given in body k's frame (phi_congruence). */
+static inline void add_phi_inertia(const double *restrict R, const double *restrict l,
+                                   const double *restrict P, double *restrict acc)
+{
+    phi_congruence(R, l, P, NULL, acc, acc, 6);
 }
 
 /* M = [[J - m c~ c~, m c~], [-m c~, m I]]: the spatial inertia about a point from which the centre
@@ -327,24 +345,29 @@ static inline void inertia_apply(const double *restrict Ic, const double *restri
 }
 
 /* Ic <- the compact inertia about the world origin (world axes) of a rigid body at (Rw, pw) with
- * mass m, centre of mass cb and rotational inertia Jc about it (body frame): c = pw + Rw cb,
- * J_O = Rw Jc Rw^T + m (|c|^2 1 - c c^T), m c (seed 004 eq. 5.44; the parallel-axis theorem). */
-static inline void inertia_world_compact(double mass, const double *restrict cb,
-                                         const double *restrict Jc, const double *restrict Rw,
-                                         const double *restrict pw, double *restrict Ic)
+ * mass m, centre of mass cb and rotational inertia about it given split (body frame),
+ * J_C = l 1 + g1 g1^T + g2 g2^T (g = (l, g1, g2), model.c inertia_split): c = pw + Rw cb,
+ * J_O = Rw J_C Rw^T + m (|c|^2 1 - c c^T), m c (seed 004 eq. 5.44; the parallel-axis theorem),
+ * with Rw J_C Rw^T = l 1 + h1 h1^T + h2 h2^T, h = Rw g: two vectors rotated, not a matrix. */
+static inline void inertia_world_split(double mass, const double *restrict cb,
+                                       const double *restrict g, const double *restrict Rw,
+                                       const double *restrict pw, double *restrict Ic)
 {
-    double J[9];
-    const double x = pw[0] + Rw[0] * cb[0] + Rw[1] * cb[1] + Rw[2] * cb[2];
-    const double y = pw[1] + Rw[3] * cb[0] + Rw[4] * cb[1] + Rw[5] * cb[2];
-    const double z = pw[2] + Rw[6] * cb[0] + Rw[7] * cb[1] + Rw[8] * cb[2];
+    double h[6], c[3];
+    for (int i = 0; i < 3; i++) {
+        const double r0 = Rw[3 * i], r1 = Rw[3 * i + 1], r2 = Rw[3 * i + 2];
+        h[i] = r0 * g[1] + r1 * g[2] + r2 * g[3];
+        h[3 + i] = r0 * g[4] + r1 * g[5] + r2 * g[6];
+        c[i] = pw[i] + r0 * cb[0] + r1 * cb[1] + r2 * cb[2];
+    }
+    const double l = g[0], x = c[0], y = c[1], z = c[2];
     const double mx = mass * x, my = mass * y, mz = mass * z;
-    rotate_symmetric3(Rw, Jc, 3, J);
-    Ic[0] = J[0] + my * y + mz * z;
-    Ic[1] = J[1] - mx * y;
-    Ic[2] = J[2] - mx * z;
-    Ic[3] = J[4] + mx * x + mz * z;
-    Ic[4] = J[5] - my * z;
-    Ic[5] = J[8] + mx * x + my * y;
+    Ic[0] = l + h[0] * h[0] + h[3] * h[3] + my * y + mz * z;
+    Ic[1] = h[0] * h[1] + h[3] * h[4] - mx * y;
+    Ic[2] = h[0] * h[2] + h[3] * h[5] - mx * z;
+    Ic[3] = l + h[1] * h[1] + h[4] * h[4] + mx * x + mz * z;
+    Ic[4] = h[1] * h[2] + h[4] * h[5] - my * z;
+    Ic[5] = l + h[2] * h[2] + h[5] * h[5] + mx * x + my * y;
     Ic[6] = mx; Ic[7] = my; Ic[8] = mz; Ic[9] = mass;
 }
 

@@ -200,7 +200,7 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str,
         "nsph": len(model.contact_spheres), "npln": len(model.contact_planes),
         "nssp": len(sphere_pairs(model)), "contact_names": "CONTACTS",
         **{f"vr_{g}": vr(g) for g in ("contact_law", "plane_offset", "contact_force",
-                                      "contact_depth", "pair_depth")},
+                                      "contact_depth", "pair_depth", "stop_margin")},
     }
     parts.append("const soa_fmu_description soa_fmu_model = {\n"
                  + ",\n".join(f"    .{k} = {v}" for k, v in fields.items()) + "\n};\n")

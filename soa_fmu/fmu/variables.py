@@ -21,7 +21,9 @@ A model with joint stops adds the tunable ``stop_stiffness[i]``, ``stop_damping[
 has no stop), the Boolean parameter ``stops_enabled`` (after the constraint switches) and the
 outputs ``stop_tau[i]``.  Every FMU has the output ``integrator_used`` (the integrator the
 ``integrator`` parameter resolved to at initialization: 0 rk4, 1 euler, 2 dop853, 3 implicit;
-docs/joints.md).
+docs/joints.md).  With Model Exchange, joint stops add the locals ``stop_margin[k]``, one per stop
+limit in dof order, lower first (q − lower, upper − q): the event indicators (FMI 3.0 declares
+them as its ``EventIndicator`` elements; FMI 2.0 counts them).
 
 With ``states=True`` (an FMU with Model Exchange) the continuous states are x = (``q``, ``qd``)
 and the table adds their derivatives: the locals ``der(q[i])`` (θ̇ = f(θ)β) after the constraint
@@ -555,6 +557,16 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
             "1/s" if pos[i][3] is None else pos[i][3][1], None,
             f"rate of change of q[{i + 1}] ({qdesc(i)}): theta-dot = f(theta) beta", "qdot", i,
             q_first + i)
+
+    # ---------------- joint stops' margins (Model Exchange: the first event indicators)
+    margins = [(i, side, limit) for i in range(nv if states and stops else 0)
+               for side, limit in (("lower", lower[i]), ("upper", upper[i])) if not np.isnan(limit)]
+    for k, (i, side, limit) in enumerate(margins):
+        what = "rad" if vel[i][3] is ANGULAR else "m"
+        add(f"stop_margin[{k + 1}]", "Real", "local", "continuous", "calculated", what, None,
+            f"{'q - lower' if side == 'lower' else 'upper - q'} of dof {i + 1} ({side} stop at "
+            f"{limit:g} {what}; < 0: the stop acts; 1 while stops_enabled is false), an event "
+            f"indicator: {vdesc(i)}", "stop_margin", k)
 
     # ---------------- contact pairs' penetrations (Model Exchange: the event indicators)
     if states and model.contact_spheres:

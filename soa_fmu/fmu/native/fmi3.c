@@ -621,8 +621,8 @@ fmi3Status fmi3GetEventIndicators(fmi3Instance instance, fmi3Float64 eventIndica
 {
     Instance *c = instance_of(instance);
     if (!c) return fmi3Error;
-    return (fmi3Status)fmu_event_indicators(c, eventIndicators, nEventIndicators,
-                                            "fmi3GetEventIndicators");
+    return (fmi3Status)fmu_me_event_indicators(c, eventIndicators, nEventIndicators,
+                                               "fmi3GetEventIndicators");
 }
 
 fmi3Status fmi3GetContinuousStates(fmi3Instance instance, fmi3Float64 continuousStates[],
@@ -645,8 +645,10 @@ fmi3Status fmi3GetNominalsOfContinuousStates(fmi3Instance instance, fmi3Float64 
 
 fmi3Status fmi3GetNumberOfEventIndicators(fmi3Instance instance, size_t *nEventIndicators)
 {
-    if (!instance_of(instance) || !nEventIndicators) return fmi3Error;
-    *nEventIndicators = (size_t)fmu_event_indicator_count();   /* contact pairs (fmu_contact.c) */
+    Instance *c = instance_of(instance);
+    if (!c || !nEventIndicators) return fmi3Error;
+    /* the joint stops' margins, then the contact pairs (model_exchange.c) */
+    *nEventIndicators = (size_t)(fmu_stop_margins(c->m, NULL, NULL) + fmu_contact_pair_count());
     return fmi3OK;
 }
 

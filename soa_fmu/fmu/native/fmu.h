@@ -77,6 +77,7 @@ typedef struct {
     const char *const *contact_names;    /* spheres, planes, sphere pairs */
     int vr_contact_law, vr_plane_offset, vr_contact_force, vr_contact_depth;
     int vr_pair_depth;                   /* Model Exchange: contact.<sphere>.<other>.depth */
+    int vr_stop_margin;                  /* Model Exchange with joint stops: stop_margin[1] */
 } soa_fmu_description;
 
 extern const soa_fmu_description soa_fmu_model;

@@ -46,11 +46,13 @@ soa_status fmu_put_contact_outputs(Instance *c, const double *q, int recompute)
     memcpy(c->real + D.vr_contact_depth, c->d->sp_depth, sizeof(double) * D.nsph);
     if (D.vr_pair_depth >= 0)
         memcpy(c->real + D.vr_pair_depth, c->d->ct_depth,
-               sizeof(double) * (size_t)fmu_event_indicator_count());
+               sizeof(double) * (size_t)fmu_contact_pair_count());
     return st;
 }
 
-int fmu_event_indicator_count(void)
+/* The contact pairs: sphere-plane, then sphere-sphere (their event indicators follow the joint
+ * stops', model_exchange.c). */
+int fmu_contact_pair_count(void)
 {
     return D.nsph * D.npln + D.nssp;
 }
@@ -59,7 +61,7 @@ int fmu_event_indicator_count(void)
  * event indicators after the joint stops' (model_exchange.c). */
 int fmu_contact_indicators(Instance *c, double *z, const char *fn)
 {
-    const int nz = fmu_event_indicator_count();
+    const int nz = fmu_contact_pair_count();
     if (nz == 0) return FMU_OK;
     if (!fmu_me_require(c, fn, (1 << INITIALIZATION) | (1 << EVENT) | (1 << CONTINUOUS))
         || !fmu_refresh(c, 0, 0, 0, fn))
@@ -74,15 +76,4 @@ int fmu_contact_indicators(Instance *c, double *z, const char *fn)
     }
     memcpy(z, c->d->ct_depth, sizeof(double) * (size_t)nz);
     return FMU_OK;
-}
-
-/* FMI 3.0: the contact pairs' indicators only (its joint stops declare none). */
-int fmu_event_indicators(Instance *c, double *z, size_t nz, const char *fn)
-{
-    if (nz != (size_t)fmu_event_indicator_count() || (nz && !z)) {
-        fmu_log(c, FMU_ERROR, "%s: this FMU has %d event indicators, %zu were asked for", fn,
-                fmu_event_indicator_count(), nz);
-        return FMU_ERROR;
-    }
-    return fmu_contact_indicators(c, z, fn);
 }

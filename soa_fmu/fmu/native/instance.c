@@ -163,13 +163,15 @@ int fmu_gather_closure_inputs(Instance *c)
 }
 
 /* The constraint outputs from the engine's forces and residuals (0 when switched off); and the
- * joints' outputs: the stop forces at the state (dissipation.c), the integrator used. */
+ * joints' outputs: the stop forces at the state (dissipation.c), with Model Exchange the stops'
+ * margins (model_exchange.c), the integrator used. */
 void fmu_put_constraint_outputs(Instance *c)
 {
     if (D.vr_stop_tau >= 0)
         for (int i = 0; i < D.nv; i++)
             c->real[D.vr_stop_tau + i] = soa_stop_force(c->m, i, c->real + D.vr_q,
                                                         c->real + D.vr_qd, NULL, NULL);
+    if (D.vr_stop_margin >= 0) fmu_stop_margins(c->m, c->real + D.vr_q, c->real + D.vr_stop_margin);
     c->real[D.vr_integrator_used] = c->method_used;
     for (int j = 0; j < D.nc; j++) {
         const soa_fmu_constraint *k = &D.constraints[j];
@@ -1193,6 +1195,9 @@ int fmu_pending_reasons(const Instance *c, char *out, size_t n)
     size_t used = 0;
     int any = 0;
     out[0] = '\0';
+    unsigned char rejected = 0;                       /* (the usual case, one vector pass) */
+    for (int vr = 0; vr < D.nvars; vr++) rejected |= c->pending[vr];
+    if (!rejected && !c->problem[0]) return 0;
     if (c->problem[0]) {
         used += (size_t)snprintf(out, n, "%s", c->problem);
         any = 1;

@@ -163,7 +163,8 @@ int fmu_me_get_states(Instance *c, double *x, size_t nx, const char *fn);
 int fmu_me_set_states(Instance *c, const double *x, size_t nx, const char *fn);
 int fmu_me_get_derivatives(Instance *c, double *dx, size_t nx, const char *fn);
 int fmu_me_nominals(Instance *c, double *x, size_t nx, const char *fn);
-int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn);  /* FMI 2.0 */
+int fmu_stop_margins(const soa_model *m, const double *q, double *z);
+int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn);  /* FMI 2 and 3 */
 int fmu_me_event_update(Instance *c, int *states_changed, const char *fn);
 int fmu_me_completed_step(Instance *c, int *enter_event, const char *fn);
 int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const unsigned *known,
@@ -177,8 +178,7 @@ int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const uns
 void fmu_apply_contact(Instance *c);
 int fmu_contact_problem(int vr, double x, char *text, size_t n);
 soa_status fmu_put_contact_outputs(Instance *c, const double *q, int recompute);
-int fmu_event_indicator_count(void);
+int fmu_contact_pair_count(void);
 int fmu_contact_indicators(Instance *c, double *z, const char *fn);
-int fmu_event_indicators(Instance *c, double *z, size_t nz, const char *fn);   /* FMI 3.0 */
 
 #endif

@@ -685,27 +685,38 @@ int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const uns
     return FMU_OK;
 }
 
-/* The event indicators (FMI 2.0 Model Exchange): one per joint stop limit, dof order, lower
- * first: q - lower and upper - q (the stop acts where one is < 0), so the integrator lands on the
- * contact instant; 1 while the stops are switched off (no event).  Then one per contact pair
- * (fmu_contact.c: its signed penetration). */
+/* The joint stops' margins at q: one per stop limit, dof order, lower first, q - lower and
+ * upper - q (the stop acts where one is < 0); 1 while the stops are switched off (no event).  The
+ * event indicators of both FMI versions begin with them, and the stop_margin locals hold them
+ * (FMI 3.0 declares those as its indicators).  z NULL: counted only. */
+int fmu_stop_margins(const soa_model *m, const double *q, double *z)
+{
+    int k = 0;
+    for (int i = 0; i < D.nv; i++) {
+        const int qi = m->stop_qi[i], live = m->stopped && qi >= 0;
+        if (m->stop_on[i] & 1) {
+            if (z) z[k] = live ? q[qi] - m->stop_lo[i] : 1.0;
+            k++;
+        }
+        if (m->stop_on[i] & 2) {
+            if (z) z[k] = live ? m->stop_hi[i] - q[qi] : 1.0;
+            k++;
+        }
+    }
+    return k;
+}
+
+/* The event indicators (FMI 2.0 and 3.0 Model Exchange): the joint stops' margins, so that the
+ * integrator lands on the contact instant, then one per contact pair (fmu_contact.c: its signed
+ * penetration). */
 int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn)
 {
-    const soa_model *m = c->m;
-    size_t n = 0;
-    for (int i = 0; i < D.nv; i++) n += (size_t)((m->stop_on[i] & 1) + ((m->stop_on[i] >> 1) & 1));
-    if (ni != n + (size_t)fmu_event_indicator_count()) {
-        fmu_log(c, FMU_ERROR, "%s: this FMU has %zu event indicators, %zu were asked for", fn,
-                n + (size_t)fmu_event_indicator_count(), ni);
+    const size_t n = (size_t)fmu_stop_margins(c->m, NULL, NULL);
+    if (ni != n + (size_t)fmu_contact_pair_count() || (ni && !z)) {
+        fmu_log(c, FMU_ERROR, "%s: this FMU has %zu event indicators, %zu were asked for%s", fn,
+                n + (size_t)fmu_contact_pair_count(), ni, ni && !z ? " (into NULL)" : "");
         return FMU_ERROR;
     }
-    if (ni && !z) return FMU_ERROR;
-    const double *q = c->real + D.vr_q;
-    size_t k = 0;
-    for (int i = 0; i < D.nv; i++) {
-        const int qi = m->stop_qi[i];
-        if (m->stop_on[i] & 1) z[k++] = m->stopped && qi >= 0 ? q[qi] - m->stop_lo[i] : 1.0;
-        if (m->stop_on[i] & 2) z[k++] = m->stopped && qi >= 0 ? m->stop_hi[i] - q[qi] : 1.0;
-    }
-    return fmu_contact_indicators(c, z + k, fn);
+    fmu_stop_margins(c->m, c->real + D.vr_q, z);
+    return fmu_contact_indicators(c, z + n, fn);
 }
