@@ -1,10 +1,6 @@
 /* Kinematics (SPEC E4): placements, V = phi* H* beta, a(k), b(k), alpha, and the Jacobian
  * J = B* phi* H* of a point (seed 000 eqs. 2.8, 2.13-2.14; seed 001 eqs. 6-9, 20-21, 25).
  * These outward sweeps are shared by every algorithm family. */
-/* GCC: the short loops over 3- and 6-vectors of the per-body steps unrolled (as flexible.c). */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize ("unroll-loops")
-#endif
 #include <math.h>
 
 #include "soa.h"
