@@ -278,7 +278,9 @@ def test_closure_on_folded_links_equals_the_merged_model():
         rf = constrained_forward_dynamics(fo, q, qd, tau, stabilization=(5.0, 5.0))
         rm = constrained_forward_dynamics(me, q, qd, tau, stabilization=(5.0, 5.0))
         assert rel(rf.qdd, rm.qdd) < 1e-12
-        assert rel(rf.forces["hold"], rm.forces["hold"]) < 1e-12
+        # (the constraint solve amplifies the two models' different roundings: forces of ~1e4 N
+        # agree to ~1e-12 relative, which a few ulps of a sine move past 1e-12)
+        assert rel(rf.forces["hold"], rm.forces["hold"]) < 1e-11
 
 
 def test_folded_algorithms_agree_with_each_other():

@@ -55,7 +55,9 @@ static void so3_node(const double *th, double *R, double *J, double *co)
         a1 = -1.0 / 12.0 + s2 / 180.0 - s2 * s2 / 6720.0;
         b1 = -1.0 / 60.0 + s2 / 1260.0 - s2 * s2 / 60480.0;
     } else {
-        const double h = sin(0.5 * s), c = cos(0.5 * s), sn = 2.0 * h * c, omc = 2.0 * h * h;
+        double h, c;
+        soa_sincos(0.5 * s, &c, &h);
+        const double sn = 2.0 * h * c, omc = 2.0 * h * h;
         const double i2 = 1.0 / s2, i1 = 1.0 / s, i4 = i2 * i2;
         c1 = sn * i1;
         a = omc * i2;
@@ -273,10 +275,7 @@ FLEX_INLINE void joint_placement(const soa_model *m, soa_data *d, int k, const d
         const int a = (e + 1) % 3, b = (e + 2) % 3;
         const double th = q[m->q0[k]];
         double c = 1.0, sn = 0.0;
-        if (jt == SOA_REVOLUTE) {
-            c = cos(th);
-            sn = sin(th);
-        }
+        if (jt == SOA_REVOLUTE) soa_sincos(th, &c, &sn);
         for (int i = 0; i < 9; i++) Rj[i] = (i % 4 == 0) ? 1.0 : 0.0;
         Rj[4 * a] = Rj[4 * b] = c;
         Rj[3 * b + a] = sn;

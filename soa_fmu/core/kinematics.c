@@ -203,7 +203,8 @@ SOA_BODY_STEP void placement_in(const soa_model *m, int k, const double *q,
         return;
     }
     if (jt == SOA_REVOLUTE && e >= 0) {              /* Rj: a rotation by theta about axis e */
-        const double th = q[m->q0[k]], c = cos(th), sn = sin(th);
+        double c, sn;
+        soa_sincos(q[m->q0[k]], &c, &sn);
         if (e == 0)                                  /* (constant indices in each copy) */
             revolute_about_axis(Xr, Xp, c, sn, 0, 1, 2, R, l, Rj, tj);
         else if (e == 1)
@@ -401,7 +402,8 @@ void soa_sweep_placements(const soa_model *m, soa_data *d, const double *q)
         const double *restrict Xr = m->fXr + 9 * k, *restrict Xp = m->fXp + 3 * k;
         double R[9], l[3];
         if (jt == SOA_REVOLUTE && e >= 0) {           /* Rj: a rotation by theta about axis e */
-            const double th = q[m->q0[k]], c = cos(th), sn = sin(th);
+            double c, sn;
+            soa_sincos(q[m->q0[k]], &c, &sn);
             if (e == 0)                                /* (constant indices in each copy) */
                 revolute_rl(Xr, Xp, c, sn, 0, 1, 2, R, l);
             else if (e == 1)
