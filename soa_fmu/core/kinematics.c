@@ -160,6 +160,21 @@ void soa_joint_maps_to_world(const soa_model *m, soa_data *d)
                                d->Sw + 6 * (m->v0[k] + dd));
 }
 
+/* R = Xr Rj, l = Xp for a revolute joint about coordinate axis e of the joint frame ((e, a, b)
+ * cyclic): two columns of Xr mixed (what revolute_about_axis also stores Rj, tj for). */
+static inline void revolute_rl(const double *restrict Xr, const double *restrict Xp, double c,
+                               double sn, const int e, const int a, const int b,
+                               double *restrict R, double *restrict l)
+{
+    for (int i = 0; i < 3; i++) {
+        const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
+        R[3 * i + a] = c * xa + sn * xb;
+        R[3 * i + b] = c * xb - sn * xa;
+        R[3 * i + e] = Xr[3 * i + e];
+        l[i] = Xp[i];
+    }
+}
+
 /* A revolute joint about coordinate axis e of its joint frame ((e, a, b) cyclic): Rj rotates by
  * theta, Rj e_a = c e_a + s e_b, Rj e_b = -s e_a + c e_b, so R = Xr Rj mixes two columns of Xr. */
 static inline void revolute_about_axis(const double *restrict Xr, const double *restrict Xp,
@@ -173,13 +188,7 @@ static inline void revolute_about_axis(const double *restrict Xr, const double *
     Rj[3 * b + a] = sn;
     Rj[3 * a + b] = -sn;
     tj[0] = tj[1] = tj[2] = 0.0;
-    for (int i = 0; i < 3; i++) {
-        const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
-        R[3 * i + a] = c * xa + sn * xb;
-        R[3 * i + b] = c * xb - sn * xa;
-        R[3 * i + e] = Xr[3 * i + e];
-        l[i] = Xp[i];
-    }
+    revolute_rl(Xr, Xp, c, sn, e, a, b, R, l);
 }
 
 /* R = Xr Rj, l = Xp (+ Xr tj): body k's placement in its parent for the joints of robot arms
@@ -369,21 +378,6 @@ void soa_inertial_outward(const soa_model *m, soa_data *d, const double *q, cons
     }
     soa_fold_placements(m, d, 1);
     soa_fold_velocities(m, d, 1);
-}
-
-/* R = Xr Rj, l = Xp for a revolute joint about coordinate axis e of the joint frame ((e, a, b)
- * cyclic): two columns of Xr mixed (revolute_about_axis without Rj, tj). */
-static inline void revolute_rl(const double *restrict Xr, const double *restrict Xp, double c,
-                               double sn, const int e, const int a, const int b,
-                               double *restrict R, double *restrict l)
-{
-    for (int i = 0; i < 3; i++) {
-        const double xa = Xr[3 * i + a], xb = Xr[3 * i + b];
-        R[3 * i + a] = c * xa + sn * xb;
-        R[3 * i + b] = c * xb - sn * xa;
-        R[3 * i + e] = Xr[3 * i + e];
-        l[i] = Xp[i];
-    }
 }
 
 /* The world placements Rw, pw, H*_I (Sw) and the compact inertias M_I (Ri; seed 004 eq. 5.44;
