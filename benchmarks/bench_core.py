@@ -1,5 +1,5 @@
 """Engine speed vs Pinocchio in one run (SPEC §6): FD, ID, M, M⁻¹ at 7 dof and on long chains,
-O(N) scaling of FD, and start-up cost (import + first call in a fresh process: nothing compiles at
+FD on the robots (arm7, panda, ur10), O(N) scaling of FD, and start-up cost (import + first call in a fresh process: nothing compiles at
 run time, the C core is compiled at install).  With valgrind on PATH, the instructions per FD call
 at 7 and 100 dof (callgrind, in the C kernel and with the extension's entry point) are added."""
 from __future__ import annotations
@@ -12,7 +12,7 @@ import numpy as np
 import pinocchio as pin
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import (callgrind_per_call, chain_case, median_ratio, median_time, table,  # noqa: E402
+from timing import (callgrind_per_call, chain_case, median_ratio, table,  # noqa: E402
                     write_result)
 
 import soa_fmu as sf  # noqa: E402
@@ -40,6 +40,36 @@ def compare(n: int, which=("FD", "ID", "M", "M⁻¹")) -> list[list]:
     return rows
 
 
+def robots() -> list[list]:
+    """FD from Python on the robots of bench_native (arm7, panda, ur10): ``sf.forward_dynamics``
+    on our model of the URDF against ``pin.aba`` on Pinocchio's own model of the same file
+    (``buildModelFromUrdf``, what a Pinocchio user calls), checked equal first, timed interleaved."""
+    import warnings
+    from bench_native import ROBOTS, robot_file
+    from model_descriptions import EXAMPLES_DIR
+    files = {"arm7": EXAMPLES_DIR / "arm7.urdf",
+             **{n: robot_file(folder, f) for n, (folder, f) in ROBOTS.items()}}
+    rows = []
+    for name, path in files.items():
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            model = sf.load_model(path)
+        pmod = pin.buildModelFromUrdf(str(path))
+        data = pmod.createData()
+        if pmod.nq != model.nq or pmod.nv != model.nv:
+            raise RuntimeError(f"{name}: Pinocchio's model has nq, nv = {pmod.nq}, {pmod.nv}")
+        q, qd = random_state(model, 3)
+        tau = np.random.default_rng(1).normal(size=model.nv)
+        ours = sf.forward_dynamics(model, q, qd, tau)
+        ref = pin.aba(pmod, data, q, qd, tau)
+        if not np.allclose(ours, ref, rtol=1e-9, atol=1e-9 * np.abs(ref).max()):
+            raise RuntimeError(f"{name}: FD differs from pin.aba by {np.abs(ours - ref).max():g}")
+        t_ours, t_pin, ratio = median_ratio(lambda: sf.forward_dynamics(model, q, qd, tau),
+                                            lambda: pin.aba(pmod, data, q, qd, tau))
+        rows.append([f"FD, {name}", str(model.nv), t_ours * 1e6, t_pin * 1e6, ratio, "≤ 0.5"])
+    return rows
+
+
 def startup() -> tuple[float, float]:
     """Fresh processes, seconds: (import + first FD call, the same plus the first ID, M, M⁻¹ and
     simulate calls)."""
@@ -60,13 +90,17 @@ def startup() -> tuple[float, float]:
     return first, everything
 
 
-def fd_time(n: int) -> float:
-    """Our FD alone (Pinocchio's Data for N = 1000 needs more memory than these machines have)."""
-    model = serial_chain(n, seed=1)
-    q, qd = random_state(model, 2)
-    tau = np.zeros(n)
-    sf.forward_dynamics(model, q, qd, tau)
-    return median_time(lambda: sf.forward_dynamics(model, q, qd, tau))
+def fd_scaling() -> tuple[float, float, float]:
+    """Our FD on the chains of 100 and 1000 links, interleaved (Pinocchio's Data for N = 1000
+    needs more memory than these machines have): (t(1000), t(100), the median per-run ratio)."""
+    calls = []
+    for n in (1000, 100):
+        model = serial_chain(n, seed=1)
+        q, qd = random_state(model, 2)
+        tau = np.zeros(n)
+        sf.forward_dynamics(model, q, qd, tau)
+        calls.append(lambda m=model, q=q, qd=qd, tau=tau: sf.forward_dynamics(m, q, qd, tau))
+    return median_ratio(*calls)
 
 
 def fd_calls(n: int, calls: int) -> None:
@@ -91,12 +125,12 @@ def main() -> None:
         fd_calls(int(sys.argv[2]), int(sys.argv[3]))
         return
     rows = compare(7) + compare(100) + compare(300, ("FD", "ID"))
-    t100, t1000 = fd_time(100), fd_time(1000)
+    t1000, t100, scaling = fd_scaling()
     first_fd, all_first = startup()
     notes = [
         "",
-        f"FD O(N): t(1000)/t(100) = {t1000 / t100:.2f}   (bar ≤ 11; t(100) = {t100 * 1e6:.1f} µs, "
-        f"t(1000) = {t1000 * 1e6:.1f} µs)",
+        f"FD O(N): t(1000)/t(100) = {scaling:.2f}   (bar ≤ 11; t(100) = {t100 * 1e6:.1f} µs, "
+        f"t(1000) = {t1000 * 1e6:.1f} µs; interleaved runs, the median per-run ratio)",
         f"import + first forward_dynamics call (fresh process, median of 5): {first_fd:.3f} s"
         "   (bar ≤ 0.3 s)",
         f"import + first FD, ID, M, M⁻¹ and simulate calls: {all_first:.3f} s",
@@ -106,6 +140,12 @@ def main() -> None:
     ]
     text = table("Engine vs Pinocchio (µs per call)",
                  ["algorithm", "N", "soa_fmu µs", "pin µs", "ratio", "bar"], rows, notes)
+    text += "\n" + table("Forward dynamics from Python on the robots: sf.forward_dynamics vs pin.aba "
+                         "(µs per call)", ["algorithm", "nv", "soa_fmu µs", "pin µs", "ratio", "bar"],
+                         robots(),
+                         ["each library's own model of the same URDF (ours: sf.load_model, fixed "
+                          "links folded; Pinocchio: buildModelFromUrdf), results checked equal "
+                          "before timing; interleaved runs as above (issue 24's bar: ≤ 0.5)"])
     counts = {n: fd_instructions(n) for n in (7, 100)}
     if all(c is not None for c in counts.values()):
         text += "\n" + table("Instructions per forward dynamics call (callgrind)",
