@@ -30,6 +30,7 @@
 
 #include "soa.h"
 #include "spatial.h"
+#include "placement.h"
 
 /* The helpers compiled into each of soa_flex_fd's kernels (FLEX_UNROLLED below). */
 #if defined(__GNUC__)
@@ -196,7 +197,7 @@ enum { NODE_RU = 0, NODE_CO = 3, NODE = 7 };
  * that V(k) = phi*(p, k) (V(p) + Gamma_p eta-dot(p)) + H* beta-dot and Phi(p, k) = [phi(p, k);
  * Gamma_p* phi(p, k)]: no transform of Gamma to body k is needed by the recursions.  Gamma_p is
  * stored by columns (d->fl_GA + 6 nm k, column c at 6 c).  (R, l) follow from (R_A, l_A) by
- * joint_placement. */
+ * placement_in (placement.h). */
 FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const double *q,
                                 flex_dims dm)
 {
@@ -260,58 +261,20 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
     }
 }
 
-/* R = X Rj, l = lx + X tj: body k's placement in its parent from its joint frame's (X, lx) (fixed,
- * or on a deformed node) and the joint transform (Rj, tj), both stored.  A revolute joint about
- * coordinate axis e of its frame ((e, a, b) cyclic) is written out: Rj e_a = c e_a + s e_b,
- * Rj e_b = -s e_a + c e_b mixes two columns of X; a prismatic one along e_e moves along X's
- * column e (seed 000 eq. 2.7; as kinematics.c's placement_in_parent). */
-FLEX_INLINE void joint_placement(const soa_model *m, soa_data *d, int k, const double *q,
-                                 const double *restrict X, const double *restrict lx)
-{
-    double *restrict Rj = d->Rj + 9 * k, *restrict tj = d->tj + 3 * k, *restrict R = d->R + 9 * k,
-           *restrict l = d->l + 3 * k;
-    const int jt = m->jtype[k], e = m->jaxis[k];
-    if (e >= 0 && (jt == SOA_REVOLUTE || jt == SOA_PRISMATIC)) {
-        const int a = (e + 1) % 3, b = (e + 2) % 3;
-        const double th = q[m->q0[k]];
-        double c = 1.0, sn = 0.0;
-        if (jt == SOA_REVOLUTE) soa_sincos(th, &c, &sn);
-        for (int i = 0; i < 9; i++) Rj[i] = (i % 4 == 0) ? 1.0 : 0.0;
-        Rj[4 * a] = Rj[4 * b] = c;
-        Rj[3 * b + a] = sn;
-        Rj[3 * a + b] = -sn;
-        tj[0] = tj[1] = tj[2] = 0.0;
-        const double x = jt == SOA_PRISMATIC ? th : 0.0;
-        tj[e] = x;
-        for (int i = 0; i < 3; i++) {
-            const double xa = X[3 * i + a], xb = X[3 * i + b], xe = X[3 * i + e];
-            R[3 * i + a] = c * xa + sn * xb;
-            R[3 * i + b] = c * xb - sn * xa;
-            R[3 * i + e] = xe;
-            l[i] = lx[i] + xe * x;
-        }
-        return;
-    }
-    soa_joint_transform(m, k, q, Rj, tj);
-    for (int i = 0; i < 3; i++) {
-        const double *x = X + 3 * i;
-        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
-        l[i] = lx[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
-    }
-}
-
 /* Body k's placement (R, l) in its parent at theta: its joint frame's placement, fixed (Xr, Xp) or
- * on a deformed node (node_placement), then the joint's (joint_placement).  soa_flex_fd's own
- * outward step: it needs no Gamma in k's frame (soa_flex_attachment). */
+ * on a deformed node (node_placement), then the joint's (placement_in, placement.h).
+ * soa_flex_fd's own outward step: it needs no Gamma in k's frame (soa_flex_attachment). */
 FLEX_INLINE void body_placement(const soa_model *m, soa_data *d, int k, const double *q,
                                 flex_dims dm)
 {
     if (m->attach[k]) {
         node_placement(m, d, k, q, dm);
-        joint_placement(m, d, k, q, d->fl_RA + 9 * k, d->fl_lA + 3 * k);
+        placement_in(m, k, q, d->fl_RA + 9 * k, d->fl_lA + 3 * k, d->R + 9 * k, d->l + 3 * k,
+                     d->Rj + 9 * k, d->tj + 3 * k);
         return;
     }
-    joint_placement(m, d, k, q, m->Xr + 9 * k, m->Xp + 3 * k);
+    placement_in(m, k, q, m->Xr + 9 * k, m->Xp + 3 * k, d->R + 9 * k, d->l + 3 * k,
+                 d->Rj + 9 * k, d->tj + 3 * k);
 }
 
 /* Body k's V, a, b and gravity (the outward velocity step, seed 000 eq. 4.1):
