@@ -261,6 +261,13 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
     }
 }
 
+/* 0-5 when body k's joint is 1-dof with H* = e_ax (about, or + 3 along, a coordinate axis:
+ * jmap, soa_model_finish), else -1. */
+static inline int hinge_axis(const soa_model *m, int k)
+{
+    return m->jmap[k] < 6 ? m->jmap[k] : -1;
+}
+
 /* Body k's placement (R, l) in its parent at theta: its joint frame's placement, fixed (Xr, Xp) or
  * on a deformed node (node_placement), then the joint's (placement_in, placement.h).
  * soa_flex_fd's own outward step: it needs no Gamma in k's frame (soa_flex_attachment). */
@@ -292,7 +299,7 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     const int p = m->parent[k], v0 = m->v0[k], mk = dm.mk, mp = dm.mp, nm = dm.nm, nx = 6 + nm;
     const double *R = d->R + 9 * k, *l = d->l + 3 * k;
     double *V = d->V + 6 * k, *a = d->a + 6 * k, rel[6] = {0, 0, 0, 0, 0, 0};
-    const int ax = m->fl_hax[k];
+    const int ax = hinge_axis(m, k);
     if (ax >= 0)
         rel[ax] = qd[v0];                                  /* H* = e_ax */
     else
@@ -587,7 +594,7 @@ FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *
         for (int i = 0; i < mk; i++) w[i] = tau[v0 + nj + i] - z[6 + i];
         if (!ldl_step(P + 6 * nx + 6, P + 6 * nx, nx, arm + nj, L, mk, nx, W, w, A, zv)) return 0;
     }
-    const int ax = m->fl_hax[k];
+    const int ax = hinge_axis(m, k);
     if (ax >= 0) {                     /* about or along a coordinate axis: H_j A1 = A1's row ax */
         double *Wj = W + 6 * mk;
         for (int e = 0; e < 6; e++) Wj[e] = e <= ax ? A[6 * ax + e] : A[6 * e + ax];
@@ -620,7 +627,7 @@ FLEX_INLINE void fd_accel(const soa_model *m, soa_data *d, int k, double *qdd, f
     double *al = d->alpha + 6 * k, *x = qdd + v0;
     inherited_acceleration(m, d, k, qdd, 1, al, dm);
     if (nj) {
-        const int ax = m->fl_hax[k];
+        const int ax = hinge_axis(m, k);
         ldl_solve(L + nx * mk + mk, nj, nx, W + 6 * mk, w + mk, al, x);
         if (ax >= 0)
             al[ax] += x[0];                                /* H* = e_ax */

@@ -462,12 +462,11 @@ soa_status soa_model_finish(soa_model *m)
         for (int c = k + 1; c < nb && last; c++) last = m->parent[c] != m->parent[k];
         m->lamslot[k] = (m->parent[k] >= 0 && last) ? m->lamslot[m->parent[k]] : k;
     }
-    for (int k = 0; k < nbf; k++) {                   /* flexible.c: children, unit axes, frames */
+    for (int k = 0; k < nbf; k++) {                   /* flexible.c: children, frames, normal modes */
         const double *Xr = m->Xr + 9 * k, *Xp = m->Xp + 3 * k, *r = m->at_r + 3 * k;
         int one = 1;
         for (int i = 0; i < 9; i++) one &= Xr[i] == (i % 4 == 0 ? 1.0 : 0.0);
         m->fl_kids[k] = 0;
-        m->fl_hax[k] = m->jaxis[k] < 0 ? -1 : m->jaxis[k] + (m->jtype[k] == SOA_PRISMATIC ? 3 : 0);
         m->fl_frame[k] = m->attach[k] ? one | (Xp[0] == r[0] && Xp[1] == r[1] && Xp[2] == r[2]) << 1 : 0;
         int diag = 1;
         for (int i = 0; i < m->nmod[k]; i++)

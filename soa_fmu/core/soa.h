@@ -155,8 +155,6 @@ typedef struct {
     X(attach,  1, nbf, 0, 0)  /* 1: k's joint frame sits on a node of its flexible parent */ \
     X(fl_kids, 1, nbf, 0, 0)  /* children of body k (soa_model_finish): soa_flex_fd forms P(k) \
                                  from fl_M through them, not by a copy */                        \
-    X(fl_hax,  1, nbf, 0, 0)  /* 0-5 if k's joint is 1-dof with H* = e_ax (jaxis, + 3 for a    \
-                                 prismatic one), else -1 (soa_model_finish) */                   \
     X(fl_frame, 1, nbf, 0, 0) /* attach[k]: bit 1 joint frame along the parent's axes (Xr = 1), \
                                  bit 2 on the node (Xp = at_r) (soa_model_finish) */             \
     X(fl_diag, 1, nbf, 0, 0)  /* 1: fl_K(k) and fl_D(k) are diagonal (normal modes; derived by \
