@@ -188,6 +188,9 @@ static inline void velocity_product(const double *V, const double *rel, int ax,
  * deformed node's position r + u in the parent and so3_node's coefficients. */
 enum { NODE_RU = 0, NODE_CO = 3, NODE = 7 };
 
+/* node_placement forms Gamma_p's columns GAMMA_BLOCK at a time. */
+enum { GAMMA_BLOCK = 4 };
+
 /* The placement (R_A, l_A) of body k's joint frame when it sits on a node of the flexible parent
  * p: the joint frame A is carried by the node's deformation, x -> r + u + R(theta)(x - r), so
  * R_A = R(theta) Xr, l_A = r + u + R(theta)(Xp - r) (d->fl_RA, d->fl_lA).  Also
@@ -224,14 +227,21 @@ FLEX_INLINE void node_placement(const soa_model *m, soa_data *d, int k, const do
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 3; j++)
                 RA[3 * i + j] = Rt[3 * i] * Xr[j] + Rt[3 * i + 1] * Xr[3 + j] + Rt[3 * i + 2] * Xr[6 + j];
-    for (int c = 0; c < mp; c++) {
-        const double pr[3] = {Psi[c], Psi[nm + c], Psi[2 * nm + c]};
-        double w[3], v[3];
-        mat3_vec(J, pr, w);
-        cross3(ru, w, v);
-        for (int i = 0; i < 3; i++) {
-            G[6 * c + i] = w[i];
-            G[6 * c + 3 + i] = Psi[(3 + i) * nm + c] + v[i];
+    for (int c0 = 0; c0 < mp; c0 += GAMMA_BLOCK) {     /* J Psi_r: 3 x 3 by 3 x n, rows of Psi */
+        const int n = mp - c0 < GAMMA_BLOCK ? mp - c0 : GAMMA_BLOCK;
+        const double *P = Psi + c0;
+        double w[3][GAMMA_BLOCK];
+        for (int i = 0; i < 3; i++)
+            for (int c = 0; c < n; c++)
+                w[i][c] = J[3 * i] * P[c] + J[3 * i + 1] * P[nm + c] + J[3 * i + 2] * P[2 * nm + c];
+        for (int c = 0; c < n; c++) {                   /* column c0 + c of Gamma_p */
+            double *Gc = G + 6 * (c0 + c);
+            Gc[0] = w[0][c];
+            Gc[1] = w[1][c];
+            Gc[2] = w[2][c];
+            Gc[3] = P[3 * nm + c] + (ru[1] * w[2][c] - ru[2] * w[1][c]);   /* + (r + u) x w */
+            Gc[4] = P[4 * nm + c] + (ru[2] * w[0][c] - ru[0] * w[2][c]);
+            Gc[5] = P[5 * nm + c] + (ru[0] * w[1][c] - ru[1] * w[0][c]);
         }
     }
 }
