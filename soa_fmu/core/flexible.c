@@ -325,17 +325,23 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     } else if (m->attach[k]) {
         const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
         const double *th = d->fl_th + 3 * k, *node = d->fl_node + NODE * k, *Vp = d->V + 6 * p;
-        double g[6], Vq[6], thd[3], ud[3], Jd[3], c[6], x[6];
+        double g[6], Vq[6], thd[3], ud[3], Jd[3], c[6], x[9];
         node_motion(Psi, nm, mp, etad, thd, ud);
         so3_jacobian_rate(th, thd, node + NODE_CO, Jd, g);   /* g = Gamma_p eta-dot(p): */
         cross3(node + NODE_RU, g, x);                          /* [w; u-dot + (r + u) x w] */
-        for (int i = 0; i < 3; i++) g[3 + i] = ud[i] + x[i];
-        cross_motion(Vp, g, c);
+        for (int i = 0; i < 3; i++) {
+            g[3 + i] = ud[i] + x[i];
+            ud[i] += Vp[3 + i];
+        }
+        /* c = Vp x~ g + Gamma_p-dot eta-dot
+         *   = [w_p x w + Jd;  (v_p + u-dot) x w + w_p x g_v + (r + u) x Jd] */
+        cross3(Vp, g, c);
         cross3(ud, g, x);
-        cross3(node + NODE_RU, Jd, x + 3);
+        cross3(Vp, g + 3, x + 3);
+        cross3(node + NODE_RU, Jd, x + 6);
         for (int i = 0; i < 3; i++) {
             c[i] += Jd[i];
-            c[3 + i] += x[i] + x[3 + i];
+            c[3 + i] = x[i] + x[3 + i] + x[6 + i];
         }
         for (int i = 0; i < 6; i++) Vq[i] = Vp[i] + g[i];
         apply_phi_star(R, l, Vq, V);
