@@ -45,7 +45,7 @@
  * angular velocity in parent axes is J_l theta-dot), with c1 = sin s / s, a = (1 - cos s) / s^2,
  * b = (s - sin s) / s^3; co <- (a, b, a'/s, b'/s) for the rate so3_jacobian_rate.  One sincos of
  * s / 2; series below s = 0.02, where the closed forms cancel. */
-static void so3_node(const double *th, double *R, double *J, double *co)
+FLEX_INLINE void so3_node(const double *th, double *R, double *J, double *co)
 {
     const double s2 = th[0] * th[0] + th[1] * th[1] + th[2] * th[2], s = sqrt(s2);
     double c1, a, b, a1, b1;
@@ -59,7 +59,7 @@ static void so3_node(const double *th, double *R, double *J, double *co)
         double h, c;
         soa_sincos(0.5 * s, &c, &h);
         const double sn = 2.0 * h * c, omc = 2.0 * h * h;
-        const double i2 = 1.0 / s2, i1 = 1.0 / s, i4 = i2 * i2;
+        const double i1 = 1.0 / s, i2 = i1 * i1, i4 = i2 * i2;   /* one division */
         c1 = sn * i1;
         a = omc * i2;
         b = (s - sn) * i2 * i1;
