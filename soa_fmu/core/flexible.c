@@ -344,8 +344,8 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
             c[3 + i] = x[i] + x[3 + i] + x[6 + i];
         }
         for (int i = 0; i < 6; i++) Vq[i] = Vp[i] + g[i];
-        apply_phi_star(R, l, Vq, V);
         apply_phi_star(R, l, c, x);
+        apply_phi_star(R, l, Vq, V);
         add_relative(V, rel, ax);
         velocity_product(V, rel, ax, x, a);
     } else {
