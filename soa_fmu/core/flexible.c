@@ -379,13 +379,15 @@ void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd)
 }
 
 /* h = m c + S_t eta: body k's first moment of mass about its origin, deformed (S_t = fl_M's
- * (v, eta) block), body axes. */
+ * (v, eta) block; m c read off its (omega, v) block m c~, entries (2, 4), (0, 5), (1, 3)),
+ * body axes. */
 FLEX_INLINE void first_moment(const soa_model *m, int k, const double *eta, double *h, flex_dims dm)
 {
     const int nx = 6 + dm.nm;
     const double *M = m->fl_M + nx * nx * k;
+    const double mc[3] = {M[2 * nx + 4], M[5], M[nx + 3]};
     for (int i = 0; i < 3; i++) {
-        double s = m->mass[k] * m->com[3 * k + i];
+        double s = mc[i];
         for (int j = 0; j < dm.mk; j++) s += M[nx * (3 + i) + 6 + j] * eta[j];
         h[i] = s;
     }
