@@ -416,7 +416,7 @@ FLEX_INLINE void applied_force(const soa_model *m, const soa_data *d, int k, con
     cross3(hm, g, t);
     for (int i = 0; i < 3; i++) {
         R[i] = r[i] - t[i];
-        R[3 + i] = r[3 + i] - m->mass[k] * g[i];
+        R[3 + i] = r[3 + i] - M[3 * nx + 3] * g[i];       /* m: fl_M's (v, v) block m 1 */
     }
     const double *K = m->fl_K + nm * nm * k, *D = m->fl_D + nm * nm * k;
     for (int i = 0; i < mk; i++) {
