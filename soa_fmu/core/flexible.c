@@ -154,33 +154,38 @@ static inline void add_cross_unit(const double *u, int j, double x, double *out)
     out[b] -= x * u[a];
 }
 
-/* V += rel, the joint's relative velocity H* beta (rel = qd e_ax: one entry when ax >= 0). */
-static inline void add_relative(double *V, const double *rel, int ax)
+/* V += x e_ax and out = base + V x~ (x e_ax) for a coordinate axis ax = 0-5 (base NULL: 0): the
+ * two cross products with e of [w x e; v x e] x for a rotation, [0; w x e] x for a translation.
+ * Called with ax a constant (joint_rate), so that the indices fold. */
+FLEX_INLINE void axis_rate(double *V, int ax, double x, const double *base, double *out)
 {
-    if (ax >= 0)
-        V[ax] += rel[ax];
-    else
-        for (int i = 0; i < 6; i++) V[i] += rel[i];
-}
-
-/* out = base + V x~ rel (cross_motion; base NULL: 0), for rel = qd e_ax (ax >= 0) from its two
- * cross products with e: [w x e; v x e] qd for a rotation, [0; w x e] qd for a translation. */
-static inline void velocity_product(const double *V, const double *rel, int ax,
-                                    const double *base, double *out)
-{
-    if (ax < 0) {
-        double x[6];
-        cross_motion(V, rel, x);
-        for (int i = 0; i < 6; i++) out[i] = (base ? base[i] : 0.0) + x[i];
-        return;
-    }
+    V[ax] += x;
     for (int i = 0; i < 6; i++) out[i] = base ? base[i] : 0.0;
     if (ax < 3) {
-        add_cross_unit(V, ax, rel[ax], out);
-        add_cross_unit(V + 3, ax, rel[ax], out + 3);
+        add_cross_unit(V, ax, x, out);
+        add_cross_unit(V + 3, ax, x, out + 3);
     } else {
-        add_cross_unit(V, ax - 3, rel[ax], out + 3);
+        add_cross_unit(V, ax - 3, x, out + 3);
     }
+}
+
+/* V += rel, the joint's relative velocity H* beta, and out = base + V x~ rel, the velocity product
+ * (cross_motion; base NULL: 0); rel = qd e_ax when ax >= 0 (axis_rate, one copy per axis). */
+FLEX_INLINE void joint_rate(double *V, const double *rel, int ax, const double *base, double *out)
+{
+    switch (ax) {
+    case 0: axis_rate(V, 0, rel[0], base, out); return;
+    case 1: axis_rate(V, 1, rel[1], base, out); return;
+    case 2: axis_rate(V, 2, rel[2], base, out); return;
+    case 3: axis_rate(V, 3, rel[3], base, out); return;
+    case 4: axis_rate(V, 4, rel[4], base, out); return;
+    case 5: axis_rate(V, 5, rel[5], base, out); return;
+    default: break;
+    }
+    double x[6];
+    for (int i = 0; i < 6; i++) V[i] += rel[i];
+    cross_motion(V, rel, x);
+    for (int i = 0; i < 6; i++) out[i] = (base ? base[i] : 0.0) + x[i];
 }
 
 /* ------------------------------------------------------------------ kinematics (eq. 4.1) */
@@ -346,12 +351,10 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
         for (int i = 0; i < 6; i++) Vq[i] = Vp[i] + g[i];
         apply_phi_star(R, l, c, x);
         apply_phi_star(R, l, Vq, V);
-        add_relative(V, rel, ax);
-        velocity_product(V, rel, ax, x, a);
+        joint_rate(V, rel, ax, x, a);
     } else {
         apply_phi_star(R, l, d->V + 6 * p, V);
-        add_relative(V, rel, ax);
-        velocity_product(V, rel, ax, NULL, a);
+        joint_rate(V, rel, ax, NULL, a);
     }
     /* gravity in body axes: g(k) = R* g(p), g(world) = -a0[3..5] */
     const double gw[3] = {-m->a0[3], -m->a0[4], -m->a0[5]};
