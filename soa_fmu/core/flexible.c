@@ -330,27 +330,38 @@ FLEX_INLINE void body_velocity(const soa_model *m, soa_data *d, int k, const dou
     } else if (m->attach[k]) {
         const double *etad = qd + m->v0[p] + m->nvj[p], *Psi = m->at_Psi + 6 * nm * k;
         const double *th = d->fl_th + 3 * k, *node = d->fl_node + NODE * k, *Vp = d->V + 6 * p;
-        double g[6], Vq[6], thd[3], ud[3], Jd[3], c[6], x[9];
+        const double *ru = node + NODE_RU;
+        double thd[3], ud[3], Jd[3], w[3], t[3], e[3], Vq[6], c[6], x[6];
         node_motion(Psi, nm, mp, etad, thd, ud);
-        so3_jacobian_rate(th, thd, node + NODE_CO, Jd, g);   /* g = Gamma_p eta-dot(p): */
-        cross3(node + NODE_RU, g, x);                          /* [w; u-dot + (r + u) x w] */
+        so3_jacobian_rate(th, thd, node + NODE_CO, Jd, w);     /* w = J_l theta-dot */
+        /* phi*(p, k) = [R* 0; 0 R*] after the shift to k's origin l = (r + u) + e; with the node's
+         * velocity s = v_p + w_p x (r + u) + u-dot the terms in (r + u) x w cancel:
+         *   V(p) + g at l:   [w_p + w;  s + (w_p + w) x e]
+         *   c at l:          [c_w;  s x w + w_p x u-dot + c_w x e],  c_w = w_p x w + Jd
+         * (the Jacobi identity; e = 0 for a joint frame on the node with no joint translation). */
+        cross3(Vp, ru, t);
+        cross3(Vp, w, c);
         for (int i = 0; i < 3; i++) {
-            g[3 + i] = ud[i] + x[i];
-            ud[i] += Vp[3 + i];
-        }
-        /* c = Vp x~ g + Gamma_p-dot eta-dot
-         *   = [w_p x w + Jd;  (v_p + u-dot) x w + w_p x g_v + (r + u) x Jd] */
-        cross3(Vp, g, c);
-        cross3(ud, g, x);
-        cross3(Vp, g + 3, x + 3);
-        cross3(node + NODE_RU, Jd, x + 6);
-        for (int i = 0; i < 3; i++) {
+            Vq[i] = Vp[i] + w[i];
+            Vq[3 + i] = Vp[3 + i] + t[i] + ud[i];
             c[i] += Jd[i];
-            c[3 + i] = x[i] + x[3 + i] + x[6 + i];
+            e[i] = l[i] - ru[i];
         }
-        for (int i = 0; i < 6; i++) Vq[i] = Vp[i] + g[i];
-        apply_phi_star(R, l, c, x);
-        apply_phi_star(R, l, Vq, V);
+        cross3(Vq + 3, w, t);
+        cross3(Vp, ud, x);
+        for (int i = 0; i < 3; i++) c[3 + i] = t[i] + x[i];
+        if (e[0] != 0.0 || e[1] != 0.0 || e[2] != 0.0) {
+            cross3(Vq, e, t);
+            cross3(c, e, x);
+            for (int i = 0; i < 3; i++) {
+                Vq[3 + i] += t[i];
+                c[3 + i] += x[i];
+            }
+        }
+        mat3t_vec(R, c, x);
+        mat3t_vec(R, c + 3, x + 3);
+        mat3t_vec(R, Vq, V);
+        mat3t_vec(R, Vq + 3, V + 3);
         joint_rate(V, rel, ax, x, a);
     } else {
         apply_phi_star(R, l, d->V + 6 * p, V);
