@@ -86,8 +86,8 @@ FLEX_INLINE void so3_node(const double *th, double *R, double *J, double *co)
  *      + b thd x (theta x thd),  a-dot = (a'/s) theta.thd,  b-dot = (b'/s) theta.thd
  * (K-dot theta-dot = thd x thd = 0), and the node's angular velocity w = J_l thd = thd
  * + a theta x thd + b theta x (theta x thd) from the same cross products; co from so3_node. */
-static void so3_jacobian_rate(const double *th, const double *thd, const double *co, double *Jd,
-                              double *w)
+static void so3_jacobian_rate(const double *restrict th, const double *restrict thd,
+                              const double *restrict co, double *restrict Jd, double *restrict w)
 {
     const double td = th[0] * thd[0] + th[1] * thd[1] + th[2] * thd[2];
     double c[3], cc[3], dc[3];
