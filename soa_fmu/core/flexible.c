@@ -111,7 +111,8 @@ static inline void mat3t_vec(const double *A, const double *x, double *y)
 }
 
 /* (rows 0-2, rows 3-5) . x for a 6 x n block of row stride ld: a node's rotation and translation. */
-FLEX_INLINE void node_motion(const double *Psi, int ld, int n, const double *x, double *th, double *u)
+FLEX_INLINE void node_motion(const double *restrict Psi, int ld, int n, const double *restrict x,
+                             double *restrict th, double *restrict u)
 {
     for (int i = 0; i < 3; i++) {
         double r = 0.0, t = 0.0;
