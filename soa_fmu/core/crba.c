@@ -46,6 +46,15 @@ static void add10(double *restrict a, const double *restrict b)
     for (int i = 0; i < 10; i++) a[i] += b[i];
 }
 
+/* m(r, c) = m(c, r) = H_I(r) . x (eq. 33) into M; returns the entry times 0 (0 when it is finite). */
+static inline double put_entry(double *restrict M, int nv, int r, int c, const double *restrict Sw,
+                               const double *x)
+{
+    const double v = dot6(Sw + 6 * r, x);
+    M[r * nv + c] = M[c * nv + r] = v;
+    return v * 0.0;
+}
+
 /* M <- H_I r_I H*_I + diag(a), one tip-to-base pass over the moving bodies that also finishes the
  * composite inertias: when body k is reached every body below it has added its r_I into r_I(k)
  * (eq. 31: a plain sum in the inertial frame), so per dof c of k, x = r_I(k) H*_I(c) (eq. 32) and
@@ -64,11 +73,7 @@ static double column_sweep(const soa_model *m, double *restrict Ri, const double
         for (int c = v0; c < v0 + n; c++) {
             double x[6];
             inertia_apply(rk, Sw + 6 * c, x);
-            for (int r = r0; r < c; r++) {
-                const double v = dot6(Sw + 6 * r, x);
-                M[r * nv + c] = M[c * nv + r] = v;
-                nf += v * 0.0;
-            }
+            for (int r = r0; r < c; r++) nf += put_entry(M, nv, r, c, Sw, x);
             const double dg = dot6(Sw + 6 * c, x) + m->armature[c];     /* M + diag(a) */
             M[c * nv + c] = dg;
             nf += dg * 0.0;
@@ -76,11 +81,7 @@ static double column_sweep(const soa_model *m, double *restrict Ri, const double
             for (int j = m->arunup[k]; j >= 0; j = m->arunup[j]) {
                 const int e = m->v0[j] + m->nvj[j];
                 for (int r = e; r < below; r++) M[r * nv + c] = M[c * nv + r] = 0.0;
-                for (int r = m->arun0[j]; r < e; r++) {
-                    const double v = dot6(Sw + 6 * r, x);
-                    M[r * nv + c] = M[c * nv + r] = v;
-                    nf += v * 0.0;
-                }
+                for (int r = m->arun0[j]; r < e; r++) nf += put_entry(M, nv, r, c, Sw, x);
                 below = m->arun0[j];
             }
             for (int r = 0; r < below; r++) M[r * nv + c] = M[c * nv + r] = 0.0;

@@ -20,11 +20,9 @@
  *   filter               z(k) = b(k) + sum_c Phi(k, c) z+(c),  u = T - H z
  *   smoother             alpha = Phi* alpha(p) + a,  beta-dot = D^-1 u - G* alpha.
  * Rigid bodies of the model are the case m(k) = 0.  Everything is in body frames. */
-/* GCC: the loops of this file unrolled (the short loops over modes and over 6-vectors of the
- * per-body kernels): 2 % fewer instructions per forward dynamics, the object 118 kB, not 83. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC optimize ("unroll-loops")
-#endif
+/* Not compiled with GCC's unroll-loops: it took 2.5 % fewer instructions per forward dynamics but
+ * 5 % more time (interleaved A/B runs of benchmarks/bench_flexible.py's chain), its larger code
+ * (soa_flex_fd 79 kB, not 65) costing more in instruction fetch than the loops it saved. */
 #include <float.h>
 #include <math.h>
 

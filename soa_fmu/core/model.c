@@ -495,35 +495,6 @@ soa_status soa_model_finish(soa_model *m)
     return st;
 }
 
-#define PI_ 3.14159265358979323846
-
-/* Eigenvalues of a symmetric 3 x 3 matrix, ascending (trigonometric closed form). */
-static void symmetric_eigenvalues3(const double *A, double *ev)
-{
-    const double p1 = A[1] * A[1] + A[2] * A[2] + A[5] * A[5];
-    const double q = (A[0] + A[4] + A[8]) / 3.0;
-    if (p1 == 0.0) {                                  /* diagonal */
-        double a = A[0], b = A[4], c = A[8], t;
-        if (a > b) { t = a; a = b; b = t; }
-        if (b > c) { t = b; b = c; c = t; }
-        if (a > b) { t = a; a = b; b = t; }
-        ev[0] = a; ev[1] = b; ev[2] = c;
-        return;
-    }
-    const double p2 = (A[0] - q) * (A[0] - q) + (A[4] - q) * (A[4] - q) + (A[8] - q) * (A[8] - q)
-                      + 2.0 * p1;
-    const double p = sqrt(p2 / 6.0);
-    double B[9];
-    for (int i = 0; i < 9; i++) B[i] = (A[i] - (i % 4 == 0 ? q : 0.0)) / p;
-    const double det = B[0] * (B[4] * B[8] - B[5] * B[7]) - B[1] * (B[3] * B[8] - B[5] * B[6])
-                       + B[2] * (B[3] * B[7] - B[4] * B[6]);
-    const double r = det / 2.0;
-    const double phi = r <= -1.0 ? PI_ / 3.0 : r >= 1.0 ? 0.0 : acos(r) / 3.0;
-    ev[2] = q + 2.0 * p * cos(phi);
-    ev[0] = q + 2.0 * p * cos(phi + 2.0 * PI_ / 3.0);
-    ev[1] = 3.0 * q - ev[0] - ev[2];
-}
-
 /* The physical rules of (m, J_C) with the tolerances of soa_fmu.model.check_inertia: J symmetric
  * to 1e-9 of its largest entry, eigenvalues >= -1e-12 of the largest, a + b >= c - 1e-9 c. */
 int soa_inertia_problem(double mass, const double *Jc, double *ev)
@@ -537,7 +508,14 @@ int soa_inertia_problem(double mass, const double *Jc, double *ev)
     for (int i = 0; i < 3; i++)
         for (int j = i + 1; j < 3; j++)
             if (fabs(Jc[3 * i + j] - Jc[3 * j + i]) > 1e-9 * big) return 3;
-    symmetric_eigenvalues3(Jc, e);
+    double Q[9];
+    symmetric_eigen3(Jc, e, Q);                       /* ascending: */
+    for (int i = 1; i < 3; i++)
+        for (int j = i; j > 0 && e[j - 1] > e[j]; j--) {
+            const double t = e[j];
+            e[j] = e[j - 1];
+            e[j - 1] = t;
+        }
     if (ev)
         for (int i = 0; i < 3; i++) ev[i] = e[i];
     const double top = e[2] > 1.0 ? e[2] : 1.0;

@@ -11,7 +11,6 @@
 
 #include <math.h>
 
-/* Rotation matrix of the unit quaternion (w, x, y, z) (scalar first, Hamilton). */
 /* The per-body steps of the hot sweeps (one call per body, many arguments): inlined into their
  * loop where the compiler allows it (GCC, Clang), plain static inline elsewhere. */
 #if defined(__GNUC__)
@@ -20,6 +19,7 @@
 #define SOA_BODY_STEP static inline
 #endif
 
+/* Rotation matrix of the unit quaternion (w, x, y, z) (scalar first, Hamilton). */
 static inline void quat_to_matrix(double w, double x, double y, double z, double *R)
 {
     R[0] = 1.0 - 2.0 * (y * y + z * z); R[1] = 2.0 * (x * y - w * z);   R[2] = 2.0 * (x * z + w * y);
