@@ -424,17 +424,21 @@ FLEX_INLINE void applied_force(const soa_model *m, const soa_data *d, int k, con
         return;
     }
     const double *eta = q + m->q0[k] + m->nqj[k], *etad = qd + m->v0[k] + m->nvj[k];
+    const double g0 = g[0], g1 = g[1], g2 = g[2], mass = M[3 * nx + 3];   /* m: fl_M's m 1 */
+    const int diag = m->fl_diag[k];             /* (read before R's stores, which may alias) */
     double hm[3], t[3];
     first_moment(m, k, eta, hm, dm);
     cross3(hm, g, t);
-    for (int i = 0; i < 3; i++) {
-        R[i] = r[i] - t[i];
-        R[3 + i] = r[3 + i] - M[3 * nx + 3] * g[i];       /* m: fl_M's (v, v) block m 1 */
-    }
+    R[0] = r[0] - t[0];
+    R[1] = r[1] - t[1];
+    R[2] = r[2] - t[2];
+    R[3] = r[3] - mass * g0;
+    R[4] = r[4] - mass * g1;
+    R[5] = r[5] - mass * g2;
     const double *K = m->fl_K + nm * nm * k, *D = m->fl_D + nm * nm * k;
     for (int i = 0; i < mk; i++) {
-        double s = -(M[nx * (6 + i) + 3] * g[0] + M[nx * (6 + i) + 4] * g[1] + M[nx * (6 + i) + 5] * g[2]);
-        if (m->fl_diag[k])                                 /* normal modes */
+        double s = -(M[nx * (6 + i) + 3] * g0 + M[nx * (6 + i) + 4] * g1 + M[nx * (6 + i) + 5] * g2);
+        if (diag)                                          /* normal modes */
             s += K[nm * i + i] * eta[i] + D[nm * i + i] * etad[i];
         else
             for (int j = 0; j < mk; j++) s += K[nm * i + j] * eta[j] + D[nm * i + j] * etad[j];
