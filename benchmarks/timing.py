@@ -37,6 +37,14 @@ def median_ratio(ours, ref, repeat: int = 21) -> tuple[float, float, float]:
     """(median time of ``ours``, median time of ``ref``, median of the per-run ratios), in seconds,
     with the runs of the two interleaved (ours, ref, ours, ref, …) so that both see the same load of
     a shared machine; each run is the mean CPU time of a batch of ~10 ms.  Use it for ratios."""
+    t_ours, t_ref = interleaved_runs(ours, ref, repeat)
+    ratios = sorted(a / b for a, b in zip(t_ours, t_ref))
+    return sorted(t_ours)[repeat // 2], sorted(t_ref)[repeat // 2], ratios[repeat // 2]
+
+
+def interleaved_runs(ours, ref, repeat: int = 21) -> tuple[list[float], list[float]]:
+    """The per-run times (seconds per call) of median_ratio: ``repeat`` runs of each, interleaved,
+    each the mean CPU time of a batch of ~10 ms."""
     number = []
     for fn in (ours, ref):
         t0 = time.thread_time()
@@ -49,8 +57,7 @@ def median_ratio(ours, ref, repeat: int = 21) -> tuple[float, float, float]:
             for _ in range(n):
                 fn()
             out.append((time.thread_time() - t0) / n)
-    ratios = sorted(a / b for a, b in zip(t_ours, t_ref))
-    return sorted(t_ours)[repeat // 2], sorted(t_ref)[repeat // 2], ratios[repeat // 2]
+    return t_ours, t_ref
 
 
 def table(title: str, header: list[str], rows: list[list], notes: list[str] = ()) -> str:
