@@ -21,8 +21,8 @@
  *   smoother             alpha = Phi* alpha(p) + a,  beta-dot = D^-1 u - G* alpha.
  * Rigid bodies of the model are the case m(k) = 0.  Everything is in body frames. */
 /* Not compiled with GCC's unroll-loops: it took 2.5 % fewer instructions per forward dynamics but
- * 5 % more time (interleaved A/B runs of benchmarks/bench_flexible.py's chain), its larger code
- * (soa_flex_fd 79 kB, not 65) costing more in instruction fetch than the loops it saved. */
+ * about 4 % more time (interleaved A/B runs of benchmarks/bench_flexible.py's chain), with larger
+ * code (soa_flex_fd 79 kB, not 65): here time, not the instruction count, decides. */
 #include <float.h>
 #include <math.h>
 
