@@ -350,7 +350,6 @@ def test_native_engine_is_compiled_once(tmp_path, monkeypatch):
     platforms: the host's, from the system compiler, and one of zig's.)"""
     from fmpy import simulate_fmu
     from soa_fmu.fmu import native
-    monkeypatch.setenv("ZIG_GLOBAL_CACHE_DIR", str(native.zig_cache()))   # (zig's libc: kept)
     monkeypatch.setenv("SOA_FMU_CACHE_DIR", str(tmp_path / "cache"))
     two = "x86_64-linux,aarch64-linux"
     before = dict(native.BUILD_STATS)

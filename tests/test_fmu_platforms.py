@@ -69,7 +69,7 @@ def hosts(tmp_path_factory) -> dict[str, Path]:
     """tests/fmu_host.c for x86-64 Linux (gcc), x86-64 Windows and aarch64 Linux (zig cc)."""
     d = tmp_path_factory.mktemp("hosts")
     src = str(REPO / "tests" / "fmu_host.c")
-    z = [native.zig(), "cc", "-std=c99", "-O1"]
+    z = [native.zig(), "cc", "-std=c99", "-O2", "-g0"]   # (-O2: the mode zig built its libc for)
     subprocess.run(["gcc", "-O1", "-o", str(d / "linux"), src, "-ldl"], check=True)
     subprocess.run([*z, "-target", "x86_64-windows-gnu", src, "-o", str(d / "host.exe")],
                    check=True, env=_zig_env())

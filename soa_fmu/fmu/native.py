@@ -316,10 +316,11 @@ ZIG_FLAGS = ("-std=c99", "-O2", "-g0", "-fvisibility=hidden", "-Wall", "-Wextra"
 BUILD_STATS = {"engine_compiled": 0, "engine_reused": 0}    # counts of this process (tests)
 
 
-def cache_root() -> Path:
+def cache_root(redirected: bool = True) -> Path:
     """The cache folder: compiled engine objects here, the pythonfmu flavour's engine copies
-    (build_fmu's boot module carries this function's source)."""
-    if os.environ.get("SOA_FMU_CACHE_DIR"):
+    (build_fmu's boot module carries this function's source).  ``redirected=False``: the user's
+    own cache folder, whatever $SOA_FMU_CACHE_DIR says."""
+    if redirected and os.environ.get("SOA_FMU_CACHE_DIR"):
         return Path(os.environ["SOA_FMU_CACHE_DIR"])
     if sys.platform == "win32":
         base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
@@ -330,8 +331,9 @@ def cache_root() -> Path:
 
 def zig_cache() -> Path:
     """zig's own cache (each target's C library and compiler_rt, built once: minutes for
-    Windows' on first use): $ZIG_GLOBAL_CACHE_DIR, else <cache>/zig."""
-    return Path(os.environ.get("ZIG_GLOBAL_CACHE_DIR") or cache_root() / "zig")
+    Windows' on first use): $ZIG_GLOBAL_CACHE_DIR, else zig/ in the user's cache folder — also
+    when $SOA_FMU_CACHE_DIR moves the engine objects (a clean engine build keeps the C libraries)."""
+    return Path(os.environ.get("ZIG_GLOBAL_CACHE_DIR") or cache_root(redirected=False) / "zig")
 
 
 @dataclass(frozen=True)
