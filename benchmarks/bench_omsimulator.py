@@ -43,9 +43,9 @@ def main() -> int:
         fmu = cases.fmu_of(case)
         names = cases.coordinates(fmu)
         cs = oms.simulate(fmu, "cs", case.stop_time, cases.H, case.parameters, names, case.changes)
-        b = cases.fmpy_cs(fmu, case, names)
+        b = cases.fmpy_cs(fmu, case, names, case.changes)
         cs_rel = float(np.abs(cases.table(cs, names) - b).max() / np.abs(b).max())
-        ref = cases.fmpy_cs(fmu, case, names, cases.TIGHT)
+        ref = cases.fmpy_cs(fmu, case, names, extra=cases.TIGHT)
         for tol in (None, 1e-6, 1e-8):
             dq, dqd = me_errors(fmu, case, names, ref, tol)
             rows.append([key, f"{case.stop_time:g}", f"{cs_rel:.2g}" if tol is None else "",

@@ -11,7 +11,8 @@ back as text:
   Exchange --, ``oms_addSubModel``, ``oms_setReal`` ..., ``oms_stepUntil``) and records outputs
   after every communication step with ``oms_getReal`` (full precision, unlike its CSV writer);
 - :func:`run_python` and :func:`run_lua` run any script against the tool (for SSP files,
-  several FMUs, connections), :func:`run_cli` its command line.
+  several FMUs, connections), :func:`run_cli` its command line; :func:`errors` picks the error
+  lines out of a log (the tool often exits 0 after logging an error).
 
 This file is also the child of :func:`simulate`: ``python omsimulator_host.py spec.json``.
 """
@@ -82,6 +83,12 @@ def run_lua(script: str, cwd: Path | str, timeout: float = 120) -> subprocess.Co
 def run_python(code: str, cwd: Path | str, timeout: float = 120) -> subprocess.CompletedProcess:
     """Python code that imports ``OMSimulator`` (its ctypes API), in a child process in ``cwd``."""
     return _run([sys.executable, "-c", code], cwd, timeout)
+
+
+def errors(log: str) -> list[str]:
+    """The ``error:`` lines of an OMSimulator log (its own and the FMUs' fmi2Error/fmi2Discard
+    messages) and a Python traceback's first line."""
+    return [line for line in log.splitlines() if line.startswith(("error:", "Traceback"))]
 
 
 @dataclass
