@@ -113,7 +113,8 @@ def simulate(fmu: Path | str, kind: str, stop_time: float, step: float = 1e-3,
     """Run ``fmu`` in OMSimulator as ``kind`` = ``"cs"`` (an ``oms_system_wc``, fixed step ``step``)
     or ``"me"`` (an ``oms_system_sc`` with CVODE, adaptive, at ``tolerance`` or the tool's
     default), from 0 to ``stop_time``, recording ``outputs`` every ``step``.  ``parameters``
-    (name -> value, by type: float, bool, int, str) are set before instantiation, as start values;
+    (name -> value, by type: float, bool, int, str) are set before ``oms_instantiate`` as start
+    values (strings after it, before ``oms_initialize``: OMSimulator drops them before);
     ``changes`` (time, name, value) are set with ``oms_setReal`` just before the step that starts
     at that time."""
     with tempfile.TemporaryDirectory(prefix="oms_") as tmp:
@@ -145,10 +146,14 @@ def _child(spec_path: str) -> int:
         Path(spec["out"]).write_text(json.dumps(record))
 
     def put(name: str, value) -> None:
-        setter = (Capi.setBoolean if isinstance(value, bool) else
-                  Capi.setInteger if isinstance(value, int) else
-                  Capi.setString if isinstance(value, str) else Capi.setReal)
-        call(f"set {name}", setter(f"m.root.fmu.{name}", value))
+        cref = f"m.root.fmu.{name}"
+        if isinstance(value, str):        # its wrapper hands a str to a char* argument: bytes here
+            status = Capi.setString(cref, value.encode())
+        else:
+            setter = (Capi.setBoolean if isinstance(value, bool) else
+                      Capi.setInteger if isinstance(value, int) else Capi.setReal)
+            status = setter(cref, value)
+        call(f"set {name}", status)
 
     Capi.setTempDirectory(str(Path(spec_path).parent))
     call("newModel", Capi.newModel("m"))
@@ -160,11 +165,15 @@ def _child(spec_path: str) -> int:
         call("setSolver", Capi.setSolver("m.root", CVODE))
     if spec["tolerance"] is not None:
         call("setTolerance", Capi.setTolerance("m.root", spec["tolerance"]))
+    strings = {k: v for k, v in spec["parameters"].items() if isinstance(v, str)}
     for name, value in spec["parameters"].items():
-        put(name, value)
+        if name not in strings:
+            put(name, value)
     call("setStopTime", Capi.setStopTime("m", spec["stop_time"]))
     call("setResultFile", Capi.setResultFile("m", ""))
     call("instantiate", Capi.instantiate("m"))
+    for name, value in strings.items():   # a String set before oms_instantiate never reaches the FMU
+        put(name, value)
     call("initialize", Capi.initialize("m"))
     changes = sorted(spec["changes"])
     n = int(round(spec["stop_time"] / spec["step"]))
