@@ -110,22 +110,6 @@ def hull_vertices(points, what: str) -> np.ndarray:
     return v
 
 
-def mesh_hull(file, scale, what: str) -> np.ndarray:
-    """The hull vertices (:func:`hull_vertices`) of a mesh file (STL, OBJ, DAE: trimesh), scaled."""
-    try:
-        import trimesh
-    except ImportError:
-        raise ContactError(f"{what}: reading a collision mesh needs trimesh (pip install "
-                           "'soa_fmu[view]')") from None
-    try:
-        loaded = trimesh.load(str(file), force="mesh", process=False)
-        verts = np.asarray(loaded.vertices, dtype=float)
-    except Exception as e:  # noqa: BLE001 — any reader failure is the file's
-        raise ContactError(f"{what}: cannot read the mesh {file} ({' '.join(str(e).split())[:100]})") \
-            from None
-    return hull_vertices(verts * np.asarray(scale, dtype=float), f"{what} ({file})")
-
-
 @dataclass
 class ContactPlane:
     """The half-space n·x ≤ offset fixed in world (n: unit normal out of the solid)."""

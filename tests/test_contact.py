@@ -279,13 +279,16 @@ URDF = """<robot name="pogo">
 
 
 def test_urdf_collision_spheres_and_floor(tmp_path):
-    """load_model(contact_floor=h): <collision> spheres become contact spheres (boxes ignored)
-    and a floor plane sits at h; the robot then rests at the Hertz depth on it."""
+    """load_model(contact_floor=h): <collision> geometries become contact geometries and a floor
+    plane sits at h; the robot then rests at the Hertz depth on it.  contact_spheres = true in a
+    native file's include: the spheres only."""
     p = tmp_path / "pogo.urdf"
     p.write_text(URDF)
     m = sf.load_model(p, floating_base=True, contact_floor=-0.5)
-    assert [(s.name, s.radius) for s in m.contact_spheres] == [("base", 0.05)]
+    assert [(s.name, s.shape, s.radius) for s in m.contact_geoms] == [("base_1", "sphere", 0.05),
+                                                                       ("base_2", "box", 0.0)]
     np.testing.assert_array_equal(m.contact_spheres[0].center, [0, 0, -0.2])
+    np.testing.assert_array_equal(m.contact_geoms[1].half_extents, [0.05] * 3)
     assert m.contact_planes[0].offset == -0.5
     q = m.neutral_configuration()
     delta = (G / m.contact_stiffness) ** (1 / 1.5)
