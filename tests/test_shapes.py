@@ -263,3 +263,44 @@ def test_bad_shapes_are_refused():
     many = np.random.default_rng(0).normal(size=(500, 3))
     g = m.add_contact_geom("g", "a", "mesh", vertices=many)
     assert 24 <= len(g.vertices) <= sf.contact.HULL_MAX   # the hull thinned to at most 32
+
+
+# ---------------------------------------------------------------- in the FMU
+def test_fmu_from_urdf_with_contact_floor(tmp_path):
+    """soa-build-fmu --contact-floor 0 on a URDF whose links collide as a convex-mesh cube and a
+    box (the mesh bundled with the FMU): outputs <geom>.force / .depth per geometry, one Model
+    Exchange event indicator per geometry–floor pair; after 1 s in fmpy the native FMU stands at
+    the engine's state and the floor carries the weight."""
+    import build_fmu
+    from fmu_fixtures import Instance
+    (tmp_path / "meshes").mkdir()
+    cube_stl(tmp_path / "meshes" / "cube.stl", 0.05)
+    (tmp_path / "robots").mkdir()
+    p = tmp_path / "robots" / "duo.urdf"
+    p.write_text("""<robot name="duo">
+      <link name="base"><inertial><mass value="1.0"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+        <collision><geometry><mesh filename="../meshes/cube.stl"/></geometry></collision></link>
+      <joint name="j" type="fixed"><parent link="base"/><child link="foot"/><origin xyz="0.2 0 0"/></joint>
+      <link name="foot"><inertial><mass value="0.5"/><inertia ixx="0.01" iyy="0.01" izz="0.01" ixy="0" ixz="0" iyz="0"/></inertial>
+        <collision><geometry><box size="0.1 0.1 0.1"/></geometry></collision></link>
+    </robot>""")
+    fmu = tmp_path / "Duo.fmu"
+    assert build_fmu.main([str(p), "-o", str(fmu), "--floating-base", "--contact-floor", "0"]) == 0
+    import fmpy
+    md = fmpy.read_model_description(str(fmu))
+    names = {v.name for v in md.modelVariables}
+    assert {"base.force[3]", "base.depth", "foot.force[3]", "foot.depth"} <= names
+    assert md.numberOfEventIndicators == 2                 # base/floor, foot/floor
+    model = sf.load_model(p, floating_base=True, contact_floor=0.0)
+    q0 = model.neutral_configuration()
+    q0[6] = 0.0495
+    inst = Instance(fmu).init({f"q0[{i + 1}]": x for i, x in enumerate(q0)})
+    sim = sf.Simulator(model, q0, np.zeros(model.nv), max_step=1e-3)
+    for i in range(1000):
+        inst.fmu.doStep(i * 1e-3, 1e-3)
+        sim.step(1e-3)
+    np.testing.assert_allclose(inst.get("q"), sim.q, rtol=0, atol=1e-9)
+    fz = inst.get("base.force[3]")[0] + inst.get("foot.force[3]")[0]
+    assert fz == pytest.approx(1.5 * G, rel=1e-2)
+    assert inst.get("foot.depth")[0] > 0
+    inst.close()
