@@ -304,3 +304,72 @@ def test_fmu_from_urdf_with_contact_floor(tmp_path):
     assert fz == pytest.approx(1.5 * G, rel=1e-2)
     assert inst.get("foot.depth")[0] > 0
     inst.close()
+
+
+# ---------------------------------------------------------------- against MuJoCo (MJCF geoms)
+MJCF = """<mujoco><option timestep="0.001"/><worldbody>
+  <geom name="floor" type="plane" size="2 2 0.1" friction="0.9"/>
+  <body name="b" pos="0 0 {z0}"><freejoint/>{geom}</body></worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("geom, height", [
+    ('<geom name="g" type="box" size="0.1 0.05 0.03" mass="1.2"/>', 0.03),
+    ('<geom name="g" type="capsule" fromto="-0.1 0 0 0.1 0 0" size="0.03" mass="0.8"/>', 0.03),
+    ('<geom name="g" type="cylinder" size="0.05 0.04" mass="2"/>', 0.04),
+])
+def test_mjcf_geom_rests_as_in_mujoco(tmp_path, geom, height):
+    """The same MJCF file in MuJoCo and here (its geoms as contact geometry, its plane as the
+    floor), dropped from 2 cm for 2 s at 1 ms: both rest level at the shape's height, within
+    2 mm of each other (−3/+0.5 mm of the height), and the floor's normal force is the weight
+    (MuJoCo's mj_contactForce sum, ours the total force; 1 %)."""
+    mujoco = pytest.importorskip("mujoco")
+    p = tmp_path / "drop.xml"
+    p.write_text(MJCF.format(z0=height + 0.02, geom=geom))
+    mm = mujoco.MjModel.from_xml_path(str(p))
+    md = mujoco.MjData(mm)
+    for _ in range(2000):
+        mujoco.mj_step(mm, md)
+    fn = 0.0
+    for i in range(md.ncon):
+        f = np.zeros(6)
+        mujoco.mj_contactForce(mm, md, i, f)
+        fn += f[0]
+    W = float(mm.body_mass.sum()) * G
+    with pytest.warns(sf.ModelWarning, match="contact geometries and planes"):
+        m = sf.load_model(p)
+    q = m.neutral_configuration()
+    q[6] = height + 0.02
+    sim = sf.Simulator(m, q, np.zeros(6), max_step=1e-3)
+    for _ in range(2000):
+        sim.step(1e-3)
+    c = sf.contact_forces(m, sim.q, sim.qd)
+    assert fn == pytest.approx(W, rel=1e-2)
+    assert c.total_force[2] == pytest.approx(W, rel=1e-2)
+    assert abs(sim.q[6] - md.qpos[2]) < 2e-3
+    assert height - 3e-3 <= sim.q[6] <= height + 0.5e-3
+    assert abs(abs(sim.q[0]) - 1) < 1e-6 and np.abs(sim.qd).max() < 1e-4
+
+
+def test_hopper_falls_onto_the_floor_as_in_mujoco():
+    """gymnasium's hopper.xml (capsules, parent–child pairs filtered as MuJoCo does) dropped with
+    no torque: after 3 s it lies on the floor — no contact point deeper than 1.5 cm (its 15.8 kg
+    on a few compliant points) — in MuJoCo's pose at 3 s (each coordinate within 0.1)."""
+    mujoco = pytest.importorskip("mujoco")
+    gym = pytest.importorskip("gymnasium")
+    from pathlib import Path
+    path = Path(gym.__file__).parent / "envs" / "mujoco" / "assets" / "hopper.xml"
+    mm = mujoco.MjModel.from_xml_path(str(path))
+    md = mujoco.MjData(mm)
+    for _ in range(3000):
+        mujoco.mj_step(mm, md)
+    with pytest.warns(sf.ModelWarning):
+        m = sf.load_model(path)
+    assert [g.shape for g in m.contact_geoms] == ["capsule"] * 4
+    assert sf.contact.geom_pairs(m) == [(0, 2), (0, 3), (1, 3)]   # MuJoCo's filter: not adjacent
+    sim = sf.Simulator(m, np.array(mm.qpos0), np.zeros(m.nv), max_step=1e-3)
+    for _ in range(3000):
+        sim.step(1e-3)
+    c = sf.contact_forces(m, sim.q, sim.qd)
+    assert c.point_depth.max() < 0.015
+    assert c.total_force[2] > 0.9 * m.total_mass * G
+    np.testing.assert_allclose(sim.q, md.qpos, rtol=0, atol=0.1)
