@@ -32,7 +32,7 @@ static int law_ok(int c, double x)
     return (c == SOA_CT_EXPONENT || c == SOA_CT_STICTION) ? x > 0.0 : x >= 0.0;
 }
 
-/* {SOA_BAD_CONTACT, rows * e + c} for element e (0: the model's law; then spheres, planes,
+/* {SOA_BAD_CONTACT, rows * e + c} for element e (0: the model's law; then geometries, planes,
  * pairs), constant c. */
 static soa_status bad(int e, int c)
 {
@@ -336,8 +336,8 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
  * Over a step h the contact forces of the touching pairs are stiff: Hunt-Crossley's damping
  * k delta^n d delta-dot, the friction's mu f_n v_t / s near stiction (a damping mu f_n / v_s) and,
  * on light bodies, the spring itself.  Linearized backward Euler treats them implicitly: with the
- * pair's B = -dF/dv and K = -dF/dx (relative velocity v and displacement x of the sphere's point,
- * F the force on it; file comment):
+ * point's B = -dF/dv and K = -dF/dx (relative velocity v and displacement x of the first
+ * geometry's point, F the force on it; file comment):
  *
  *     B = k delta^n d (m + mu v_t / s) m* + (mu f_n / s) (P - v_t v_t* / s^2)
  *     K = n k delta^(n-1) (1 + d delta-dot) (m + mu v_t / s) m*
@@ -469,7 +469,7 @@ static void rows_times_3(const double *A, int lda, int n, int m, const double *x
  * point x of body k is B = [x~; I] at the world origin (6 x 3, inertial frame: seed 004 sec. 5),
  * and psi(j, k) B, zero unless j is k or an ancestor of it, is carried inward as
  * Z <- tau-bar(j) Z = Z - G(j) Y(j) (seed 000 eq. 3.2, A.1).  A pair's relative rows are its
- * sphere's point minus the other sphere's (signs in Z; a plane's point is the world's and
+ * first geometry's point minus the other's (signs in Z; a plane's point is the world's and
  * carries nothing).  One inward sweep over the bodies on the points' paths only, 6 x 3 columns
  * per point, a 3 x 3 product per two points at each body their paths share: no 6 x 6 blocks.
  * Also N = D^-1 H psi B (nv x 3 na, row-major): the innovations nu = N g of the bias-free filter
