@@ -16,8 +16,6 @@ k h, k = 0 ... N (N h = stop time), so that the results compare row by row:
 """
 from __future__ import annotations
 
-import json
-import math
 import os
 import subprocess
 import sys
@@ -78,8 +76,8 @@ def python_loop(model, ssp: Path, step: float = 1e-3):
         qr, qdr, qddr = quintic(k * step, c["move_start"], c["move_duration"], q_from, q_to)
         qm, qdm = measured
         a = qddr + Kp * (qr - qm) + Kd * (qdr - qdm)
-        tau = sf.inverse_dynamics(model, qm, qdm, a) + model.joint_damping * qdm + \
-            model.joint_friction * np.tanh(qdm / model.friction_velocity)
+        tau = sf.inverse_dynamics(model, qm, qdm, a) + model.joint_damping * qdr + \
+            model.joint_friction * np.tanh(qdr / model.friction_velocity)
         sim.tau = held
         sim.step(step)
         held, measured = tau, (sim.q.copy(), sim.qd.copy())
@@ -108,3 +106,81 @@ def run_fmpy(ssp: Path, n: int, step: float = 1e-3):
     q0 = np.array([parameters(ssp, "plant").get(f"q0[{i + 1}]", 0.0) for i in range(n)])
     t = np.concatenate([[0.0], r["time"] + step])
     return t, np.vstack([q0, q])
+
+
+# ---------------------------------------------------------------- OMSimulator
+OMS_ENV = "SOA_FMU_OMSIMULATOR"
+OMS_LUA = """model, status = oms_importFile("{ssp}")
+oms_setResultFile(model, "result.csv")
+oms_instantiate(model)
+oms_initialize(model)
+oms_simulate(model)
+oms_terminate(model)
+oms_delete(model)
+"""
+
+
+def omsimulator_dir() -> Path:
+    """``$SOA_FMU_OMSIMULATOR``, else ``shared/tools/omsimulator`` beside the repository or beside
+    a folder above it (a git worktree)."""
+    if os.environ.get(OMS_ENV):
+        return Path(os.environ[OMS_ENV])
+    repo = Path(__file__).resolve().parents[1]
+    beside = [p / "shared" / "tools" / "omsimulator" for p in repo.parents]
+    return next((p for p in beside if p.is_dir()), beside[0])
+
+
+def omsimulator_missing() -> str | None:
+    exe = omsimulator_dir() / "bin" / "OMSimulator"
+    if not exe.is_file():
+        return f"OMSimulator not found at {omsimulator_dir()} (set {OMS_ENV})"
+    r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60)
+    if r.returncode != 0:
+        return f"OMSimulator does not start (apt-get install -y libcurl4 libicu72): {r.stderr[-200:]}"
+    return None
+
+
+def run_omsimulator(ssp: Path, n: int, step: float = 1e-3):
+    """OMSimulator as a user runs the archive (a Lua script through its command line, in a child
+    process): oms_importFile, oms_simulate over the default experiment with the archive's step
+    (its annotation); q from the result file (12 significant digits; the last row of each time)."""
+    import csv
+    with tempfile.TemporaryDirectory(prefix="soa_oms_") as tmp:
+        script = Path(tmp, "run.lua")
+        script.write_text(OMS_LUA.format(ssp=Path(ssp).resolve()))
+        r = subprocess.run([str(omsimulator_dir() / "bin" / "OMSimulator"), script.name],
+                           cwd=tmp, capture_output=True, text=True, timeout=300)
+        out = Path(tmp, "result.csv")
+        if r.returncode != 0 or not out.is_file():
+            raise RuntimeError(f"OMSimulator failed ({r.returncode}): {(r.stdout + r.stderr)[-600:]}")
+        with open(out) as f:
+            rows = list(csv.reader(f))
+    head = [h.strip() for h in rows[0]]
+    cols = [next(k for k, h in enumerate(head) if h.endswith(f".root.plant.q[{i + 1}]"))
+            for i in range(n)]
+    at = {round(float(x[0]) / step): [float(x[c]) for c in cols] for x in rows[1:]}
+    k = sorted(at)
+    return np.array(k) * step, np.array([at[j] for j in k]), r.stdout + r.stderr
+
+
+# ---------------------------------------------------------------- libcosim
+def run_libcosim(ssp: Path, n: int, step: float = 1e-3):
+    """libcosim's SSP loader (its step from the archive's osp annotation), q of the plant after
+    every step from a last-value observer."""
+    from libcosimpy.CosimExecution import CosimExecution
+    from libcosimpy.CosimObserver import CosimObserver
+    ex = CosimExecution.from_ssp_file(str(ssp))
+    last = CosimObserver.create_last_value()
+    ex.add_observer(last)
+    plant = ex.slave_index_from_instance_name("plant")
+    names = {(v.name.decode() if isinstance(v.name, bytes) else v.name): v.reference
+             for v in ex.slave_variables(plant)}
+    refs = [names[f"q[{i + 1}]"] for i in range(n)]
+    steps = int(round(stop_time(ssp) / step))
+    q = [last.last_real_values(plant, refs)]
+    for _ in range(steps):
+        if not ex.step(1):
+            raise RuntimeError("libcosim: a step failed")
+        q.append(last.last_real_values(plant, refs))
+    end = ex.status().current_time * 1e-9
+    return np.arange(steps + 1) * step, np.array(q), end

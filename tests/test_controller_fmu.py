@@ -29,12 +29,12 @@ def model():
 
 
 def computed_torque(model, x: dict, Kp, Kd, ff: bool = True) -> np.ndarray:
-    """The reference: ID(q, qd, qdd_ref + Kp e + Kd e-dot) (+ d qd + f_c tanh(qd / v_s))."""
+    """The reference: ID(q, qd, qdd_ref + Kp e + Kd e-dot) (+ d qd_ref + f_c tanh(qd_ref / v_s))."""
     a = x["qdd_ref"] + Kp * (x["q_ref"] - x["q"]) + Kd * (x["qd_ref"] - x["qd"])
     tau = sf.inverse_dynamics(model, x["q"], x["qd"], a)
     if ff:
-        tau = tau + model.joint_damping * x["qd"] + model.joint_friction * np.tanh(
-            x["qd"] / model.friction_velocity)
+        tau = tau + model.joint_damping * x["qd_ref"] + model.joint_friction * np.tanh(
+            x["qd_ref"] / model.friction_velocity)
     return tau
 
 
@@ -120,8 +120,8 @@ def test_default_gains_and_dissipation_flag(model):
     np.testing.assert_allclose(on, computed_torque(model, x, 100.0, 20.0), rtol=0, atol=1e-10)
     c.set("ff_dissipation", False)
     off = c.get("tau")
-    np.testing.assert_allclose(on - off, model.joint_damping * x["qd"] + model.joint_friction
-                               * np.tanh(x["qd"] / model.friction_velocity), rtol=0, atol=1e-10)
+    np.testing.assert_allclose(on - off, model.joint_damping * x["qd_ref"] + model.joint_friction
+                               * np.tanh(x["qd_ref"] / model.friction_velocity), rtol=0, atol=1e-10)
 
 
 def quintic(t, t0, T, q0, q1):

@@ -785,7 +785,8 @@ def build_controller_table(model: Model, states: bool = False) -> ControllerTabl
             f"the reference position in effect (q_ref, or the trajectory's): {qdesc(i)}",
             "q_des", i)
     add("ff_dissipation", "Boolean", "parameter", "tunable", "exact", None, True,
-        "add the model's joint damping and Coulomb friction (d qd + f_c tanh(qd / v_s)) to tau",
+        "add the model's joint damping and Coulomb friction along the reference rate (d qd_ref + "
+        "f_c tanh(qd_ref / v_s)) to tau",
         "ff_dissipation", 0)
     add("trajectory", "Boolean", "parameter", "tunable", "exact", None, False,
         "the reference is the quintic move q_from -> q_to over [move_start, move_start + "

@@ -4,11 +4,13 @@
  * (instance.c), which call in here where a plant would simulate:
  *
  *     e = q_d - q,  e-dot = qd_d - qd,  a = qdd_d + Kp e + Kd e-dot          (per dof)
- *     tau = ID(q, qd, a)  [+ d qd + f_c tanh(qd / v_s) with ff_dissipation]
+ *     tau = ID(q, qd, a)  [+ d qd_d + f_c tanh(qd_d / v_s) with ff_dissipation]
  *
  * ID is the Newton-Euler inverse dynamics of the model (soa_rnea, seed 001 eqs. 6-12 and 25, with
  * the rotors' armature); the bracket feeds forward the joint dissipation the plant subtracts
- * (core/dissipation.c).  The reference (q_d, qd_d, qdd_d) is the inputs q_ref, qd_ref, qdd_ref, or
+ * (core/dissipation.c) along the reference rate: a feed-forward, not a feedback of the measured
+ * rate, whose stiff friction law (f_c / v_s) a sampled loop would turn into a limit cycle
+ * (docs/systems.md: 6.7 vs 0.38 mrad on the arm's wrist).  The reference (q_d, qd_d, qdd_d) is the inputs q_ref, qd_ref, qdd_ref, or
  * with the Boolean `trajectory` the quintic move q_from -> q_to over [move_start, move_start +
  * move_duration] (rest to rest: zero rate and acceleration at both ends).
  *
@@ -77,8 +79,8 @@ static soa_status computed_torque(Instance *c)
     if (c->boolean[D.vr_ff_dissipation - D.nreal]) {
         const soa_model *m = c->m;
         for (int i = 0; i < D.nv; i++) {
-            tau[i] += m->damping[i] * qd[i];
-            if (m->friction[i] != 0.0) tau[i] += m->friction[i] * tanh(qd[i] / m->vfric[0]);
+            tau[i] += m->damping[i] * qdr[i];
+            if (m->friction[i] != 0.0) tau[i] += m->friction[i] * tanh(qdr[i] / m->vfric[0]);
         }
         st = soa_check_result(tau, D.nv, 1);
         if (st.kind != SOA_OK) return st;
