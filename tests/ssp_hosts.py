@@ -9,16 +9,14 @@ k h, k = 0 ... N (N h = stop time), so that the results compare row by row:
   controller's one step of delay; 0 over the first step);
 - :func:`run_fmpy`: fmpy.ssp.simulation.simulate_ssp (a Jacobi master), with the archive's
   parameter sets passed as its ``parameter_set`` (fmpy applies none by itself);
-- :func:`run_omsimulator`: OMSimulator's Python API (oms_importFile of the archive, its own
-  parameter bindings and master), in a child process;
+- :func:`run_omsimulator`: OMSimulator as a user runs it (a Lua script, oms_importFile and
+  oms_simulate: its own parameter bindings, default experiment and master), in a child process
+  through tests/omsimulator_host.py;
 - :func:`run_libcosim`: libcosimpy's CosimExecution.from_ssp_file (libcosim's SSP loader and its
   fixed-step algorithm), values recorded with a last-value observer after each step.
 """
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 import tempfile
 import zipfile
 from pathlib import Path
@@ -109,7 +107,6 @@ def run_fmpy(ssp: Path, n: int, step: float = 1e-3):
 
 
 # ---------------------------------------------------------------- OMSimulator
-OMS_ENV = "SOA_FMU_OMSIMULATOR"
 OMS_LUA = """model, status = oms_importFile("{ssp}")
 oms_setResultFile(model, "result.csv")
 oms_instantiate(model)
@@ -120,36 +117,16 @@ oms_delete(model)
 """
 
 
-def omsimulator_dir() -> Path:
-    """``$SOA_FMU_OMSIMULATOR``, else ``shared/tools/omsimulator`` beside the repository or beside
-    a folder above it (a git worktree)."""
-    if os.environ.get(OMS_ENV):
-        return Path(os.environ[OMS_ENV])
-    repo = Path(__file__).resolve().parents[1]
-    beside = [p / "shared" / "tools" / "omsimulator" for p in repo.parents]
-    return next((p for p in beside if p.is_dir()), beside[0])
-
-
-def omsimulator_missing() -> str | None:
-    exe = omsimulator_dir() / "bin" / "OMSimulator"
-    if not exe.is_file():
-        return f"OMSimulator not found at {omsimulator_dir()} (set {OMS_ENV})"
-    r = subprocess.run([str(exe), "--version"], capture_output=True, text=True, timeout=60)
-    if r.returncode != 0:
-        return f"OMSimulator does not start (apt-get install -y libcurl4 libicu72): {r.stderr[-200:]}"
-    return None
-
-
 def run_omsimulator(ssp: Path, n: int, step: float = 1e-3):
-    """OMSimulator as a user runs the archive (a Lua script through its command line, in a child
-    process): oms_importFile, oms_simulate over the default experiment with the archive's step
-    (its annotation); q from the result file (12 significant digits; the last row of each time)."""
+    """OMSimulator as a user runs the archive (tests/omsimulator_host.py: a Lua script through its
+    command line, in a child process): oms_importFile, oms_simulate over the default experiment
+    with the archive's step (its annotation); q from the result file (12 significant digits; the
+    last row of each time).  Returns (t, q, the tool's error lines)."""
     import csv
+
+    import omsimulator_host as oms
     with tempfile.TemporaryDirectory(prefix="soa_oms_") as tmp:
-        script = Path(tmp, "run.lua")
-        script.write_text(OMS_LUA.format(ssp=Path(ssp).resolve()))
-        r = subprocess.run([str(omsimulator_dir() / "bin" / "OMSimulator"), script.name],
-                           cwd=tmp, capture_output=True, text=True, timeout=300)
+        r = oms.run_lua(OMS_LUA.format(ssp=Path(ssp).resolve()), tmp, timeout=300)
         out = Path(tmp, "result.csv")
         if r.returncode != 0 or not out.is_file():
             raise RuntimeError(f"OMSimulator failed ({r.returncode}): {(r.stdout + r.stderr)[-600:]}")
@@ -160,7 +137,7 @@ def run_omsimulator(ssp: Path, n: int, step: float = 1e-3):
             for i in range(n)]
     at = {round(float(x[0]) / step): [float(x[c]) for c in cols] for x in rows[1:]}
     k = sorted(at)
-    return np.array(k) * step, np.array([at[j] for j in k]), r.stdout + r.stderr
+    return np.array(k) * step, np.array([at[j] for j in k]), oms.errors(r.stdout + r.stderr)
 
 
 # ---------------------------------------------------------------- libcosim
