@@ -700,7 +700,8 @@ class ControllerTable(VariableTable):
 
 def controller_problem(model: Model) -> str | None:
     """Why the computed-torque controller cannot be built for ``model`` (None: it can): it needs
-    coordinates that are the velocities (nq = nv, every dof actuated by tau), a tree, rigid links."""
+    coordinates that are the velocities (nq = nv, every dof actuated by tau), a tree, rigid
+    links."""
     for b in model.bodies:
         if b.joint.nq != b.joint.nv:
             return (f"joint {b.joint_name!r} is {b.joint.type_name}: its coordinates are not its "
