@@ -237,15 +237,15 @@ def parse_urdf(path: str | os.PathLike, strict: bool = True) -> UrdfRobot:
     root = _parse_xml(path, read_bounded(path))
     if root.tag != "robot":
         raise loc.error(root, "the root element must be <robot>")
-    name = loc.attr(root, "name")
     links: dict[str, UrdfLink] = {}
     for el in root.iterchildren("link"):
         link = _parse_link(loc, el, strict)
         if link.name in links:
             raise loc.error(el, f"duplicate link name (first defined on line {links[link.name].line})")
         links[link.name] = link
-    if not links:
-        raise loc.error(root, "no <link> elements")
+    if not links:                  # (e.g. ur3.urdf of example-robot-data: an empty <robot>)
+        raise loc.error(root, "no <link> elements: an empty robot")
+    name = loc.attr(root, "name")
     joints: list[UrdfJoint] = []
     seen: dict[str, UrdfJoint] = {}
     parent_joint: dict[str, UrdfJoint] = {}
