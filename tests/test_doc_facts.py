@@ -102,7 +102,10 @@ def doc_text() -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in DOCS)
 
 
-FOREIGN = {"--nworkers", "--nthreads", "--enable-shared"}     # dask worker, CPython's configure
+FOREIGN = {"--nworkers", "--nthreads", "--enable-shared",     # dask worker, CPython's configure
+           # OMSimulator's --mode, --stopTime, --stepSize, --tolerance, --resultFile, --logFile (the
+           # pattern reads an option up to its first capital)
+           "--mode", "--stop", "--step", "--tolerance", "--result", "--log"}
 
 
 def sections_naming(command: str) -> str:
