@@ -183,7 +183,7 @@ class Model:
         self._stop_b = np.zeros(0)
         self._stops_enabled = True
         # ---- contact (core/contact.c, soa_fmu/contact.py)
-        self.contact_spheres: list[C.ContactSphere] = []
+        self.contact_geoms: list[C.ContactGeom] = []
         self.contact_planes: list[C.ContactPlane] = []
         self._contact_law = {k: v[0] for k, v in C.LAW.items()}
         self._core: _core.Model | None = None        # built on first use, see :attr:`core`
@@ -402,25 +402,61 @@ class Model:
         return mimic
 
     # ------------------------------------------------------------------ contact (soa_fmu/contact.py)
+    @property
+    def contact_spheres(self) -> list[C.ContactGeom]:
+        """Every contact geometry (the name from when they were all spheres): ``contact_geoms``."""
+        return self.contact_geoms
+
     def add_contact_sphere(self, name: str, body: str, center=(0.0, 0.0, 0.0), radius: float = 0.0,
-                           *, collide: bool = True, **law) -> C.ContactSphere:
+                           *, collide: bool = True, **law) -> C.ContactGeom:
         """A contact sphere of ``radius`` (m; 0: a point) centred at ``center`` in the frame of
         ``body``.  ``law``: overrides of the model's constants (stiffness, exponent, dissipation,
-        friction, stiction_velocity); ``collide=False`` keeps it out of sphere–sphere contact."""
+        friction, stiction_velocity); ``collide=False`` keeps it out of geometry–geometry contact."""
+        return self.add_contact_geom(name, body, "sphere", center=center, radius=radius,
+                                     collide=collide, **law)
+
+    def add_contact_geom(self, name: str, body: str, shape: str, *, center=(0.0, 0.0, 0.0),
+                         rotation=None, radius: float = 0.0, half_length: float = 0.0,
+                         half_extents=(0.0, 0.0, 0.0), vertices=None, mesh: str | None = None,
+                         collide: bool = True, exclude=(), **law) -> C.ContactGeom:
+        """A contact geometry on ``body``: its origin ``center`` and axes ``rotation`` (3×3) in the
+        body frame; ``shape`` one of sphere (``radius``), capsule and cylinder (``radius``,
+        ``half_length`` along its z), box (``half_extents``), mesh (``vertices``: any points, of
+        which the convex hull is kept, at most 32 vertices — contact.hull_vertices; ``mesh``: the
+        file they came from, for drawing).  ``collide=False`` keeps it out of geometry–geometry
+        contact, ``exclude`` names geometries it never meets; ``law``: overrides of the model's
+        constants (stiffness, exponent, dissipation, friction, stiction_velocity)."""
         self._new_contact_name(name)
-        what = f"contact sphere {name!r}"
+        what = f"contact {shape if isinstance(shape, str) else 'geometry'} {name!r}"
+        if shape not in C.SHAPES:
+            raise ModelError(f"contact geometry {name!r}: unknown shape {shape!r} (expected one of "
+                             f"{', '.join(C.SHAPES)})")
         k = self.body_index(body)
-        r = float(radius) if isinstance(radius, (int, float, np.integer, np.floating)) else np.nan
-        if not (np.isfinite(r) and r >= 0) or isinstance(radius, bool):
-            raise ModelError(f"{what}: radius must be finite and ≥ 0, got {radius!r}")
+
+        def length(x, key: str) -> float:
+            r = float(x) if isinstance(x, (int, float, np.integer, np.floating)) else np.nan
+            if not (np.isfinite(r) and r >= 0) or isinstance(x, bool):
+                raise ModelError(f"{what}: {key} must be finite and ≥ 0, got {x!r}")
+            return r
+
+        r, hl = length(radius, "radius"), length(half_length, "half_length")
+        he = _vec3(half_extents, f"{what} half_extents")
+        if shape == "box" and not (he >= 0).all():
+            raise ModelError(f"{what}: half_extents must be ≥ 0, got {half_extents!r}")
+        if shape in ("capsule", "cylinder") and r == 0:
+            raise ModelError(f"{what}: radius must be > 0")
+        R = np.eye(3) if rotation is None else _rotation(rotation, f"{what} rotation")
         try:
-            sp = C.ContactSphere(name, k, _vec3(center, f"{what} centre"), r,
-                                 C.check_law(law, what), bool(collide))
+            v = None if shape != "mesh" else C.hull_vertices(
+                vertices if vertices is not None else np.zeros((0, 3)), what)
+            g = C.ContactGeom(name, k, _vec3(center, f"{what} centre"), r if shape != "box" else 0.0,
+                              C.check_law(law, what), bool(collide), shape, R, hl, he, v,
+                              None if mesh is None else str(mesh), frozenset(exclude))
         except C.ContactError as e:
             raise ModelError(str(e)) from None
-        self.contact_spheres.append(sp)
+        self.contact_geoms.append(g)
         self._invalidate()
-        return sp
+        return g
 
     def add_contact_plane(self, name: str, point=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0),
                           **law) -> C.ContactPlane:
@@ -445,7 +481,7 @@ class Model:
     def _new_contact_name(self, name) -> None:
         if not isinstance(name, str) or not name or "/" in name:
             raise ModelError(f"contact name must be a non-empty string without '/', got {name!r}")
-        if name in {c.name for c in self.contact_spheres + self.contact_planes}:
+        if name in {c.name for c in self.contact_geoms + self.contact_planes}:
             raise ModelError(f"duplicate contact name {name!r}")
 
     @property
@@ -827,8 +863,8 @@ class Model:
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, bodies={self.nbodies}, nq={self.nq}, nv={self.nv}, "
                 f"frames={len(self.frames)}, constraints={len(self.constraints)}"
-                + (f", contact spheres={len(self.contact_spheres)}, planes={len(self.contact_planes)}"
-                   if self.contact_spheres or self.contact_planes else "") + ")")
+                + (f", contact geometries={len(self.contact_geoms)}, planes={len(self.contact_planes)}"
+                   if self.contact_geoms or self.contact_planes else "") + ")")
 
 
 def _inertia_matrix(x, what: str) -> np.ndarray:

@@ -98,7 +98,8 @@ typedef struct {
 enum { SOA_CT_STIFFNESS, SOA_CT_EXPONENT, SOA_CT_DISSIPATION, SOA_CT_FRICTION, SOA_CT_STICTION,
        SOA_CT_GEOMETRY, SOA_CONTACT_ROWS };
 #define SOA_CT_NLAW 5
-#define SOA_CONTACT_MAX_IMPLICIT 32   /* touching pairs whose damping is implicit (more: explicit) */
+#define SOA_CONTACT_MAX_IMPLICIT 32   /* touching points whose damping is implicit (more: explicit) */
+#include "collision.h"              /* the shapes (SOA_SHAPE_*, SOA_HULL_MAX, SOA_MANIFOLD) */
 
 /* ------------------------------------------------------------------ sizes */
 /* What a model's buffers are sized by.  Other families add their counts here. */
@@ -108,9 +109,9 @@ typedef struct {
     int nv;     /* velocity coordinates */
     int nc;     /* closure constraints (closures.c) */
     int nm;     /* flexible.c: the most modal coordinates of one body (0: every body rigid) */
-    int nsph;   /* contact.c: contact spheres on bodies */
+    int nsph;   /* contact.c: contact geometries on bodies (spheres and the other shapes) */
     int npln;   /* contact.c: contact planes fixed in world */
-    int nssp;   /* contact.c: sphere-sphere pairs that may touch */
+    int nssp;   /* contact.c: geometry pairs that may touch */
 } soa_sizes;
 
 /* Declares the sizes of model m as local constants, so the table expressions below evaluate. */
@@ -118,10 +119,11 @@ typedef struct {
     const int nb = (m)->nb, nq = (m)->nq, nv = (m)->nv, nc = (m)->nc, nm = (m)->nm;             \
     const int nbf = nm ? nb : 0, nx = 6 + nm;  /* flexible tables: bodies, 6 + modes */          \
     const int nsph = (m)->nsph, npln = (m)->npln, nssp = (m)->nssp;                              \
-    const int npair = nsph * npln + nssp;      /* contact pairs: sphere-plane, then sphere-sphere */ \
-    const int nimp = npair < SOA_CONTACT_MAX_IMPLICIT ? npair : SOA_CONTACT_MAX_IMPLICIT;     \
+    const int npair = nsph * npln + nssp;      /* contact pairs: geometry-plane, then pairs */  \
+    const int npt = SOA_MANIFOLD * npair;      /* their contact points (SOA_MANIFOLD a pair) */ \
+    const int nimp = npt < SOA_CONTACT_MAX_IMPLICIT ? npt : SOA_CONTACT_MAX_IMPLICIT;         \
     (void)nb; (void)nq; (void)nv; (void)nc; (void)nm; (void)nbf; (void)nx;                      \
-    (void)nsph; (void)npln; (void)nssp; (void)npair; (void)nimp
+    (void)nsph; (void)npln; (void)nssp; (void)npair; (void)npt; (void)nimp
 
 /* X(name, ndim, d0, d1, d2): one buffer, dims d0 x d1 x d2 (only the first ndim used). */
 
@@ -166,11 +168,14 @@ typedef struct {
                                  bit 2 on the node (Xp = at_r) (soa_model_finish) */             \
     X(fl_diag, 1, nbf, 0, 0)  /* 1: fl_K(k) and fl_D(k) are diagonal (normal modes; derived by \
                                  soa_model_finish) */                                            \
-    /* ---- contact.c: spheres on bodies, planes in world, sphere pairs ---- */                  \
-    X(sp_body, 1, nsph, 0, 0) /* body carrying sphere s */                                      \
-    X(sp_set,  1, nsph, 0, 0) /* bit c: the sphere overrides law constant c (SOA_CT_*) */       \
+    /* ---- contact.c: geometries on bodies ("spheres", sp_: every shape), planes in world, \
+       geometry pairs ---- */                                                                    \
+    X(sp_body, 1, nsph, 0, 0) /* body carrying geometry s */                                    \
+    X(sp_set,  1, nsph, 0, 0) /* bit c: the geometry overrides law constant c (SOA_CT_*) */     \
+    X(sp_shape, 1, nsph, 0, 0) /* its shape SOA_SHAPE_* (collision.h) */                        \
+    X(sp_nvert, 1, nsph, 0, 0) /* a mesh: its hull's vertices in sp_hull (1..SOA_HULL_MAX) */    \
     X(pl_set,  1, npln, 0, 0) /* bit c: the plane overrides law constant c */                   \
-    X(ss_pair, 2, nssp, 2, 0) /* the two spheres (a, b) of each sphere-sphere pair */ \
+    X(ss_pair, 2, nssp, 2, 0) /* the two geometries (a, b) of each pair that may touch */       \
     /* ---- model.c: fixed links folded into their parents' rigid bodies (soa_model_finish) ---- */ \
     X(order,   1, nb, 0, 0)   /* the moving bodies ascending (first nmov), then the folded ones */ \
     X(spar,    1, nb, 0, 0)   /* sweep parent: a moving body's nearest moving ancestor; a folded \
@@ -242,9 +247,14 @@ typedef struct {
                                   translation), parent frame */ \
     /* ---- contact.c: the law's constants (SOA_CT_* order) and the geometry ---- */             \
     X(ct_law,    1, SOA_CT_NLAW, 0, 0)  /* model-wide k, n, d, mu, v_s */                       \
-    X(sp_center, 2, nsph, 3, 0)         /* sphere centre in its body frame */                   \
-    X(sp_radius, 1, nsph, 0, 0)         /* radius (0: a point) */                               \
-    X(sp_law,    2, nsph, SOA_CT_NLAW, 0) /* the sphere's constants (used where sp_set) */       \
+    X(sp_center, 2, nsph, 3, 0)         /* geometry's origin (a sphere's centre), body frame */ \
+    X(sp_radius, 1, nsph, 0, 0)         /* radius: sphere (0: a point), capsule, cylinder */    \
+    X(sp_rot,    3, nsph, 3, 3)         /* its axes in the body frame (x_body = R x + centre) */ \
+    X(sp_size,   2, nsph, 3, 0)         /* box: half-extents; capsule, cylinder: half-length */ \
+    X(sp_hull,   3, nsph, SOA_HULL_MAX, 3) /* mesh: its convex hull's vertices, its frame */   \
+    X(sp_bound,  1, nsph, 0, 0)         /* radius of a sphere about the origin that holds it \
+                                           (soa_contact_finish): the broad phase */            \
+    X(sp_law,    2, nsph, SOA_CT_NLAW, 0) /* the geometry's constants (used where sp_set) */    \
     X(pl_normal, 2, npln, 3, 0)         /* plane unit normal n, world, out of the solid */      \
     X(pl_offset, 1, npln, 0, 0)         /* o: the plane is n.x = o */                           \
     X(pl_law,    2, npln, SOA_CT_NLAW, 0) /* the plane's constants (used where pl_set) */
@@ -371,15 +381,19 @@ typedef struct {
     X(ct_fext,  2, nb, 6, 0)     /* f_ext plus the contact forces, body frames (contact_state) */ \
     X(ct_fw,    2, nb, 6, 0)     /* the contact forces on the sweeps' bodies, world axes at the \
                                     world origin (a folded link's on its carrier) */              \
-    X(ct_force, 2, npair, 3, 0)  /* force on the pair's sphere (pair's first), world axes, N */  \
-    X(ct_point, 2, npair, 3, 0)  /* contact point, world */                                      \
-    X(ct_depth, 1, npair, 0, 0)  /* signed penetration delta, m (< 0: the gap) */                \
-    X(sp_force, 2, nsph, 3, 0)   /* total contact force on each sphere, world axes */            \
+    X(ct_force, 2, npt, 3, 0)    /* per contact point (SOA_MANIFOLD per pair, pair-major): force \
+                                    on the pair's first geometry, world axes, N */               \
+    X(ct_point, 2, npt, 3, 0)    /* contact point, world */                                      \
+    X(ct_depth, 1, npt, 0, 0)    /* its penetration delta, m (<= 0: not touching) */            \
+    X(ct_pdepth, 1, npair, 0, 0) /* per pair: the deepest penetration, m (< 0: the gap or a \
+                                    lower bound of it, the event indicator) */                   \
+    X(sp_force, 2, nsph, 3, 0)   /* total contact force on each geometry, world axes */          \
     X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
-    X(sp_x,     2, nsph, 3, 0)   /* its centre, world */                                         \
-    X(ct_normal, 2, npair, 3, 0) /* unit normal m from the sphere towards the other */           \
-    X(ct_vrel,  2, npair, 3, 0)  /* velocity of the sphere's point relative to the other's */   \
-    X(ct_law_p, 2, npair, SOA_CT_NLAW, 0) /* the pair's constants */                             \
+    X(sp_x,     2, nsph, 3, 0)   /* its origin, world */                                         \
+    X(sp_R,     3, nsph, 3, 3)   /* its axes, world */                                           \
+    X(ct_normal, 2, npt, 3, 0)   /* unit normal m from the first geometry towards the other */   \
+    X(ct_vrel,  2, npt, 3, 0)    /* velocity of the first's point relative to the other's */    \
+    X(ct_law_p, 2, npt, SOA_CT_NLAW, 0) /* the point's constants (its pair's) */                 \
     /* ---- contact.c: the implicit contact damping (the touching pairs, at most nimp) ---- */  \
     X(ci_B,     2, nimp, 9, 0)   /* C = h B + h^2 K of each (B = -dF/dv, K = -dF/dx; 3 x 3) */   \
     X(ci_K,     2, nimp, 9, 0)   /* K */                                                         \
@@ -407,7 +421,7 @@ typedef struct {
     X(cl_info,  1, 3, 0, 0)   /* last solve: rank, active rows, 1 if redundant (min-norm forces) */ \
     X(cl_eigen, 1, 1, 0, 0)   /* 1: the last factorization is the eigen-decomposition (dependent rows) */ \
     /* ---- contact.c: the implicit contact damping ---- */                                    \
-    X(ci_pair,  1, nimp, 0, 0) /* the touching pairs treated implicitly */                      \
+    X(ci_pair,  1, nimp, 0, 0) /* the touching points treated implicitly */                     \
     X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of their points (-1: world) */                 \
     X(ci_piv,   1, 4 * nimp, 0, 0) /* pivots of the LU factors (before: the points' lists) */ \
     /* ---- kinematics.c: the fold (model.c) ---- */                                           \
@@ -598,13 +612,14 @@ void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const 
 
 /* ------------------------------------------------------------------ contact.c */
 /* Compliant contact (docs/contact.md): Hunt-Crossley normal force and regularized Coulomb
- * friction between spheres on bodies and planes in world, and between sphere pairs. */
+ * friction at the contact points of geometries on bodies (collision.c) against planes in world,
+ * and of geometry pairs. */
 #define SOA_USE_FEXT 1      /* use_fext bits of the tree acceleration: the held d->fext ... */
 #define SOA_USE_CONTACT 2   /* ... and the contact forces (d->ct_fw, inertial frame) */
 #define SOA_CONTACT_HELD 4  /* ... those held in d: the last evaluation's, at this very state */
-soa_status soa_contact_finish(const soa_model *m);
+soa_status soa_contact_finish(soa_model *m);
 /* The contact forces at the inertial-frame kinematics held in d (Rw, pw, V of
- * soa_tree_acceleration_inertial): ct_force, ct_point, ct_depth, sp_force, sp_depth and ct_fw
+ * soa_tree_acceleration_inertial): ct_force, ct_point, ct_depth, ct_pdepth, sp_force, sp_depth and ct_fw
  * (world axes at the world origin, on the bodies of the inertial sweeps). */
 void soa_contact_forces(const soa_model *m, soa_data *d);
 /* The same from a state (the placements and velocities computed first), and ct_fext = f_ext

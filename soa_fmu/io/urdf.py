@@ -32,6 +32,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from lxml import etree
@@ -58,7 +59,24 @@ class UrdfLink:
     com: np.ndarray = field(default_factory=lambda: np.zeros(3))
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))  # about the com, link axes
     unphysical: str = ""    # strict=False: why the inertia fails the physical checks (located)
-    spheres: list = field(default_factory=list)   # <collision> spheres: (centre, radius), link frame
+    collisions: list = field(default_factory=list)   # its <collision> elements (UrdfCollision)
+
+
+@dataclass
+class UrdfCollision:
+    """A ``<collision>`` geometry: its shape (sphere, box, cylinder, capsule, mesh), placement in
+    the link frame and sizes (``size``: a box's full sizes; ``length``: a cylinder's or capsule's;
+    ``mesh``, ``scale``: a mesh file's name and scale)."""
+
+    shape: str
+    rotation: np.ndarray
+    translation: np.ndarray
+    line: int
+    radius: float = 0.0
+    length: float = 0.0
+    size: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    mesh: str = ""
+    scale: np.ndarray = field(default_factory=lambda: np.ones(3))
 
 
 @dataclass
@@ -171,14 +189,31 @@ def _parse_xml(path: str, data: bytes):
 
 def _parse_link(loc: _Located, el, strict: bool) -> UrdfLink:
     link = UrdfLink(loc.attr(el, "name"), el.sourceline)
-    for col in el.iterchildren("collision"):      # spheres only (contact: soa_fmu/contact.py)
+    for col in el.iterchildren("collision"):      # contact geometry (soa_fmu/contact.py)
         geometry = loc.one(col, "geometry")
-        sphere = loc.one(geometry, "sphere") if geometry is not None else None
-        if sphere is not None:
-            r = loc.number(sphere, "radius")
-            if r < 0:
-                raise loc.error(sphere, f"negative sphere radius {r}", "radius")
-            link.spheres.append((loc.origin(col)[1], r))
+        shape = next((g for g in geometry.iterchildren() if isinstance(g.tag, str)), None) \
+            if geometry is not None else None
+        if shape is None or shape.tag not in ("sphere", "box", "cylinder", "capsule", "mesh"):
+            continue
+        R, t = loc.origin(col)
+        c = UrdfCollision(shape.tag, R, t, col.sourceline)
+        if shape.tag in ("sphere", "cylinder", "capsule"):
+            c.radius = loc.number(shape, "radius")
+            if c.radius < 0 or (c.radius == 0 and shape.tag != "sphere"):
+                raise loc.error(shape, f"{'negative' if c.radius < 0 else 'zero'} {shape.tag} "
+                                       f"radius {c.radius}", "radius")
+        if shape.tag in ("cylinder", "capsule"):
+            c.length = loc.number(shape, "length")
+            if c.length < 0:
+                raise loc.error(shape, f"negative {shape.tag} length {c.length}", "length")
+        if shape.tag == "box":
+            c.size = loc.numbers(shape, "size", 3, None)
+            if (c.size < 0).any():
+                raise loc.error(shape, f"negative box size {list(c.size)}", "size")
+        if shape.tag == "mesh":
+            c.mesh = loc.attr(shape, "filename")
+            c.scale = loc.numbers(shape, "scale", 3, "1 1 1")
+        link.collisions.append(c)
     inertial = loc.one(el, "inertial")
     if inertial is None:
         return link
@@ -362,11 +397,13 @@ def _joint(j: UrdfJoint) -> J.Joint:
 
 def add_urdf(model: Model, robot: UrdfRobot, *, prefix: str = "", parent: str = WORLD,
              rotation=None, translation=(0.0, 0.0, 0.0), floating_base: bool = False,
-             contact_spheres: bool = False) -> None:
+             contact_spheres: bool = False, contact_geometry: bool = False) -> None:
     """Add the robot's links as bodies of ``model`` (names prefixed by ``prefix``), its root placed
     at (rotation, translation) in ``parent``, by a fixed joint or a free joint ``<prefix>root_joint``.
-    ``contact_spheres``: every ``<collision>`` sphere of a link becomes a contact sphere named after
-    the link (``<link>_<i>`` when it has several)."""
+    ``contact_geometry``: every ``<collision>`` of a link (sphere, box, cylinder, capsule, mesh:
+    its convex hull) becomes a contact geometry named after the link (``<link>_<i>`` when it has
+    several); ``contact_spheres``: its spheres only.  The spheres meet each other (``collide``),
+    the other shapes only the planes (a robot's collision meshes overlap at its joints)."""
     R0 = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float)
     t0 = np.asarray(translation, dtype=float)
     root = robot.links[robot.root]
@@ -406,27 +443,55 @@ def add_urdf(model: Model, robot: UrdfRobot, *, prefix: str = "", parent: str = 
                             mimic["offset"])
         except ValueError as e:
             raise ModelError(f"{robot.path}:{j.line}: {e}") from None
-    for link in robot.links.values() if contact_spheres else ():
-        for i, (center, radius) in enumerate(link.spheres):
-            if link.name == WORLD and robot.root == WORLD:
-                continue
-            name = prefix + link.name + (f"_{i + 1}" if len(link.spheres) > 1 else "")
+    for link in robot.links.values() if contact_spheres or contact_geometry else ():
+        cols = [c for c in link.collisions if contact_geometry or c.shape == "sphere"]
+        if link.name == WORLD and robot.root == WORLD:
+            continue
+        for i, c in enumerate(cols):
+            name = prefix + link.name + (f"_{i + 1}" if len(cols) > 1 else "")
             try:
-                model.add_contact_sphere(name, prefix + link.name, center, radius)
+                add_collision(model, name, prefix + link.name, c, Path(robot.path).parent)
             except ValueError as e:
-                raise ModelError(f"{robot.path}:{link.line}: {e}") from None
+                raise ModelError(f"{robot.path}:{c.line}: {e}") from None
+
+
+def add_collision(model: Model, name: str, body: str, c: UrdfCollision, base: Path,
+                  **options) -> None:
+    """A ``<collision>`` as the contact geometry ``name`` of ``body`` (a mesh: the convex hull of
+    its file's vertices, found as soa-view finds it, relative to ``base`` or a ROS package);
+    ``options``: Model.add_contact_geom's (collide, exclude, the law's constants)."""
+    kw = dict(center=c.translation, rotation=c.rotation, collide=c.shape == "sphere") | options
+    if c.shape == "sphere":
+        kw.update(radius=c.radius)
+    elif c.shape in ("cylinder", "capsule"):
+        kw.update(radius=c.radius, half_length=c.length / 2)
+    elif c.shape == "box":
+        kw.update(half_extents=c.size / 2)
+    else:
+        try:
+            from ..view.geometry import load_mesh, resolve_uri
+        except ImportError as e:
+            raise ModelError(f"collision mesh {c.mesh!r}: reading meshes needs trimesh "
+                             f"(pip install 'soa_fmu[view]'): {e}") from None
+        file = resolve_uri(c.mesh, base)
+        mesh = load_mesh(file) if file is not None else None
+        if mesh is None:
+            raise ModelError(f"collision mesh {c.mesh!r} {'not found' if file is None else 'unreadable'}"
+                             f" (searched from {base} and ROS_PACKAGE_PATH)")
+        kw.update(vertices=np.asarray(mesh.vertices, dtype=float) * c.scale, mesh=str(file))
+    model.add_contact_geom(name, body, c.shape, **kw)
 
 
 def load_urdf(path: str | os.PathLike, floating_base: bool = False, strict: bool = True,
               contact_floor: float | None = None) -> Model:
     """Read a URDF file into a new Model named after the robot (``model.source = path``);
     ``strict=False``: see the module docstring.  ``contact_floor``: the height of a floor plane
-    (``floor``, normal +z), and every ``<collision>`` sphere becomes a contact sphere."""
+    (``floor``, normal +z), and every ``<collision>`` becomes contact geometry (add_urdf)."""
     robot = parse_urdf(path, strict)
     warn_unphysical(robot)
     model = Model(robot.name)
     model.source = robot.path
-    add_urdf(model, robot, floating_base=floating_base, contact_spheres=contact_floor is not None)
+    add_urdf(model, robot, floating_base=floating_base, contact_geometry=contact_floor is not None)
     if contact_floor is not None:
         model.add_contact_plane("floor", (0.0, 0.0, float(contact_floor)))
     bad = singular_joint(model)
