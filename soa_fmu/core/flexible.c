@@ -752,16 +752,17 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
 /* Newton-Euler with flexible bodies (seed 001 eq. 25 with (V, eta-dot)): outward
  * alpha(k) = phi*(k, p) alpha(p) + Gamma eta-ddot(p) + H* beta-dot(k) + a(k); inward
  * F(k) = M(k) (alpha; eta-ddot) + (b; 0) - Q(k) + sum_c Phi(k, c) F_V(c);  T = H F.
- * full = 0: no velocity terms, gravity, elasticity or f_ext (the mass matrix's columns); needs
- * placements and soa_flex_velocities. */
+ * velocity = 0: no velocity products a(k), b(k); applied = 0: no gravity, elasticity, damping or
+ * f_ext (velocity = applied = 0: the mass matrix's columns; velocity = 1, applied = 0: the
+ * velocity-product forces alone).  Needs placements and soa_flex_velocities. */
 static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const double *qd,
-                         const double *qdd, int use_fext, int full, double *tau)
+                         const double *qdd, int use_fext, int velocity, int applied, double *tau)
 {
     SOA_SIZES(m);
     for (int k = 0; k < nb; k++) {
         const int nj = m->nvj[k], v0 = m->v0[k];
         double *al = d->alpha + 6 * k;
-        inherited_acceleration(m, d, k, qdd, full, al, dims_of(m, k));
+        inherited_acceleration(m, d, k, qdd, velocity, al, dims_of(m, k));
         for (int j = 0; j < nj; j++) {
             const double *s = m->S + 6 * (v0 + j);
             for (int c = 0; c < 6; c++) al[c] += s[c] * qdd[v0 + j];
@@ -771,8 +772,8 @@ static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const
         const int mk = m->nmod[k];
         const double *M = m->fl_M + nx * nx * k, *etadd = qdd + m->v0[k] + m->nvj[k];
         double *F = d->fl_z + nx * k;
-        applied_force(m, d, k, q, qd, full ? d->b + 6 * k : NULL, use_fext && full, full, F,
-                      dims_of(m, k));
+        applied_force(m, d, k, q, qd, velocity ? d->b + 6 * k : NULL, use_fext && applied, applied,
+                      F, dims_of(m, k));
         for (int i = 0; i < 6 + mk; i++) {
             double x = F[i];
             for (int j = 0; j < 6; j++) x += M[nx * i + j] * d->alpha[6 * k + j];
@@ -794,13 +795,33 @@ soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const
 {
     soa_outward_placements(m, d, q);
     soa_flex_velocities(m, d, qd);
-    flex_inverse(m, d, q, qd, qdd, use_fext, 1, tau);
+    flex_inverse(m, d, q, qd, qdd, use_fext, 1, 1, tau);
     for (int i = 0; i < m->nv; i++) tau[i] += m->armature[i] * qdd[i];   /* rotors: M + diag(a) */
     return soa_check_result(tau, m->nv, 1);
 }
 
+/* y = M x + diag(a) x, the mass matrix (rotors included) applied to x: one Newton-Euler pass at
+ * zero velocity without gravity and elasticity (seed 000 eq. 4.3's M^f).  Needs placements. */
+void soa_flex_mass_apply(const soa_model *m, soa_data *d, const double *q, const double *x,
+                         double *y)
+{
+    flex_inverse(m, d, q, d->zerov, x, 0, 0, 0, y);
+    for (int i = 0; i < m->nv; i++) y[i] += m->armature[i] * x[i];
+}
+
+/* tau = the velocity-product forces at velocity x alone, ID(theta, x, 0) without gravity,
+ * elasticity, damping and f_ext: C(theta, x) x, a quadratic form in x (seed 000 eqs. 4.1-4.3:
+ * a(k) and b(k) are quadratic in the body velocities, which are linear in x).  Needs placements;
+ * overwrites the velocity sweep's V, a, b. */
+void soa_flex_bias(const soa_model *m, soa_data *d, const double *q, const double *x, double *tau)
+{
+    for (int i = 0; i < m->nv; i++) d->zerov[i] = 0.0;
+    soa_flex_velocities(m, d, x);
+    flex_inverse(m, d, q, x, d->zerov, 0, 1, 0, tau);
+}
+
 /* The mass matrix column by column, M e_j = T(theta, 0, e_j) without gravity and elasticity
- * (seed 000 eq. 4.3's M^f; n Newton-Euler passes over the one set of placements). */
+ * (soa_flex_mass_apply: n Newton-Euler passes over the one set of placements). */
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M)
 {
     const int nv = m->nv;
@@ -809,10 +830,9 @@ soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, doubl
     soa_flex_velocities(m, d, d->zerov);
     for (int j = 0; j < nv; j++) {
         d->dv[j] = 1.0;
-        flex_inverse(m, d, q, d->zerov, d->dv, 0, 0, d->tau_j);
+        soa_flex_mass_apply(m, d, q, d->dv, d->tau_j);
         d->dv[j] = 0.0;
         for (int i = 0; i < nv; i++) M[i * nv + j] = d->tau_j[i];
-        M[j * nv + j] += m->armature[j];                   /* rotors: M + diag(a) */
     }
     for (int i = 0; i < nv; i++)                           /* exactly symmetric */
         for (int j = 0; j < i; j++) M[i * nv + j] = M[j * nv + i] = 0.5 * (M[i * nv + j] + M[j * nv + i]);
@@ -855,8 +875,8 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
 }
 
 /* {SOA_UNSUPPORTED, the first flexible body} for a model with flexible bodies, else SOA_OK: the
- * answer of the algorithm families not extended to them (closures, sensitivities, derivatives,
- * operational space, the M^-1 sweeps). */
+ * answer of the algorithm families not extended to them (closures, derivatives, operational
+ * space, the M^-1 sweeps). */
 soa_status soa_flex_unsupported(const soa_model *m)
 {
     soa_status st = {SOA_OK, 0};

@@ -353,6 +353,7 @@ typedef struct {
     X(cor_u,   2, nv, 6, 0)   /* Coriolis: u(a) = s(a) x~ V_I(A), A the body of a */             \
     X(cor_X,   2, nv, 6, 0)   /* Coriolis: C(a, b) = s(a) . X(b), a above b */                   \
     X(cor_Y,   2, nv, 6, 0)   /* Coriolis: C(b, a) = s(a) . Y(b) - F(b) . u(a) */                \
+    X(cor_fl,  2, 4, nv, 0)   /* flexible models' connection: velocity, two biases, a bracket */ \
     X(lin_s,   2, 6, nv, 0)   /* derivatives, component-major (6 x nv): s(i) = H*_I */           \
     X(lin_u,   2, 6, nv, 0)   /* ... u(i) = s(i) x~ V_I(parent) */                               \
     X(lin_y,   2, 6, nv, 0)   /* ... y(i) = s x~ alpha_I(parent) - u x~ V_I(parent) */           \
@@ -581,8 +582,8 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
- * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics and the integrators call these when
- * m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
+ * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
+ * call these when m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
 void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
@@ -590,6 +591,9 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
 soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
                          const double *qdd, int use_fext, double *tau);
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M);
+void soa_flex_mass_apply(const soa_model *m, soa_data *d, const double *q, const double *x,
+                         double *y);
+void soa_flex_bias(const soa_model *m, soa_data *d, const double *q, const double *x, double *tau);
 soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, const double *qd,
                            double *kinetic, double *potential);
 soa_status soa_flex_unsupported(const soa_model *m);   /* SOA_OK for rigid models */

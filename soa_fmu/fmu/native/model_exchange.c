@@ -171,7 +171,7 @@ int fmu_me_get_states(Instance *c, double *x, size_t nx, const char *fn)
     if (!fmu_me_require(c, fn, AFTER_INIT) || !check_nx(c, x, nx, fn)
         || !fmu_refresh(c, 0, 0, 0, fn))
         return FMU_ERROR;
-    memcpy(x, c->real + D.vr_q, sizeof(double) * nx);
+    if (nx) memcpy(x, c->real + D.vr_q, sizeof(double) * nx);      /* (a controller: none) */
     return FMU_OK;
 }
 
@@ -186,7 +186,7 @@ int fmu_me_set_states(Instance *c, const double *x, size_t nx, const char *fn)
                 fmu_named(D.vr_q + i, nm, sizeof nm));
         return FMU_ERROR;
     }
-    memcpy(c->real + D.vr_q, x, sizeof(double) * nx);
+    if (nx) memcpy(c->real + D.vr_q, x, sizeof(double) * nx);
     fmu_invalidate(c);
     return FMU_OK;
 }
