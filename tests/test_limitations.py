@@ -83,19 +83,6 @@ def test_me_fmu_with_constraints_has_no_directional_derivatives():
     assert 'providesDirectionalDerivative="true"' not in me
 
 
-def test_mimic_joints_are_independent_with_a_warning(tmp_path):
-    urdf = tmp_path / "mimic.urdf"
-    urdf.write_text("""<robot name="m">
-  <link name="base"/><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
-  <joint name="j2" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/><mimic joint="j1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
-</robot>""")
-    with pytest.warns(ModelWarning, match="mimic"):
-        model = sf.load_model(urdf)
-    assert model.nv == 2                                   # two independent dofs
-
-
 @pytest.mark.parametrize("extra", [["--fmi", "3"], ["--interface", "me"], ["--interface", "both"]])
 def test_python_flavour_is_fmi2_cs_only(tmp_path, extra):
     r = subprocess.run([sys.executable, str(REPO / "build_fmu.py"), str(EX / "pendulum.toml"),
