@@ -125,7 +125,8 @@ class SoaSlave(Fmi2Slave):
             warnings.simplefilter("always")
             self.model = load_model(resources / cfg["model_file"],
                                     floating_base=cfg["floating_base"],
-                                    strict=cfg.get("strict", True))
+                                    strict=cfg.get("strict", True),
+                                    contact_floor=cfg.get("contact_floor"))
         self.model.stops_enabled = cfg.get("stops", True)      # --no-stops
         self.table = table = build_table(self.model, cfg["integrator"], cfg["max_step"])
         if table.digest() != cfg["table_digest"]:
