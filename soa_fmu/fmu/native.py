@@ -311,11 +311,12 @@ def zig() -> str:
 
 
 # The engine (core + wrapper: every source but the generated model) does not depend on the model:
-# it is compiled once per platform into object files kept in <cache>/native/fmi<n>-<platform>-<key>/
+# it is compiled once per platform into object files kept in <cache>/native/<platform>-<key>/
 # (<cache>: $SOA_FMU_CACHE_DIR, else $XDG_CACHE_HOME/soa_fmu, else ~/.cache/soa_fmu), key = a hash
-# of the compiler (its path and version), the target, the flags, the FMI headers and every engine
-# source, so that any change compiles anew.  Each FMU build then compiles only fmu_model.c per
-# platform and links, all platforms side by side.
+# of the compiler (its path and version), the target, the flags and every header (the engine's,
+# FMI 2.0's and 3.0's), each object named by its source's hash, so that any change compiles anew
+# and FMI 2.0 and 3.0 builds share the core's objects.  Each FMU build then compiles only
+# fmu_model.c per platform and links, all platforms side by side.
 #
 # The toolchain: zig cc (clang with every target's C library; ``x86_64-linux-gnu.2.17`` links
 # against glibc 2.17's symbol versions) compiles and links every platform; the host platform's
@@ -393,18 +394,26 @@ def _version(exe: str) -> str:
     return _CC_VERSION[exe]
 
 
-def engine_key(engine: dict[str, bytes], tc: Toolchain, fmi: int) -> str:
-    """The cache key of the engine's objects: compiler (path, version, target), flags, headers,
-    sources."""
+def engine_key(engine: dict[str, bytes], tc: Toolchain) -> str:
+    """The cache key of a platform's engine-object folder: compiler (path, version, target),
+    flags, every header of the engine and both FMI versions' headers.  (Each object's name adds
+    its source's hash: object_name; FMI 2.0 and 3.0 builds share the core's objects.)"""
     import hashlib
     h = hashlib.sha256()
-    for part in (*tc.cc, _version(tc.cc[0]), " ".join(tc.flags), str(fmi)):
+    for part in (*tc.cc, _version(tc.cc[0]), " ".join(tc.flags)):
         h.update(part.encode() + b"\0")
-    headers = fmi_headers(fmi)
-    for name, data in sorted(engine.items()) + sorted(
-            (p.name, p.read_bytes()) for p in headers.glob(f"fmi{fmi}*.h")):
+    headers = sorted((n, b) for n, b in engine.items() if not n.endswith(".c"))
+    for fmi in (2, 3):
+        headers += sorted((p.name, p.read_bytes()) for p in fmi_headers(fmi).glob(f"fmi{fmi}*.h"))
+    for name, data in headers:
         h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
     return h.hexdigest()[:24]
+
+
+def object_name(name: str, data: bytes) -> str:
+    """The cached object of one engine source: <stem>-<hash of the source>.o."""
+    import hashlib
+    return f"{Path(name).stem}-{hashlib.sha256(data).hexdigest()[:16]}.o"
 
 
 def _run(cmd: list[str], env: dict) -> str:
@@ -418,7 +427,7 @@ def _run(cmd: list[str], env: dict) -> str:
 
 def _compile(tc: Toolchain, src: Path, name: str, out: Path, fmi: int) -> list[str]:
     return [*tc.cc, *tc.flags, f"-I{src}", f"-I{fmi_headers(fmi)}", "-c", str(src / name),
-            "-o", str(out / (Path(name).stem + ".o"))]
+            "-o", str(out)]
 
 
 def _link(tc: Toolchain, objects: list[Path], out: Path) -> list[str]:
@@ -455,7 +464,13 @@ def compile_libraries(sources: dict[str, bytes], identifier: str, fmi: int = 2,
     platform; every compilation and link runs side by side.  NativeBuildError names the platform
     that failed."""
     platforms = list(PLATFORMS.values()) if platforms is None else platforms
-    chains = [toolchain(p) for p in platforms]
+    return compile_with(sources, identifier, fmi, [toolchain(p) for p in platforms])
+
+
+def compile_with(sources: dict[str, bytes], identifier: str, fmi: int,
+                 chains: list[Toolchain]) -> dict[str, bytes]:
+    """compile_libraries with the toolchains given (benchmarks/bench_fmu.py compares the host's)."""
+    platforms = [tc.platform for tc in chains]
     engine = {n: b for n, b in sources.items() if n != MODEL_SOURCE}
     cfiles = sorted((n for n in engine if n.endswith(".c")), key=lambda n: -len(engine[n]))
     with tempfile.TemporaryDirectory(prefix="soa_fmu_native_") as d:
@@ -469,38 +484,35 @@ def compile_libraries(sources: dict[str, bytes], identifier: str, fmi: int = 2,
             zig_cache().mkdir(parents=True, exist_ok=True)
         except OSError:
             env["ZIG_GLOBAL_CACHE_DIR"] = str(Path(d, "zig-global"))
-        # per platform: its engine objects (cached, or compiled into a new folder), its model object
+        # per platform: its engine objects (cached, or compiled now), its model object
         jobs, objects, fresh = [], {}, []
         for tc in chains:
             work = Path(d, tc.platform.name)
             work.mkdir()
-            folder = None
             try:
-                folder = cache_root() / "native" / f"fmi{fmi}-{tc.platform.name}-" \
-                    f"{engine_key(engine, tc, fmi)}"
-                folder.parent.mkdir(parents=True, exist_ok=True)
+                folder = cache_root() / "native" / f"{tc.platform.name}-{engine_key(engine, tc)}"
+                folder.mkdir(parents=True, exist_ok=True)
             except OSError:                 # no writable cache: compiled in the temporary folder
-                folder = None
-            stems = [Path(n).stem + ".o" for n in cfiles]
-            if folder is not None and all((folder / o).is_file() for o in stems):
-                BUILD_STATS["engine_reused"] += 1
-            else:
-                BUILD_STATS["engine_compiled"] += 1
-                fresh.append((tc, folder, work))
-                jobs += [(tc, _compile(tc, src, n, work, fmi)) for n in cfiles]
                 folder = work
-            objects[tc.platform.name] = [folder / o for o in stems]
-            jobs.append((tc, _compile(tc, src, MODEL_SOURCE, Path(d, tc.platform.name), fmi)))
-        workers = max(2, os.cpu_count() or 1)
-        _run_all(jobs, env, workers, "compiling")
-        for tc, folder, work in fresh:     # keep the new engine objects (atomic; a race is fine)
-            if folder is not None and _store(work, folder, cfiles):
-                objects[tc.platform.name] = [folder / (Path(n).stem + ".o") for n in cfiles]
+            names = {n: object_name(n, engine[n]) for n in cfiles}
+            missing = [n for n in cfiles if not (folder / names[n]).is_file()]
+            BUILD_STATS["engine_compiled" if missing else "engine_reused"] += 1
+            jobs += [(tc, _compile(tc, src, n, work / names[n], fmi)) for n in missing]
+            fresh += [(work / names[n], folder / names[n]) for n in missing if folder != work]
+            objects[tc.platform.name] = [folder / names[n] for n in cfiles]
+            jobs.append((tc, _compile(tc, src, MODEL_SOURCE, work / "fmu_model.o", fmi)))
+        _run_all(jobs, env, max(2, os.cpu_count() or 1), "compiling")
+        for new, kept in fresh:            # into the cache: atomic (another build may race)
+            try:
+                shutil.copyfile(new, kept.with_suffix(".partial"))
+                os.replace(kept.with_suffix(".partial"), kept)
+            except OSError:
+                objects[new.parent.name][objects[new.parent.name].index(kept)] = new
         outs = {tc.platform.name: Path(d, tc.platform.name, identifier + tc.platform.suffix)
                 for tc in chains}
         _run_all([(tc, _link(tc, [Path(d, tc.platform.name, "fmu_model.o"),
                                   *objects[tc.platform.name]], outs[tc.platform.name]))
-                  for tc in chains], env, workers, "linking")
+                  for tc in chains], env, max(2, os.cpu_count() or 1), "linking")
         built: dict[str, list[bytes]] = {}
         for tc in chains:
             built.setdefault(tc.platform.folder(fmi), []).append(outs[tc.platform.name].read_bytes())
@@ -519,24 +531,3 @@ def _run_all(jobs: list[tuple[Toolchain, list[str]]], env: dict, workers: int, w
             raise NativeBuildError(
                 f"{what} the {tc.platform.name} binary failed ({tc.label}): {err[:300]}; build "
                 "with --platforms host (or a list without it) to skip it")
-
-
-def _store(work: Path, folder: Path, cfiles: list[str]) -> bool:
-    """Move the engine objects of ``work`` into the cache folder (atomic rename); False when the
-    cache cannot take them."""
-    try:
-        tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
-    except OSError:
-        return False
-    try:
-        for n in cfiles:
-            o = Path(n).stem + ".o"
-            shutil.copyfile(work / o, tmp / o)
-        try:
-            os.replace(tmp, folder)           # another build may have won the race
-        except OSError:
-            if not folder.is_dir():
-                return False
-        return True
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
