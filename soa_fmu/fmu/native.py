@@ -62,7 +62,7 @@ def fmi_headers(fmi: int = 2) -> Path:
 class Platform:
     """A binary a native FMU carries: its name (FMI 3.0's platform tuple), FMI 2.0's folder, the
     cross toolchain's target (``zig cc -target``; a glibc suffix pins the oldest glibc it needs)
-    and the library's file suffix."""
+    and the library's file suffix.  (macOS: 11.0, Big Sur, the first on Apple silicon.)"""
     name: str
     fmi2: str
     target: str
@@ -79,8 +79,8 @@ PLATFORMS = {p.name: p for p in (
     Platform("x86_64-linux", "linux64", "x86_64-linux-gnu.2.17", ".so"),
     Platform("aarch64-linux", "aarch64-linux", "aarch64-linux-gnu.2.17", ".so"),
     Platform("x86_64-windows", "win64", "x86_64-windows-gnu", ".dll"),
-    Platform("x86_64-darwin", "darwin64", "x86_64-macos", ".dylib"),
-    Platform("aarch64-darwin", "darwin64", "aarch64-macos", ".dylib"),
+    Platform("x86_64-darwin", "darwin64", "x86_64-macos.11.0", ".dylib"),     # (zig's own
+    Platform("aarch64-darwin", "darwin64", "aarch64-macos.11.0", ".dylib"),   # default: 15.0)
 )}
 
 
