@@ -596,6 +596,20 @@ void soa_flex_mass_apply(const soa_model *m, soa_data *d, const double *q, const
 void soa_flex_bias(const soa_model *m, soa_data *d, const double *q, const double *x, double *tau);
 soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, const double *qd,
                            double *kinetic, double *potential);
+/* M^-1 in factored form: the factors of theta (soa_flex_factor), then X <- M^-1 X column by
+ * column, or x = M^-1 (T + J* f_ext) (fext: body forces, NULL: none), O(N) each. */
+soa_status soa_flex_factor(const soa_model *m, soa_data *d, const double *q);
+void soa_flex_solve(const soa_model *m, soa_data *d, double *X, int ncols, int ld);
+void soa_flex_solve_forces(const soa_model *m, soa_data *d, const double *T, const double *fext,
+                           double *x);
+soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
+/* The derivatives of soa_rnea_derivatives / soa_aba_derivatives with flexible bodies. */
+soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const double *q,
+                                     const double *qd, const double *qdd, int use_fext,
+                                     double *dq, double *dv, int ld);
+soa_status soa_flex_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
+                                    const double *qd, const double *tau, int use_fext, double *ddq,
+                                    double *ddv, int ld, double *Minv);
 soa_status soa_flex_unsupported(const soa_model *m);   /* SOA_OK for rigid models */
 
 /* ------------------------------------------------------------------ dissipation.c */
