@@ -521,9 +521,11 @@ int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const
         fmu_log(c, FMU_ERROR, "%s: the controller provides no directional derivatives", fn);
         return FMU_ERROR;
     }
-    if (D.nsph > 0) {        /* the contact forces' derivatives are not formed: declared false */
-        fmu_log(c, FMU_ERROR, "%s: this FMU has contact; it provides no directional derivatives "
-                "(providesDirectionalDerivative=\"false\")", fn);
+    if (D.nsph > 0 || c->m->nmim > 0) {   /* the contact forces' derivatives, the mimic
+                                            couplings' (mimic.c) are not formed: declared false */
+        fmu_log(c, FMU_ERROR, "%s: this FMU has %s; it provides no directional derivatives "
+                "(providesDirectionalDerivative=\"false\")", fn,
+                D.nsph > 0 ? "contact" : "mimic joints");
         return FMU_ERROR;
     }
     fmu_data_used(c);                   /* (the kernels below reuse the data) */
