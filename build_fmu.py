@@ -236,11 +236,13 @@ def _compiled_mjcf(path: Path) -> bytes:
     return mjb_bytes(path)
 
 
-def bundle_model(path: Path) -> tuple[dict[str, bytes], str]:
+def bundle_model(path: Path, meshes=()) -> tuple[dict[str, bytes], str]:
     """The model file and the files it includes, as {path inside resources/model: bytes}, and the
     model file's own path there.  Relative includes keep their layout (relative to the files'
     common folder); an absolute include is copied next to the model file as
-    ``_included/<i>_<name>`` and the model file's reference to it rewritten."""
+    ``_included/<i>_<name>`` and the model file's reference to it rewritten.  ``meshes``: the
+    resolved mesh files of the model's contact geometries; a URDF's references to them are
+    rewritten to copies in ``_meshes/`` beside it (bundle_meshes)."""
     path = path.resolve()
     if path.suffix.lower() == ".xml":
         return {path.stem + ".mjb": _compiled_mjcf(path)}, path.stem + ".mjb"
@@ -273,6 +275,8 @@ def bundle_model(path: Path) -> tuple[dict[str, bytes], str]:
             text = text.replace(quoted[0], '"' + new + '"')
             out[(Path(top).parent / new).as_posix()] = data
         out[top] = text.encode("utf-8")
+    if meshes:
+        bundle_meshes(out, files, common, set(map(str, meshes)))
     return out, top
 
 
@@ -283,6 +287,29 @@ def bundle_visuals(path: Path, files: dict[str, bytes], top: str) -> dict[str, b
     return pack_visuals(path, files, top)
 
 
+def bundle_meshes(out: dict[str, bytes], files: list[Path], common: Path, meshes: set[str]) -> None:
+    """Each bundled URDF's ``filename="…"`` that resolves (as the reader resolves it) to one of
+    ``meshes`` points to a copy ``_meshes/<i>_<name>`` beside it, so the bundled model reads the
+    same contact hulls."""
+    from soa_fmu.view.geometry import resolve_uri
+    for f in files:
+        if f.suffix.lower() != ".urdf":
+            continue
+        rel = f.relative_to(common).as_posix()
+        text, copies = out[rel].decode("utf-8"), {}
+
+        def swap(m: re.Match) -> str:
+            file = resolve_uri(m.group(2), f.parent)
+            if file is None or str(file) not in meshes:
+                return m.group(0)
+            new = copies.setdefault(str(file), f"_meshes/{len(copies)}_{file.name}")
+            out[(Path(rel).parent / new).as_posix()] = file.read_bytes()
+            return f'{m.group(1)}"{new}"'
+
+        text = re.sub(r'(filename\s*=\s*)"([^"]*)"', swap, text)
+        out[rel] = text.encode("utf-8")
+
+
 def default_identifier(path: Path) -> str:
     ident = re.sub(r"\W", "_", path.stem, flags=re.ASCII)
     if not ident or ident[0].isdigit():
@@ -291,6 +318,14 @@ def default_identifier(path: Path) -> str:
 
 
 # ---------------------------------------------------------------- build
+def variable_table(model, integrator: str, step: float, states: bool, controller: bool):
+    """The FMU's variable table: the model's (a plant), or its controller's."""
+    from soa_fmu.fmu.variables import build_controller_table, build_table
+    if controller:
+        return build_controller_table(model, states)
+    return build_table(model, integrator, step, states=states)
+
+
 RUNTIMES = ("native", "python")
 FMI_VERSIONS = (2, 3)
 INTERFACES = {"cs": ("cs",), "me": ("me",), "both": ("cs", "me")}
@@ -298,18 +333,21 @@ INTERFACES = {"cs": ("cs",), "me": ("me",), "both": ("cs", "me")}
 
 def build(model_path, output=None, name=None, floating_base=False, integrator="auto",
           step=None, runtime="native", strict=True, fmi=2, interface=None,
-          stops=True) -> Path:
+          stops=True, controller=False, contact_floor=None) -> Path:
     """Build the FMU; returns its path.  Raises BuildError (or ModelError) for bad input.
     ``step`` (default communication step and max_step): default the model file's own time step
     (MJCF ``timestep``), else 1 ms.
     ``strict=False`` (``--lenient``) accepts inertias that fail only the physical checks, with a
     ModelWarning each (see soa_fmu.load_model).  ``fmi``: 2 or 3; ``interface``: ``cs``, ``me``
     or ``both`` (default: both for the native runtime; the python runtime is FMI 2.0 ``cs``).
+    ``controller``: the model's computed-torque controller instead of the model (native only;
+    docs/systems.md).
     ``stops=False`` (``--no-stops``): the joint stops start switched off (parameter
-    ``stops_enabled``)."""
+    ``stops_enabled``).  ``contact_floor`` (``--contact-floor``, URDF): every ``<collision>`` is
+    contact geometry on a floor at that height (soa_fmu.load_model)."""
     import soa_fmu
     from model_descriptions import generator, generator_fmi3
-    from soa_fmu.fmu.variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
+    from soa_fmu.fmu.variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS
     from soa_fmu.io import MODEL_SUFFIXES, load_model
 
     model_path = Path(model_path)
@@ -324,6 +362,8 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
         raise BuildError(f"--runtime python builds FMI 2.0 Co-Simulation FMUs only (got --fmi {fmi}"
                          f" --interface {interface}); use the native runtime for Model Exchange "
                          "and FMI 3.0")
+    if controller and runtime != "native":
+        raise BuildError("--controller builds native FMUs only (got --runtime python)")
     interfaces = INTERFACES[interface]
     if model_path.suffix.lower() not in MODEL_SUFFIXES:
         raise BuildError(f"{model_path}: expected a .urdf or .toml model file, or MJCF (.xml, .mjb)")
@@ -333,30 +373,36 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
         raise BuildError(f"--integrator must be one of {', '.join(METHODS)}, got {integrator!r}")
     if step is not None and not (step > 0 and step < float("inf")):
         raise BuildError(f"--step must be a positive number of seconds, got {step!r}")
-    identifier = name or default_identifier(model_path)
+    identifier = name or default_identifier(model_path) + ("_controller" if controller else "")
     if not IDENTIFIER.match(identifier) or keyword.iskeyword(identifier):
         raise BuildError(f"--name {identifier!r} is not a valid model identifier (letters, digits "
                          "and _, not starting with a digit)")
     output = Path(output) if output else Path(f"{identifier}.fmu")
 
-    model = load_model(model_path, floating_base=floating_base, strict=strict)
+    model = load_model(model_path, floating_base=floating_base, strict=strict,
+                       contact_floor=contact_floor)
+    if model.nv == 0:                       # nothing moves: no state, no input; not an FMU
+        raise BuildError(f"{model_path}: the model has no moving joints, nothing to simulate"
+                         + ("" if floating_base else "; --floating-base gives its root body a "
+                            "free joint (a free-flying robot)"))
     if step is None:
         step = model.timestep or DEFAULT_STEP
     model.stops_enabled = bool(stops)
-    table = build_table(model, integrator, step, states="me" in interfaces)
+    table = variable_table(model, integrator, step, "me" in interfaces, controller)
 
-    bundled, top = bundle_model(model_path)             # the model files, as the FMU holds them
-    bundled = bundle_visuals(model_path, bundled, top)   # + their meshes, as binary glTF
+    bundled, top = bundle_model(model_path,             # the model files, as the FMU holds them
+                                [g.mesh for g in model.contact_geoms if g.mesh])
+    bundled = bundle_visuals(model_path, bundled, top)   # + their visuals' meshes, as binary glTF
     engine_dir = Path(soa_fmu.__file__).parent
     ehash = engine_hash(engine_dir)
 
     cfg = {"format": FORMAT_VERSION, "identifier": identifier, "model_name": model.name,
            "runtime": runtime, "model_file": "model/" + top,
            "floating_base": bool(floating_base), "strict": bool(strict), "integrator": integrator,
-           "stops": bool(stops),
+           "stops": bool(stops), "contact_floor": contact_floor,
            "max_step": float(step), "step": float(step), "engine_version": soa_fmu.__version__,
            "engine_hash": ehash, "table_digest": table.digest(), "fmi": fmi,
-           "interfaces": list(interfaces), "states": table.states}
+           "interfaces": list(interfaces), "states": table.states, "controller": bool(controller)}
     if runtime == "python":
         cfg["python"] = f"{sys.version_info.major}.{sys.version_info.minor}"
     content = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode())
@@ -364,7 +410,8 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
         content.update(rel.encode() + b"\0" + bundled[rel])
     digest = content.hexdigest()
     guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, "soa_fmu:" + digest)) + "}"
-    summary = (f"{model.name}: {model.nbodies} bodies, nq = {model.nq}, nv = {model.nv}, "
+    summary = ("The computed-torque controller of " if controller else "") + (
+               f"{model.name}: {model.nbodies} bodies, nq = {model.nq}, nv = {model.nv}, "
                f"{len(model.constraints)} constraints (soa_fmu {soa_fmu.__version__}).")
     if runtime == "native":
         description = summary + (" Native: needs only the C runtime (libc, libm); C sources in "
@@ -382,11 +429,13 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     tool = f"soa_fmu {soa_fmu.__version__} build_fmu.py ({tool})"
     native = runtime == "native"
     # state derivatives are exact for trees only (docs/fmu.md): ME's flag is false with constraints
-    # contact (core/contact.c): its forces' derivatives are not formed, so no flag for either
-    contact = bool(model.contact_spheres)
-    flags = {"directional_derivatives": native and not model.flexible and not contact,
+    # contact (core/contact.c) and mimic couplings (core/mimic.c): their derivatives are not
+    # formed, so no flag for either
+    underived = bool(model.contact_spheres) or bool(model.mimics)
+    flags = {"directional_derivatives": native and not model.flexible and not underived
+             and not controller,
              "me_directional_derivatives": native and not model.constraints and not model.flexible
-             and not contact}
+             and not underived and not controller}
     if fmi == 3:
         xml_root = generator_fmi3.model_description(
             table, model_name=model.name, identifier=identifier, guid=guid,
@@ -486,7 +535,6 @@ def _python_members(identifier: str, model_name: str, cfg: dict, engine_dir: Pat
 def _check_bundle(members, cfg, floating_base) -> None:
     """Load the bundled model copy the way the slave will and compare the variable tables, so a
     file the model needs but the FMU lacks is found now and not at run time."""
-    from soa_fmu.fmu.variables import build_table
     from soa_fmu.io import load_model
     with tempfile.TemporaryDirectory(prefix="soa_fmu_build_") as d:
         for arcname, data in members:
@@ -497,10 +545,11 @@ def _check_bundle(members, cfg, floating_base) -> None:
         with warnings.catch_warnings():          # (reported once, from the original)
             warnings.simplefilter("ignore")
             model = load_model(Path(d, "resources", cfg["model_file"]),
-                               floating_base=floating_base, strict=cfg["strict"])
+                               floating_base=floating_base, strict=cfg["strict"],
+                               contact_floor=cfg["contact_floor"])
         model.stops_enabled = cfg["stops"]
-        if build_table(model, cfg["integrator"], cfg["max_step"],
-                       states=cfg["states"]).digest() != cfg["table_digest"]:
+        if variable_table(model, cfg["integrator"], cfg["max_step"], cfg["states"],
+                          cfg["controller"]).digest() != cfg["table_digest"]:
             raise BuildError("the model read back from the FMU differs from the original (does it "
                              "reference files outside its folder?)")
 
@@ -535,6 +584,9 @@ def main(argv=None) -> int:
     parser.add_argument("--lenient", action="store_true",
                         help="accept inertias that fail only the physical checks (as in some "
                         "published robot files), with a warning each")
+    parser.add_argument("--contact-floor", type=float, default=None, metavar="HEIGHT",
+                        help="URDF: every <collision> (sphere, box, cylinder, capsule, mesh hull) "
+                        "becomes contact geometry, with a floor plane at this height (docs/contact.md)")
     parser.add_argument("--runtime", default="native", choices=RUNTIMES,
                         help="native: a shared library compiled from the C core, plus its C "
                         "sources (needs only libc/libm; the default); python: a pythonfmu FMU "
@@ -544,6 +596,11 @@ def main(argv=None) -> int:
     parser.add_argument("--interface", choices=tuple(INTERFACES),
                         help="cs (Co-Simulation), me (Model Exchange) or both in one FMU (the "
                         "default for the native runtime; the python runtime is cs only)")
+    parser.add_argument("--controller", action="store_true",
+                        help="build the model's computed-torque controller (inputs q, qd, q_ref, "
+                        "qd_ref, qdd_ref; parameters Kp, Kd, ff_dissipation and a quintic "
+                        "trajectory; output tau = ID(q, qd, qdd_ref + Kp e + Kd e-dot); native "
+                        "only; docs/systems.md) instead of the model")
     args = parser.parse_args(argv)
     from soa_fmu.io.checks import cli_error, for_cli
     from soa_fmu.model import ModelError
@@ -553,7 +610,8 @@ def main(argv=None) -> int:
         try:
             path = build(args.model, args.output, args.name, args.floating_base, args.integrator,
                          args.step, args.runtime, strict=not args.lenient, fmi=args.fmi,
-                         interface=args.interface, stops=not args.no_stops)
+                         interface=args.interface, stops=not args.no_stops,
+                         controller=args.controller, contact_floor=args.contact_floor)
         except (BuildError, ModelError, OSError, ValueError) as e:   # ValueError: a TableError
             msg = str(e).strip().splitlines()
             first = msg[0] if msg else type(e).__name__

@@ -346,8 +346,9 @@ KIT = """<robot name="kit">
 
 
 def test_an_fmu_carries_its_meshes_and_is_viewed_alone_with_its_options(tmp_path, capsys):
-    """A floating-base, lenient FMU (arm's inertia breaks the triangle inequality) of a URDF with a
-    package:// mesh, a relative mesh of 20480 triangles and a missing one: the FMU holds the two
+    """A floating-base, lenient FMU (arm's inertia breaks the triangle inequality) with a contact
+    floor (base's collision mesh a contact hull) of a URDF with a package:// mesh, a relative mesh
+    of 20480 triangles and a missing one: the FMU holds the two
     as binary glTF, the big one simplified to the budget and still on its sphere; with the
     sources deleted, soa-view draws both from the FMU alone, where the engine puts the bodies."""
     import shutil
@@ -365,20 +366,21 @@ def test_an_fmu_carries_its_meshes_and_is_viewed_alone_with_its_options(tmp_path
     ball.export(ws / "meshes" / "ball.stl")
     (ws / "urdf" / "kit.urdf").write_text(KIT)
     with pytest.warns(UserWarning) as caught:
-        model = sf.load_model(ws / "urdf" / "kit.urdf", floating_base=True, strict=False)
+        model = sf.load_model(ws / "urdf" / "kit.urdf", floating_base=True, strict=False,
+                              contact_floor=-0.5)
         fmu = build_fmu.build(ws / "urdf" / "kit.urdf", tmp_path / "Kit.fmu", floating_base=True,
-                              strict=False)
+                              strict=False, contact_floor=-0.5)
     assert any("gone.dae" in str(w.message) and "the FMU carries no shape" in str(w.message)
                for w in caught)
     with zipfile.ZipFile(fmu) as z:
         glbs = sorted(n for n in z.namelist() if n.endswith(".glb"))
         inside = z.read("resources/model/kit.urdf").decode()
-    assert [g.split("/")[-1].split("_")[0] for g in glbs] == ["ball", "part"]
-    assert all(g.startswith("resources/model/visuals/") for g in glbs)
-    assert f'filename="{glbs[1][len("resources/model/"):]}"' in inside                 # package://
-    assert f'filename="{glbs[0][len("resources/model/"):]}" scale="2 2 2"' in inside    # relative
+    assert len(glbs) == 2 and all(g.startswith("resources/model/visuals/") for g in glbs)
+    part, ball_ = (next(g[len("resources/model/"):] for g in glbs if k in g) for k in ("part", "ball"))
+    assert f'filename="{part}"' in inside                                # package://
+    assert f'filename="{ball_}" scale="2 2 2"' in inside                 # relative
     assert "package://kitpkg/meshes/gone.dae" in inside
-    assert inside.count("part_") == 1                      # the collision mesh is not carried
+    assert inside.count(part) == 1                         # (the collision mesh: a contact hull)
 
     res = swing(model, 0.5)
     write_fmpy_csv(tmp_path / "r.csv", res)                # nq = 7 + 2: the floating base
@@ -390,6 +392,7 @@ def test_an_fmu_carries_its_meshes_and_is_viewed_alone_with_its_options(tmp_path
     assert "Kit.fmu:resources/model/kit.urdf" in err       # warnings name the FMU, not a temp folder
     sc = scene_of(tmp_path / "k.html")
     assert len(sc["meshes"]) == 2
+    assert sc["camera"]["grid"]["centre"][2] == -0.5         # the FMU's contact floor
     base, arm_ = (node(sc, "bodies", n)["items"] for n in ("base", "arm"))
     assert base[0]["kind"] == "mesh" and base[0]["color"] == [1, 0, 0, 1]
     Vb = f32(sc["meshes"][base[0]["mesh"]]["positions"], 3)                   # small: as it was
@@ -411,7 +414,7 @@ def test_an_fmu_carries_its_meshes_and_is_viewed_alone_with_its_options(tmp_path
     assert again["meshes"] == sc["meshes"]
     assert cli.main([str(fmu), str(tmp_path / "r.csv"), "-o", str(tmp_path / "x.html"),
                      "--floating-base"]) == 1
-    assert "Kit.fmu says in its resources/fmu.json whether its base floats" in capsys.readouterr().err
+    assert "Kit.fmu says in its resources/fmu.json how its model is read" in capsys.readouterr().err
 
 
 def test_glb_keeps_the_triangles_and_the_colour(tmp_path):

@@ -10,6 +10,6 @@ def load_bundled_model(resources, cfg: dict):
 
     from ..io import load_model
     model = load_model(Path(resources) / cfg["model_file"], floating_base=bool(cfg["floating_base"]),
-                       strict=bool(cfg.get("strict", True)))
+                       strict=bool(cfg.get("strict", True)), contact_floor=cfg.get("contact_floor"))
     model.stops_enabled = bool(cfg.get("stops", True))      # --no-stops
     return model

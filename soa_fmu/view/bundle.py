@@ -31,7 +31,7 @@ from pathlib import Path
 from ..fmu import load_bundled_model
 from ..io import load_model
 from ..model import Model
-from .geometry import ViewWarning, load_mesh, resolve_uri, toml_mesh_files, urdf_includes
+from .geometry import ViewWarning, load_mesh, read_mesh, resolve_uri, toml_mesh_files, urdf_includes
 
 VISUALS = "visuals"          # the folder under resources/model/
 MAX_TRIANGLES = 10_000       # a mesh with more is simplified to this many (docs/viewing.md)
@@ -53,14 +53,25 @@ def glb_bytes(mesh, max_triangles: int = MAX_TRIANGLES) -> bytes:
 class _Packer:
     """Converts each mesh file once and names it by its content."""
 
-    def __init__(self, out: dict[str, bytes]):
-        self.out = out
+    def __init__(self, out: dict[str, bytes], tmp: Path):
+        self.out, self.tmp = out, tmp
         self.names: dict[Path, str | None] = {}
+
+    def bundled(self, key: str, uri: str) -> Path | None:
+        """A mesh the bundle holds already (a contact mesh, build_fmu.bundle_meshes), referenced
+        by ``uri`` from the file at ``key``: as a file in the packer's temporary folder."""
+        rel = posixpath.normpath(posixpath.join(posixpath.dirname(key), uri))
+        if "://" in uri or rel not in self.out or rel.startswith(".."):
+            return None
+        file = self.tmp / rel
+        file.parent.mkdir(parents=True, exist_ok=True)
+        file.write_bytes(self.out[rel])
+        return file
 
     def mesh(self, file: Path) -> str | None:
         """The converted mesh's path under resources/model/ (None: unreadable, already warned)."""
         if file not in self.names:
-            m = load_mesh(file)
+            m = read_mesh(file) if file.is_relative_to(self.tmp) else load_mesh(file)   # (no cache)
             name = None
             if m is not None:
                 data = glb_bytes(m)
@@ -80,7 +91,7 @@ class _Packer:
         changed = False
         for el in root.iterfind("link/visual/geometry/mesh"):
             uri = el.get("filename") or ""
-            file = resolve_uri(uri, source.parent)
+            file = resolve_uri(uri, source.parent) or self.bundled(key, uri)
             if file is None:
                 warnings.warn(f"{source}:{el.sourceline}: mesh {uri!r} not found; the FMU carries no "
                               "shape for it", ViewWarning, stacklevel=4)
@@ -96,9 +107,12 @@ def pack_visuals(model_path, files: dict[str, bytes], top: str) -> dict[str, byt
     """``files`` (what :func:`build_fmu.bundle_model` bundles under resources/model/, the model
     file at ``top``) plus the converted meshes, with the model files pointing at them.  An MJCF
     model (bundled as MuJoCo's compiled .mjb) carries its meshes already."""
-    model_path = Path(model_path).resolve()
-    out = dict(files)
-    packer = _Packer(out)
+    with tempfile.TemporaryDirectory(prefix="soa_fmu_visuals_") as tmp:
+        return _pack(Path(model_path).resolve(), dict(files), top, _Packer(dict(files), Path(tmp)))
+
+
+def _pack(model_path: Path, files: dict[str, bytes], top: str, packer: _Packer) -> dict[str, bytes]:
+    out = packer.out
     suffix = model_path.suffix.lower()
     if suffix == ".urdf":
         out[top] = packer.urdf(model_path, top, files[top])
@@ -150,24 +164,27 @@ def model_from_fmu(path, tmp) -> Model:
     if not (model_file.is_relative_to(resources.resolve()) and model_file.is_file()):
         raise ValueError(f"{path}: resources/{cfg['model_file']} (named by resources/fmu.json) is "
                          "missing")
-    return load_bundled_model(resources, cfg)
+    with warnings.catch_warnings():               # (the build reported them)
+        warnings.simplefilter("ignore")
+        return load_bundled_model(resources, cfg)
 
 
 @contextmanager
-def opened_model(model, floating_base: bool = False) -> Iterator[Model]:
-    """A Model as it is; a model file loaded (``floating_base``: a URDF's free-flyer root); an FMU's
-    model loaded from a temporary folder that lasts as long as the ``with`` block (its meshes are
-    read meanwhile), the warnings about its files naming the FMU, not that folder."""
+def opened_model(model, floating_base: bool = False, strict: bool = True) -> Iterator[Model]:
+    """A Model as it is; a model file loaded (``floating_base``: a URDF's free-flyer root;
+    ``strict=False``: as ``--lenient``); an FMU's model loaded from a temporary folder that lasts
+    as long as the ``with`` block (its meshes are read meanwhile), the warnings about its files
+    naming the FMU, not that folder."""
     if isinstance(model, Model):
         yield model
         return
     path = Path(model)
     if path.suffix.lower() != ".fmu":
-        yield load_model(path, floating_base=floating_base)
+        yield load_model(path, floating_base=floating_base, strict=strict)
         return
-    if floating_base:
-        raise ValueError(f"--floating-base applies to model files; {path.name} says in its "
-                         "resources/fmu.json whether its base floats")
+    if floating_base or not strict:
+        raise ValueError(f"--floating-base and --lenient apply to model files; {path.name} says in "
+                         "its resources/fmu.json how its model is read")
     with tempfile.TemporaryDirectory(prefix="soa_view_") as tmp:
         try:
             with warnings.catch_warnings(record=True) as caught:

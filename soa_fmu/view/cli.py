@@ -13,6 +13,7 @@ import warnings
 from pathlib import Path
 
 from .bundle import opened_model
+from ..io.checks import for_cli
 
 
 def view_sample(fmu, result, sample: int, out=None) -> Path:
@@ -40,6 +41,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sample", type=int, default=None, help="sample K of a soa-sweep result")
     ap.add_argument("--floating-base", action="store_true", help="URDF: a free-flyer root joint (an FMU "
                     "records its own)")
+    ap.add_argument("--lenient", action="store_true", help="read the model file as soa-build-fmu "
+                    "--lenient does (non-physical inertias, massless joints locked, armature on "
+                    "degenerate axes; a warning each; an FMU records its own)")
     ap.add_argument("--fps", type=float, default=30.0, help="keyframes kept per second of result "
                     "(the rest interpolated; default %(default)g)")
     args = ap.parse_args(argv)
@@ -51,12 +55,12 @@ def main(argv=None) -> int:
         from .scene import animate
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with opened_model(args.model, args.floating_base) as model:
+            with opened_model(args.model, args.floating_base, not args.lenient) as model:
                 out = animate(model, args.result, args.out, sample=args.sample, max_fps=args.fps)
         for w in caught:
-            print(f"soa-view: warning: {w.message}", file=sys.stderr)
+            print(f"soa-view: warning: {for_cli(' '.join(str(w.message).split()))}", file=sys.stderr)
     except Exception as e:     # noqa: BLE001 — one readable line, exit 1
-        msg = " ".join(str(e).split()) or type(e).__name__
+        msg = for_cli(" ".join(str(e).split()) or type(e).__name__)
         print(f"soa-view: error: {msg}", file=sys.stderr)
         return 1
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")

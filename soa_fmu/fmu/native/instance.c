@@ -225,10 +225,12 @@ static soa_status update_outputs(Instance *c)
             st.kind = SOA_SINGULAR;
             st.index = k;
         }
+        if (st.kind == SOA_OK) soa_mimic_couple(c->m, c->d, c->qdds);   /* mimic.c */
         if (st.kind == SOA_OK) st = fmu_put_contact_outputs(c, q, 0);
         if (st.kind == SOA_OK) hold_contact(c, q, qd);
     } else {
         st = soa_aba(c->m, c->d, q, qd, tau, use, c->qdds);
+        if (st.kind == SOA_OK) soa_mimic_couple(c->m, c->d, c->qdds);   /* mimic.c */
         for (int i = 0; i < 6 * D.nc; i++) c->forces[i] = 0.0;
         for (int j = 0; j < D.nc; j++) c->residuals[j] = 0.0;
         if (st.kind == SOA_OK && D.nm == 0) hold_factors(c, q, qd);
@@ -315,7 +317,7 @@ static void resolve_method(Instance *c)
 
 /* The parameters into the model; 0 (msg, which may be NULL: the reason naming the body or dof)
  * when they are refused, the model then holding the start values. */
-static int apply_parameters(Instance *c, char *msg, size_t n)
+int fmu_apply_parameters(Instance *c, char *msg, size_t n)
 {
     fmu_data_used(c);                         /* the model changes */
     soa_status st = {SOA_OK, 0};
@@ -342,7 +344,8 @@ static int apply_parameters(Instance *c, char *msg, size_t n)
  * quaternions normalized, qd = qd0, t = start time.  Returns 0 with the reason in msg. */
 int fmu_build(Instance *c, char *msg, size_t n)
 {
-    if (!apply_parameters(c, msg, n)) return 0;
+    if (D.role == SOA_FMU_CONTROLLER) return fmu_controller_build(c, msg, n);
+    if (!fmu_apply_parameters(c, msg, n)) return 0;
     fmu_apply_gravity(c);
     double *q = c->real + D.vr_q, *qd = c->real + D.vr_qd;
     memcpy(q, c->real + D.vr_q0, sizeof(double) * D.nq);
@@ -360,6 +363,7 @@ int fmu_build(Instance *c, char *msg, size_t n)
         }
         for (int j = 0; j < 4; j++) e[j] /= norm;
     }
+    soa_mimic_project(c->m, q, qd);          /* mimic joints follow their drivers (mimic.c) */
     for (int i = D.vr_max_step; i <= D.vr_atol; i++)
         if (!(c->real[i] > 0.0) || (i == D.vr_max_step && c->real[i] < SOA_MIN_MAX_STEP)) {
             snprintf(msg, n, "%s must be > 0%s, got %.17g", D.vars[i].name,
@@ -524,6 +528,7 @@ int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char 
             return 0;
         }
     }
+    if (D.role == SOA_FMU_CONTROLLER) return fmu_controller_refresh(c, fn);
     if (c->stale && feedthrough && c->kind == FMU_ME) {
         if (!fmu_me_evaluate(c, fn)) return 0;                  /* (logged) */
     } else if (c->stale && feedthrough) {
@@ -742,7 +747,7 @@ static void load_state(Instance *c, const unsigned char *buf)
     if (c->method < 0 || c->method >= SOA_NMETHODS) c->method = D.method;
     if (c->method_used < 0 || c->method_used >= SOA_AUTO) c->method_used = SOA_RK4;
     c->failed_h = 0.0;
-    if (!apply_parameters(c, NULL, 0)) c->built = 0;      /* the state's physical parameters */
+    if (!fmu_apply_parameters(c, NULL, 0)) c->built = 0;      /* the state's physical parameters */
     fmu_apply_gravity(c);
     c->energy_valid = c->poses_valid = 0;
     c->jac_valid = 0;
@@ -1274,8 +1279,9 @@ int fmu_do_step(Instance *c, double t, double h, const char *fn)
                 "state", t, h, c->failure);
         return FMU_ERROR;
     }
-    if (too_many_substeps(c, h, msg, sizeof msg)) return discard(c, t, h, "refused", msg);
-    const soa_status st = integrate(c, h);
+    const int plant = D.role == SOA_FMU_PLANT;
+    if (plant && too_many_substeps(c, h, msg, sizeof msg)) return discard(c, t, h, "refused", msg);
+    const soa_status st = plant ? integrate(c, h) : fmu_controller_step(c);
     if (st.kind != SOA_OK) {
         fmu_status_message(c, st, msg, sizeof msg);
         return discard(c, t, h, "failed", msg);
