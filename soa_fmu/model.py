@@ -722,9 +722,6 @@ class Model:
 
     def _build_core(self) -> _core.Model:
         nb, nv, nc, nm = self.nbodies, self.nv, len(self.constraints), self.max_modes
-        if nm and nc:
-            raise ModelError(f"model {self.name!r}: closure constraints on a model with flexible "
-                             "bodies are not supported")
         nsph, npln = len(self.contact_spheres), len(self.contact_planes)
         if nsph and (nm or nc):
             raise ModelError(f"model {self.name!r}: contact on a model with "

@@ -306,6 +306,8 @@ typedef struct {
     /* ---- operational_space.c: the Omega recursion (inertial frame; seed 000 A.3-A.5) ---- */   \
     X(os_Ups,   3, nb, 6, 6)  /* Upsilon(k) = Omega(k, k) on the paths of the points */          \
     X(os_Psi,   3, nb, 6, 6)  /* psi(c, k) for a body k carrying points, c where it has got to */ \
+    X(os_J,     2, 6, nv, 0)  /* flexible models: a point's rows J (6 x nv) ... */               \
+    X(os_X,     2, nv, 6, 0)  /* ... and M^-1 J* (nv x 6) */                                     \
     /* ---- closures.c: per-call arrays of the closure constraints (steps B-F) ---- */          \
     X(cl_R,     3, 2 * nc, 3, 3)  /* closure points (frame_a side, frame_b side) in their body:  \
                                      axes (frame_a's) ... */                                      \
