@@ -160,6 +160,10 @@ def test_model_exchange_follows_the_time(model):
                    move_duration=2.0)
     assert c.f.fmi2GetDerivatives(c.f.component, None, 0) == 0        # no states: fmi2OK
     assert c.f.fmi2GetEventIndicators(c.f.component, None, 0) == 0
+    assert c.f.fmi2GetContinuousStates(c.f.component, None, 0) == 0
+    assert c.f.fmi2SetContinuousStates(c.f.component, None, 0) == 0
+    with pytest.raises(Exception):                                     # one state: refused
+        c.f.getDerivatives(1)
     c.f.setTime(0.7)
     np.testing.assert_allclose(c.get("q_des"), quintic(0.7, 0.0, 2.0, np.zeros(n), np.ones(n))[0],
                                rtol=0, atol=1e-15)

@@ -219,7 +219,7 @@ static void flex_point_inertia_inverse(const soa_model *m, soa_data *d, int npt,
         for (int i = 0; i < nv; i++)
             for (int c = 0; c < 6; c++) X[6 * i + c] = J[c * nv + i];
         soa_flex_solve(m, d, X, 6, 6);
-        for (int s = 0; s <= t; s++) {
+        for (int s = t; s >= 0; s--) {                    /* J holds J_t first */
             if (body[s] < 0) continue;
             if (s < t) point_rows(m, d, body[s], R + 9 * s, l + 3 * s, world_axes, J);
             for (int i = 0; i < 6; i++)
@@ -340,14 +340,18 @@ soa_status soa_operational_space_inverse(const soa_model *m, soa_data *d, const 
 soa_status soa_correction_accelerations(const soa_model *m, soa_data *d, const double *q,
                                         const double *fext, double *dqdd)
 {
-    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = {SOA_BAD_FEXT, 0};
     for (int k = 0; k < m->nb; k++)
         if (soa_first_nonfinite(fext + 6 * k, 6) >= 0) {
             st.index = k;
             return st;
         }
-    st = articulated_factors(m, d, q);
+    if (m->nm) {                                    /* flexible.c: the same factored form */
+        st = soa_check_configuration(m, q);
+        if (st.kind == SOA_OK) st = soa_flex_factor(m, d, q);
+    } else {
+        st = articulated_factors(m, d, q);
+    }
     if (st.kind != SOA_OK) return st;
     soa_correction_sweep(m, d, fext, dqdd);
     return st;
