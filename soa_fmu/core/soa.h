@@ -590,6 +590,8 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd);
+soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                            const double *tau, int use_fext, const double *diag, double *qdd);
 soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
                          const double *qdd, int use_fext, double *tau);
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M);
