@@ -116,6 +116,9 @@ def test_panda_fingers_stay_coupled_in_the_fmus(runtime, interface):
     assert stroke.max() > 0.03                             # the finger moved (to its stop, 0.04)
     assert np.abs(gap).max() <= 1e-6
     assert np.abs(res[f"qdd[{i1 + 2}]"] - res[f"qdd[{i1 + 1}]"]).max() <= 1e-6
+    md = fmpy.read_model_description(fmu)       # the couplings' derivatives are not formed
+    assert not (md.coSimulation.providesDirectionalDerivative
+                or (md.modelExchange and md.modelExchange.providesDirectionalDerivative))
 
 
 @pytest.mark.parametrize("method", ["rk4", "euler", "implicit", "dop853"])

@@ -118,6 +118,15 @@ def test_no_moving_joint_is_one_line(tmp_path):
                                  "joint (a free-flying robot)\n")
 
 
+def test_sweep_given_the_robot_file_is_one_line(tmp_path):
+    from soa_fmu.sweep import main as sweep_main
+    path = robot_path("panda_description/urdf", "panda.urdf")
+    code, _, err = _cli(sweep_main, [str(path), "--vary", "panda_link7.mass=uniform(1,2)", "--n",
+                                     "2", "--stop-time", "0.1", "--out", str(tmp_path / "r.nc")])
+    assert code == 1 and err == (f"soa-sweep: error: {path}: not an FMU (not a zip archive); build "
+                                 "one from the model file with soa-build-fmu\n")
+
+
 @pytest.mark.slow
 def test_census_of_every_example_robot(tmp_path):
     """The census of docs/model-files.md: every URDF of the installed example-robot-data."""
