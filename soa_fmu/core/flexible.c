@@ -841,6 +841,56 @@ soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, doubl
     return soa_check_result(Minv, nv, nv);
 }
 
+/* Lambda^-1 = J M^-1 J* of a point set (soa_point_inertia_inverse's arguments) with flexible
+ * bodies, block column by block column: a unit force at point s (its axes: R, or world-aligned)
+ * enters as the body force phi(k_s, C_s) e_c, x = M^-1 J* e_c by the factored form
+ * (flex_solve_one), and the bias-free smoother's alpha(k) = J_k x (body axes at the body origin,
+ * the deformation's Gamma included) gives every point's acceleration phi*(C_t, k_t) alpha(k_t):
+ * O(N + npt) per column, O(npt (N + npt)) in all.  cl_fext is the forces' scratch. */
+static void point_in_body(const soa_data *d, int k, const double *R, int world_axes, double *Rp)
+{
+    for (int i = 0; i < 9; i++) Rp[i] = R[i];
+    if (world_axes)                                        /* world axes: Rw(k)* in body axes */
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++) Rp[3 * i + j] = d->Rw[9 * k + 3 * j + i];
+}
+
+soa_status soa_flex_point_inertia_inverse(const soa_model *m, soa_data *d, const double *q,
+                                          int npt, const int *body, const double *R,
+                                          const double *l, int world_axes, double *L)
+{
+    const int ld = 6 * npt;
+    soa_status st = soa_flex_factor(m, d, q);
+    if (st.kind != SOA_OK) return st;
+    soa_world_placements(m, d);
+    for (int i = 0; i < ld * ld; i++) L[i] = 0.0;
+    for (int s = 0; s < npt; s++) {
+        const int ks = body[s];
+        if (ks < 0) continue;                               /* a world point: zero rows */
+        double Rs[9];
+        point_in_body(d, ks, R + 9 * s, world_axes, Rs);
+        for (int c = 0; c < 6; c++) {
+            double e[6] = {0, 0, 0, 0, 0, 0}, g[6] = {0, 0, 0, 0, 0, 0};
+            e[c] = 1.0;
+            add_phi(Rs, l + 3 * s, e, g);
+            for (int i = 0; i < 6 * m->nb; i++) d->cl_fext[i] = 0.0;
+            for (int i = 0; i < 6; i++) d->cl_fext[6 * ks + i] = g[i];
+            flex_solve_one(m, d, d->zerov, d->cl_fext, d->tau_j);
+            for (int t = 0; t < npt; t++) {
+                const int kt = body[t];
+                if (kt < 0) continue;
+                double Rt[9], a[6];
+                point_in_body(d, kt, R + 9 * t, world_axes, Rt);
+                apply_phi_star(Rt, l + 3 * t, d->alpha + 6 * kt, a);
+                for (int i = 0; i < 6; i++) L[(6 * t + i) * ld + 6 * s + c] = a[i];
+            }
+        }
+    }
+    for (int i = 0; i < ld; i++)                            /* exactly symmetric */
+        for (int j = 0; j < i; j++) L[i * ld + j] = L[j * ld + i] = 0.5 * (L[i * ld + j] + L[j * ld + i]);
+    return st;
+}
+
 /* ------------------------------------------------------------------ derivatives */
 /* (dT/dtheta, dT/dbeta) of T = inverse dynamics with flexible bodies (nv x nv, row stride ld),
  * along the velocity directions as derivatives.c.  T is a quadratic polynomial in beta (V, a, b,
@@ -1036,8 +1086,7 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
 }
 
 /* {SOA_UNSUPPORTED, the first flexible body} for a model with flexible bodies, else SOA_OK: the
- * answer of the algorithm families not extended to them (closures, operational space's
- * inertia, Algorithm 2). */
+ * answer of the algorithm families not extended to them (closures, Algorithm 2). */
 soa_status soa_flex_unsupported(const soa_model *m)
 {
     soa_status st = {SOA_OK, 0};

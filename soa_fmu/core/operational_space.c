@@ -254,13 +254,17 @@ soa_status soa_operational_space_inverse(const soa_model *m, soa_data *d, const 
                                          const int *body, const double *R, const double *l,
                                          int world_axes, double *L)
 {
-    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = {SOA_BAD_FRAME, 0};
     for (int s = 0; s < npt; s++) {
         st.index = s;
         if (body[s] < -1 || body[s] >= m->nb) return st;
         if (soa_first_nonfinite(R + 9 * s, 9) >= 0 || soa_first_nonfinite(l + 3 * s, 3) >= 0)
             return st;
+    }
+    if (m->nm) {                                    /* flexible.c: columns of the factored form */
+        st = soa_check_configuration(m, q);
+        return st.kind != SOA_OK ? st
+                                 : soa_flex_point_inertia_inverse(m, d, q, npt, body, R, l, world_axes, L);
     }
     st = articulated_factors(m, d, q);
     if (st.kind != SOA_OK) return st;

@@ -583,7 +583,7 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
  * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
- * call these when m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
+ * call these when m->nm > 0; Algorithm 2 (soa_aba_bias_free) returns SOA_UNSUPPORTED for such models. */
 void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
@@ -603,6 +603,10 @@ void soa_flex_solve(const soa_model *m, soa_data *d, double *X, int ncols, int l
 void soa_flex_solve_forces(const soa_model *m, soa_data *d, const double *T, const double *fext,
                            double *x);
 soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
+/* Lambda^-1 = J M^-1 J* of a point set (soa_point_inertia_inverse's arguments) at theta. */
+soa_status soa_flex_point_inertia_inverse(const soa_model *m, soa_data *d, const double *q,
+                                          int npt, const int *body, const double *R,
+                                          const double *l, int world_axes, double *L);
 /* The derivatives of soa_rnea_derivatives / soa_aba_derivatives with flexible bodies. */
 soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const double *q,
                                      const double *qd, const double *qdd, int use_fext,
