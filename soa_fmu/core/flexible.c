@@ -613,12 +613,14 @@ FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double
 }
 
 /* Body k's inward step: the modal then the joint innovations step on P(k)'s V block A (it becomes
- * P+), and the hand-over to the parent; 0 if D(k) is not positive definite. */
-FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *tau, flex_dims dm)
+ * P+), and the hand-over to the parent; diag (nv: the armature, or what an implicit stage adds)
+ * on D(k)'s diagonal; 0 if D(k) is not positive definite. */
+FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *tau,
+                          const double *diag, flex_dims dm)
 {
     const int p = m->parent[k], nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], nx = 6 + dm.nm;
     const double *P = (m->fl_kids[k] ? d->fl_P : m->fl_M) + nx * nx * k;   /* a leaf's P is M */
-    const double *z = d->fl_z + nx * k, *arm = m->armature + v0;
+    const double *z = d->fl_z + nx * k, *arm = diag + v0;
     double *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k;
     double A[36], zv[6];
     for (int i = 0; i < 6; i++) {
@@ -712,6 +714,14 @@ static int uniform_modes(const soa_model *m, int k)
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd)
 {
+    return soa_flex_fd_diag(m, d, q, qd, tau, use_fext, m->armature, qdd);
+}
+
+/* The same with diag (nv) in place of the armature on D(k)'s diagonal (seed 001 eq. 35): the
+ * sweep of a linearly implicit stage, diag = a + g B + g^2 K (integrators.c). */
+soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                            const double *tau, int use_fext, const double *diag, double *qdd)
+{
     const int nb = m->nb;
     soa_status st = {SOA_OK, 0};
     int all = nb ? uniform_modes(m, 0) : 0;                /* M if every body runs M's kernels */
@@ -728,10 +738,10 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
     for (int k = nb - 1; k >= 0; k--) {
         int ok;
         switch (all ? all : uniform_modes(m, k)) {
-#define FLEX_IN(M) case M: ok = fd_inward(m, d, k, tau, FLEX_DIMS(M)); break;
+#define FLEX_IN(M) case M: ok = fd_inward(m, d, k, tau, diag, FLEX_DIMS(M)); break;
         FLEX_UNROLLED(FLEX_IN)
 #undef FLEX_IN
-        default: ok = fd_inward(m, d, k, tau, dims_of(m, k));
+        default: ok = fd_inward(m, d, k, tau, diag, dims_of(m, k));
         }
         if (!ok) {
             st.kind = SOA_SINGULAR;
@@ -839,56 +849,6 @@ soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, doubl
         for (int j = 0; j < i; j++)
             Minv[i * nv + j] = Minv[j * nv + i] = 0.5 * (Minv[i * nv + j] + Minv[j * nv + i]);
     return soa_check_result(Minv, nv, nv);
-}
-
-/* Lambda^-1 = J M^-1 J* of a point set (soa_point_inertia_inverse's arguments) with flexible
- * bodies, block column by block column: a unit force at point s (its axes: R, or world-aligned)
- * enters as the body force phi(k_s, C_s) e_c, x = M^-1 J* e_c by the factored form
- * (flex_solve_one), and the bias-free smoother's alpha(k) = J_k x (body axes at the body origin,
- * the deformation's Gamma included) gives every point's acceleration phi*(C_t, k_t) alpha(k_t):
- * O(N + npt) per column, O(npt (N + npt)) in all.  cl_fext is the forces' scratch. */
-static void point_in_body(const soa_data *d, int k, const double *R, int world_axes, double *Rp)
-{
-    for (int i = 0; i < 9; i++) Rp[i] = R[i];
-    if (world_axes)                                        /* world axes: Rw(k)* in body axes */
-        for (int i = 0; i < 3; i++)
-            for (int j = 0; j < 3; j++) Rp[3 * i + j] = d->Rw[9 * k + 3 * j + i];
-}
-
-soa_status soa_flex_point_inertia_inverse(const soa_model *m, soa_data *d, const double *q,
-                                          int npt, const int *body, const double *R,
-                                          const double *l, int world_axes, double *L)
-{
-    const int ld = 6 * npt;
-    soa_status st = soa_flex_factor(m, d, q);
-    if (st.kind != SOA_OK) return st;
-    soa_world_placements(m, d);
-    for (int i = 0; i < ld * ld; i++) L[i] = 0.0;
-    for (int s = 0; s < npt; s++) {
-        const int ks = body[s];
-        if (ks < 0) continue;                               /* a world point: zero rows */
-        double Rs[9];
-        point_in_body(d, ks, R + 9 * s, world_axes, Rs);
-        for (int c = 0; c < 6; c++) {
-            double e[6] = {0, 0, 0, 0, 0, 0}, g[6] = {0, 0, 0, 0, 0, 0};
-            e[c] = 1.0;
-            add_phi(Rs, l + 3 * s, e, g);
-            for (int i = 0; i < 6 * m->nb; i++) d->cl_fext[i] = 0.0;
-            for (int i = 0; i < 6; i++) d->cl_fext[6 * ks + i] = g[i];
-            flex_solve_one(m, d, d->zerov, d->cl_fext, d->tau_j);
-            for (int t = 0; t < npt; t++) {
-                const int kt = body[t];
-                if (kt < 0) continue;
-                double Rt[9], a[6];
-                point_in_body(d, kt, R + 9 * t, world_axes, Rt);
-                apply_phi_star(Rt, l + 3 * t, d->alpha + 6 * kt, a);
-                for (int i = 0; i < 6; i++) L[(6 * t + i) * ld + 6 * s + c] = a[i];
-            }
-        }
-    }
-    for (int i = 0; i < ld; i++)                            /* exactly symmetric */
-        for (int j = 0; j < i; j++) L[i * ld + j] = L[j * ld + i] = 0.5 * (L[i * ld + j] + L[j * ld + i]);
-    return st;
 }
 
 /* ------------------------------------------------------------------ derivatives */

@@ -315,6 +315,8 @@ typedef struct {
     /* ---- operational_space.c: the Omega recursion (inertial frame; seed 000 A.3-A.5) ---- */   \
     X(os_Ups,   3, nb, 6, 6)  /* Upsilon(k) = Omega(k, k) on the paths of the points */          \
     X(os_Psi,   3, nb, 6, 6)  /* psi(c, k) for a body k carrying points, c where it has got to */ \
+    X(os_J,     2, 6, nv, 0)  /* flexible models: a point's rows J (6 x nv) ... */               \
+    X(os_X,     2, nv, 6, 0)  /* ... and M^-1 J* (nv x 6) */                                     \
     /* ---- closures.c: per-call arrays of the closure constraints (steps B-F) ---- */          \
     X(cl_R,     3, 2 * nc, 3, 3)  /* closure points (frame_a side, frame_b side) in their body:  \
                                      axes (frame_a's) ... */                                      \
@@ -588,6 +590,8 @@ void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd);
+soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                            const double *tau, int use_fext, const double *diag, double *qdd);
 soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
                          const double *qdd, int use_fext, double *tau);
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M);
@@ -603,10 +607,6 @@ void soa_flex_solve(const soa_model *m, soa_data *d, double *X, int ncols, int l
 void soa_flex_solve_forces(const soa_model *m, soa_data *d, const double *T, const double *fext,
                            double *x);
 soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
-/* Lambda^-1 = J M^-1 J* of a point set (soa_point_inertia_inverse's arguments) at theta. */
-soa_status soa_flex_point_inertia_inverse(const soa_model *m, soa_data *d, const double *q,
-                                          int npt, const int *body, const double *R,
-                                          const double *l, int world_axes, double *L);
 /* The derivatives of soa_rnea_derivatives / soa_aba_derivatives with flexible bodies. */
 soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const double *q,
                                      const double *qd, const double *qdd, int use_fext,
