@@ -432,10 +432,9 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     # contact (core/contact.c) and mimic couplings (core/mimic.c): their derivatives are not
     # formed, so no flag for either
     underived = bool(model.contact_spheres) or bool(model.mimics)
-    flags = {"directional_derivatives": native and not model.flexible and not underived
-             and not controller,
-             "me_directional_derivatives": native and not model.constraints and not model.flexible
-             and not underived and not controller}
+    flags = {"directional_derivatives": native and not underived and not controller,
+             "me_directional_derivatives": native and not model.constraints and not underived
+             and not controller}
     if fmi == 3:
         xml_root = generator_fmi3.model_description(
             table, model_name=model.name, identifier=identifier, guid=guid,

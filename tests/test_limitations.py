@@ -63,13 +63,6 @@ def test_flexible_bodies_run_the_documented_algorithms(flexible):
         assert np.all(np.isfinite(f()))
 
 
-def test_flexible_fmu_has_no_directional_derivatives():
-    with zipfile.ZipFile(build("flexible_arm.toml", runtime="native")) as z:
-        xml = z.read("modelDescription.xml").decode()
-    assert 'providesDirectionalDerivative="true"' not in xml
-    assert "providesDirectionalDerivative" in PAGE
-
-
 def test_constraint_kinds_are_two_sided_only():
     model = sf.load_model(EX / "four_bar.toml")
     kinds = ("weld", "ball", "hinge", "soft_finger")
