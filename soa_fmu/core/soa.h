@@ -315,6 +315,8 @@ typedef struct {
     /* ---- operational_space.c: the Omega recursion (inertial frame; seed 000 A.3-A.5) ---- */   \
     X(os_Ups,   3, nb, 6, 6)  /* Upsilon(k) = Omega(k, k) on the paths of the points */          \
     X(os_Psi,   3, nb, 6, 6)  /* psi(c, k) for a body k carrying points, c where it has got to */ \
+    X(os_J,     2, 6, nv, 0)  /* flexible models: a point's rows J (6 x nv) ... */               \
+    X(os_X,     2, nv, 6, 0)  /* ... and M^-1 J* (nv x 6) */                                     \
     /* ---- closures.c: per-call arrays of the closure constraints (steps B-F) ---- */          \
     X(cl_R,     3, 2 * nc, 3, 3)  /* closure points (frame_a side, frame_b side) in their body:  \
                                      axes (frame_a's) ... */                                      \
@@ -583,11 +585,13 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
  * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
- * call these when m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
+ * call these when m->nm > 0; Algorithm 2 (soa_aba_bias_free) returns SOA_UNSUPPORTED for such models. */
 void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd);
+soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                            const double *tau, int use_fext, const double *diag, double *qdd);
 soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
                          const double *qdd, int use_fext, double *tau);
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M);
