@@ -412,6 +412,13 @@ def test_an_fmu_carries_its_meshes_and_is_viewed_alone_with_its_options(tmp_path
         np.testing.assert_allclose(P[-1], sf.frame_pose(model, res["q"][-1], name)[1], atol=2e-6)
     again = scene_of(sf.animate(fmu, tmp_path / "r.csv", tmp_path / "k2.html"))   # sf.animate too
     assert again["meshes"] == sc["meshes"]
+    import xarray as xr                                    # and a soa-sweep sample (--view K)
+    qs = np.stack([res["q"], res["q"][::-1]])
+    xr.Dataset({f"q[{i + 1}]": (("sample", "time"), qs[:, :, i]) for i in range(model.nq)},
+               coords={"time": res["t"]}).to_netcdf(tmp_path / "s.nc", engine="h5netcdf")
+    sample = scene_of(cli.view_sample(fmu, tmp_path / "s.nc", 1))
+    np.testing.assert_allclose(f32(node(sample, "bodies", "hand")["position"], 3)[0],
+                               sf.frame_pose(model, res["q"][-1], "hand")[1], atol=2e-6)
     assert cli.main([str(fmu), str(tmp_path / "r.csv"), "-o", str(tmp_path / "x.html"),
                      "--floating-base"]) == 1
     assert "Kit.fmu says in its resources/fmu.json how its model is read" in capsys.readouterr().err
