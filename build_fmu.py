@@ -374,6 +374,10 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
 
     model = load_model(model_path, floating_base=floating_base, strict=strict,
                        contact_floor=contact_floor)
+    if model.nv == 0:                       # nothing moves: no state, no input; not an FMU
+        raise BuildError(f"{model_path}: the model has no moving joints, nothing to simulate"
+                         + ("" if floating_base else "; --floating-base gives its root body a "
+                            "free joint (a free-flying robot)"))
     if step is None:
         step = model.timestep or DEFAULT_STEP
     model.stops_enabled = bool(stops)
@@ -417,12 +421,13 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     tool = f"soa_fmu {soa_fmu.__version__} build_fmu.py ({tool})"
     native = runtime == "native"
     # state derivatives are exact for trees only (docs/fmu.md): ME's flag is false with constraints
-    # contact (core/contact.c): its forces' derivatives are not formed, so no flag for either
-    contact = bool(model.contact_spheres)
-    flags = {"directional_derivatives": native and not model.flexible and not contact
+    # contact (core/contact.c) and mimic couplings (core/mimic.c): their derivatives are not
+    # formed, so no flag for either
+    underived = bool(model.contact_spheres) or bool(model.mimics)
+    flags = {"directional_derivatives": native and not model.flexible and not underived
              and not controller,
              "me_directional_derivatives": native and not model.constraints and not model.flexible
-             and not contact and not controller}
+             and not underived and not controller}
     if fmi == 3:
         xml_root = generator_fmi3.model_description(
             table, model_name=model.name, identifier=identifier, guid=guid,

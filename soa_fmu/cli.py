@@ -84,6 +84,10 @@ def describe(model: Model) -> str:
                 if f.node is None else
                 f"  {f.name} on node {f.node} of {model.bodies[model.bodies[f.body].parent].name} "
                 f"at {_vec(model.bodies[f.body].translation)}" for f in model.frames.values()]
+    if model.mimics:
+        out += ["", "mimic couplings (enforced; q = k q_driver + c):"]
+        out += [f"  {m.joint} = {_num(m.multiplier)} {m.driver} + {_num(m.offset)}"
+                for m in model.mimics]
     if model.constraints:
         out += ["", "constraints:"]
         out += [f"  {c.name}: {c.kind} ({c.size} rows) {c.frame_a} -> {c.frame_b}"

@@ -107,6 +107,17 @@ class Constraint:
         return CONSTRAINT_KINDS[self.kind]
 
 
+@dataclass
+class Mimic:
+    """A URDF ``<mimic>`` coupling of two 1-dof joints, q_joint = multiplier · q_driver + offset,
+    enforced as a holonomic constraint by the simulator and the FMUs (core/mimic.c)."""
+
+    joint: str
+    driver: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
 def _vec3(x, what: str) -> np.ndarray:
     a = np.asarray(x, dtype=float)
     if a.shape != (3,) or not np.all(np.isfinite(a)):
@@ -151,6 +162,7 @@ class Model:
         self.bodies: list[Body] = []
         self.frames: dict[str, Frame] = {}
         self.constraints: list[Constraint] = []
+        self.mimics: list[Mimic] = []      # add_mimic: q_joint = k q_driver + c (core/mimic.c)
         self.initial_q: np.ndarray | None = None
         self.initial_qd: np.ndarray | None = None
         self.source: str | None = None
@@ -354,6 +366,40 @@ class Model:
         self.constraints.append(c)
         self._invalidate()                         # the engine's model holds the constraints
         return c
+
+    def add_mimic(self, joint: str, driver: str, multiplier: float = 1.0,
+                  offset: float = 0.0) -> Mimic:
+        """Couple the 1-dof (revolute or prismatic) ``joint`` to ``driver``: q_joint =
+        multiplier · q_driver + offset (a URDF ``<mimic>``), enforced by the Simulator and the
+        FMUs as a holonomic constraint (``core/mimic.c``); its torque acts on the driver.  A driver
+        that itself mimics a third joint is resolved to that joint (the couplings compose)."""
+        by_name = {b.joint_name: b for b in self.bodies}
+        for role, name in (("joint", joint), ("driver", driver)):
+            b = by_name.get(name)
+            if b is None:
+                raise ModelError(f"mimic joint {joint!r}: unknown {role} {name!r}")
+            if b.joint.code not in (J.REVOLUTE, J.PRISMATIC):
+                raise ModelError(f"mimic joint {joint!r}: {role} {name!r} is a {b.joint.type_name} "
+                                 "joint; a mimic couples two revolute or prismatic joints")
+        k, c = float(multiplier), float(offset)
+        if not (math.isfinite(k) and math.isfinite(c)):
+            raise ModelError(f"mimic joint {joint!r}: multiplier and offset must be finite, got "
+                             f"{multiplier!r}, {offset!r}")
+        if joint == driver or any(m.joint == joint for m in self.mimics):
+            raise ModelError(f"mimic joint {joint!r}: it {'mimics itself' if joint == driver else 'already mimics a joint'}")
+        first = next((m for m in self.mimics if m.joint == driver), None)
+        if first is not None:                  # q_d = k1 q_j1 + c1: compose
+            if first.driver == joint:
+                raise ModelError(f"mimic joints {joint!r} and {driver!r} mimic each other")
+            driver, k, c = first.driver, k * first.multiplier, k * first.offset + c
+        mimic = Mimic(joint, driver, k, c)
+        for i, m in enumerate(self.mimics):    # those mimicking this joint follow its driver
+            if m.driver == joint:
+                self.mimics[i] = Mimic(m.joint, driver, m.multiplier * k,
+                                       m.multiplier * c + m.offset)
+        self.mimics.append(mimic)
+        self._invalidate()
+        return mimic
 
     # ------------------------------------------------------------------ contact (soa_fmu/contact.py)
     @property
@@ -725,6 +771,10 @@ class Model:
         if nm and nc:
             raise ModelError(f"model {self.name!r}: closure constraints on a model with flexible "
                              "bodies are not supported")
+        if self.mimics and (nm or nc):
+            raise ModelError(f"model {self.name!r}: mimic joints on a model with "
+                             f"{'flexible bodies' if nm else 'closure constraints'} are not "
+                             "supported")
         nsph, npln = len(self.contact_spheres), len(self.contact_planes)
         if nsph and (nm or nc):
             raise ModelError(f"model {self.name!r}: contact on a model with "
@@ -764,6 +814,11 @@ class Model:
         v["stop_on"][:] = (~np.isnan(lo)) * 1 + (~np.isnan(hi)) * 2
         v["stop_lo"][:], v["stop_hi"][:] = np.nan_to_num(lo), np.nan_to_num(hi)
         v["stops"][0] = int(self._stops_enabled)
+        joints = {b.joint_name: b for b in self.bodies}       # mimic.c: the couplings
+        for mim in self.mimics:
+            i = joints[mim.joint].v_index
+            v["mim_drv"][i] = 1 + joints[mim.driver].v_index
+            v["mim_k"][i], v["mim_c"][i] = mim.multiplier, mim.offset
         # ---- closures.c: the constraints (rows A derived by finish) ----
         kinds = list(CONSTRAINT_KINDS)
         for j, c in enumerate(self.constraints):

@@ -476,7 +476,7 @@ PyMODINIT_FUNC PyInit__core(void)
         {"UNSUPPORTED", SOA_UNSUPPORTED}, {"BAD_JOINT", SOA_BAD_JOINT},
         {"IMPLICIT_UNSUPPORTED", SOA_IMPLICIT_UNSUPPORTED},
         {"TOO_MANY_SUBSTEPS", SOA_TOO_MANY_SUBSTEPS}, {"MAX_SUBSTEPS", SOA_MAX_SUBSTEPS},
-        {"BAD_CONTACT", SOA_BAD_CONTACT}};
+        {"BAD_CONTACT", SOA_BAD_CONTACT}, {"BAD_MIMIC", SOA_BAD_MIMIC}};
     for (size_t i = 0; i < sizeof constants / sizeof *constants; i++)
         if (PyModule_AddIntConstant(mod, constants[i].name, constants[i].value) < 0) goto fail;
     if (PyModule_AddObject(mod, "MIN_MAX_STEP", PyFloat_FromDouble(SOA_MIN_MAX_STEP)) < 0)

@@ -11,8 +11,8 @@
 #include "soa.h"
 
 /* beta-dot of the tree (seed 001 Algorithm 3 in the inertial frame) with the held inputs of a
- * soa_tree_inputs, the joints' dissipation (soa_joint_forces) and the contact forces (contact.c);
- * time-invariant.  At the state
+ * soa_tree_inputs, the joints' dissipation (soa_joint_forces), the contact forces (contact.c) and
+ * the mimic couplings (mimic.c); time-invariant.  At the state
  * whose factors the data holds (q_factored, qd_factored: the reported beta-dot of the last step is
  * the first stage of the next) only the filter and smoother run; the result is the same to the
  * bit. */
@@ -29,6 +29,7 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
         && memcmp(qd, in->qd_factored, sizeof(double) * m->nv) == 0) {
         in->q_factored = in->qd_factored = NULL;          /* once: the stages move on */
         soa_tree_acceleration_refilter(m, in->d, tau, use, qdd);
+        soa_mimic_couple(m, in->d, qdd);                  /* mimic.c (no-op without) */
         return st;
     }
     in->q_factored = in->qd_factored = NULL;
@@ -36,6 +37,8 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
     if (k >= 0) {
         st.kind = SOA_SINGULAR;
         st.index = k;
+    } else {
+        soa_mimic_couple(m, in->d, qdd);
     }
     return st;
 }
@@ -194,6 +197,7 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
             return step > 0 ? soa_diverged(m, d, q, qd, st) : st;   /* D was fine at the start */
         }
         if (m->nsph) soa_contact_implicit(m, d, h, qdd);    /* contact.c */
+        soa_mimic_couple(m, d, qdd);          /* mimic.c: the coupled solve of the same matrix */
         for (int i = 0; i < m->nv; i++) {
             qd[i] += h * qdd[i];
             d->dv[i] = h * qd[i];

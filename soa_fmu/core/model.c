@@ -446,6 +446,8 @@ soa_status soa_model_finish(soa_model *m)
         if (!(m->armature[i] >= 0.0 && m->armature[i] < HUGE_VAL)) return st;
         if (m->stop_qi[i] < 0 && m->stop_on[i]) return st;
     }
+    st = soa_mimic_finish(m);                         /* mimic.c: the couplings */
+    if (st.kind != SOA_OK) return st;
     for (int k = 0; k < nb; k++) {
         m->vend[k] = m->v0[k] + body_dofs(m, k);
         spatial_inertia(m->mass[k], m->com + 3 * k, m->Jc + 9 * k, m->inertia + 36 * k);

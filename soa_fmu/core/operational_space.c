@@ -271,13 +271,19 @@ soa_status soa_operational_space_inverse(const soa_model *m, soa_data *d, const 
 soa_status soa_correction_accelerations(const soa_model *m, soa_data *d, const double *q,
                                         const double *fext, double *dqdd)
 {
-    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = {SOA_BAD_FEXT, 0};
     for (int k = 0; k < m->nb; k++)
         if (soa_first_nonfinite(fext + 6 * k, 6) >= 0) {
             st.index = k;
             return st;
         }
+    if (m->nm) {                                    /* flexible.c: the same factored form */
+        st = soa_check_configuration(m, q);
+        if (st.kind == SOA_OK) st = soa_flex_factor(m, d, q);
+        for (int i = 0; i < m->nv && st.kind == SOA_OK; i++) d->zerov[i] = 0.0;
+        if (st.kind == SOA_OK) soa_flex_solve_forces(m, d, d->zerov, fext, dqdd);
+        return st;
+    }
     st = articulated_factors(m, d, q);
     if (st.kind != SOA_OK) return st;
     soa_correction_sweep(m, d, fext, dqdd);

@@ -73,6 +73,10 @@ typedef enum {
     SOA_BAD_CONTACT,    /* a contact constant is out of its domain; index: SOA_CONTACT_ROWS * e + c,
                            e = 0 the model's law, 1 + s sphere s, 1 + nsph + j plane j,
                            1 + nsph + npln + p sphere pair p; c the constant (SOA_CT_*) */
+    /* ---- mimic.c ---- */
+    SOA_BAD_MIMIC,      /* the mimic coupling of velocity dof index: its driver is not another,
+                           independent 1-dof revolute / prismatic dof, or the multiplier or offset
+                           is not finite; index nv: mimic couplings on a model with flexible bodies */
     SOA_NSTATUS
 } soa_kind;
 
@@ -150,6 +154,9 @@ typedef struct {
     X(stop_on, 1, nv, 0, 0)   /* per velocity dof: 1 lower stop, 2 upper, 3 both, 0 none (only \
                                  revolute / prismatic dofs) */                                   \
     X(stop_qi, 1, nv, 0, 0)   /* the dof's configuration index (derived by soa_model_finish) */ \
+    /* ---- mimic.c: URDF <mimic> couplings q_m = k q_j + c between 1-dof joints ---- */        \
+    X(mim_drv, 1, nv, 0, 0)   /* per velocity dof m: 1 + the driving dof j it mimics, 0: none */ \
+    X(mim_dof, 1, nv, 0, 0)   /* the mimicking dofs, first nmim (soa_model_finish) */           \
     X(stops,   1, 1, 0, 0)    /* 1: the joint stops act (the switch stops_enabled) */          \
     /* ---- flexible.c: flexible bodies (seed 000 sec. 4); sized 0 when every body is rigid ---- */ \
     X(nmod,    1, nbf, 0, 0)  /* modal coordinates eta(k) of body k, in q and qd right after its \
@@ -220,6 +227,8 @@ typedef struct {
     X(stop_hi,  1, nv, 0, 0)                                                                     \
     X(stop_k,   1, nv, 0, 0)  /* stop stiffness k (N.m/rad or N/m) */                           \
     X(stop_b,   1, nv, 0, 0)  /* stop damping b (N.m.s/rad or N.s/m) */                         \
+    X(mim_k,    1, nv, 0, 0)  /* mimic multiplier k of dof m (where mim_drv[m] > 0) */          \
+    X(mim_c,    1, nv, 0, 0)  /* ... and offset c (rad or m) */                                 \
     /* ---- closures.c: placements of the constraint frames, rows A (seed 000 eq. 2.16) ---- */ \
     X(cn_Ra,   3, nc, 3, 3)   /* frame_a in its body (x_body = Ra x_frame) */                   \
     X(cn_pa,   2, nc, 3, 0)   /* frame_a origin in its body */                                   \
@@ -344,6 +353,7 @@ typedef struct {
     X(cor_u,   2, nv, 6, 0)   /* Coriolis: u(a) = s(a) x~ V_I(A), A the body of a */             \
     X(cor_X,   2, nv, 6, 0)   /* Coriolis: C(a, b) = s(a) . X(b), a above b */                   \
     X(cor_Y,   2, nv, 6, 0)   /* Coriolis: C(b, a) = s(a) . Y(b) - F(b) . u(a) */                \
+    X(cor_fl,  2, 4, nv, 0)   /* flexible models' connection: velocity, two biases, a bracket */ \
     X(lin_s,   2, 6, nv, 0)   /* derivatives, component-major (6 x nv): s(i) = H*_I */           \
     X(lin_u,   2, 6, nv, 0)   /* ... u(i) = s(i) x~ V_I(parent) */                               \
     X(lin_y,   2, 6, nv, 0)   /* ... y(i) = s x~ alpha_I(parent) - u x~ V_I(parent) */           \
@@ -393,7 +403,11 @@ typedef struct {
                                  Z and Y of the 2 nimp points, N (nv x 3 nimp): contact.c */    \
     X(ci_A,     2, 3 * nimp, 3 * nimp, 0)   /* I + h B Lambda_rel^-1, then its LU factors */     \
     X(ci_y,     1, 3 * nimp, 0, 0) /* C (J beta-dot + Lambda^-1 u), then z, then g = u - z */   \
-    X(ci_dqdd,  1, nv, 0, 0)     /* M^-1 J* g */
+    X(ci_dqdd,  1, nv, 0, 0)     /* M^-1 J* g */                                             \
+    /* ---- mimic.c: the coupling rows G (nmim of them, at most nv) ---- */                     \
+    X(mim_Y,    2, nv, nv, 0)    /* Y = M^-1 G* (nv x nmim, row stride nmim) */                  \
+    X(mim_S,    2, nv, nv, 0)    /* G M^-1 G* (nmim x nmim), then its Cholesky factor */         \
+    X(mim_l,    1, nv, 0, 0)     /* the coupling forces lambda */
 
 /* Integer per-call arrays (same X(name, ndim, d0, d1, d2) form). */
 #define SOA_DATA_INTS(X)                                                                      \
@@ -428,6 +442,7 @@ typedef struct soa_model {
     int stopped;            /* some joint stop exists and stops[0] is on (soa_model_finish) */
     int nmov, nfix;         /* moving bodies (order), moving bodies of fixr */
     int nquat;              /* bodies of quatb */
+    int nmim;               /* mimicking dofs (mim_dof; soa_model_finish) */
     int qlinear;            /* no quaternion or planar joint: theta-dot = beta, theta (+) dv =
                              * theta + dv, coordinate by coordinate (soa_model_finish) */
     void *buffer;           /* the one allocation behind every array above */
@@ -567,8 +582,8 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
- * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics and the integrators call these when
- * m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
+ * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
+ * call these when m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
 void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
@@ -576,8 +591,25 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
 soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
                          const double *qdd, int use_fext, double *tau);
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M);
+void soa_flex_mass_apply(const soa_model *m, soa_data *d, const double *q, const double *x,
+                         double *y);
+void soa_flex_bias(const soa_model *m, soa_data *d, const double *q, const double *x, double *tau);
 soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, const double *qd,
                            double *kinetic, double *potential);
+/* M^-1 in factored form: the factors of theta (soa_flex_factor), then X <- M^-1 X column by
+ * column, or x = M^-1 (T + J* f_ext) (fext: body forces, NULL: none), O(N) each. */
+soa_status soa_flex_factor(const soa_model *m, soa_data *d, const double *q);
+void soa_flex_solve(const soa_model *m, soa_data *d, double *X, int ncols, int ld);
+void soa_flex_solve_forces(const soa_model *m, soa_data *d, const double *T, const double *fext,
+                           double *x);
+soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
+/* The derivatives of soa_rnea_derivatives / soa_aba_derivatives with flexible bodies. */
+soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const double *q,
+                                     const double *qd, const double *qdd, int use_fext,
+                                     double *dq, double *dv, int ld);
+soa_status soa_flex_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
+                                    const double *qd, const double *tau, int use_fext, double *ddq,
+                                    double *ddv, int ld, double *Minv);
 soa_status soa_flex_unsupported(const soa_model *m);   /* SOA_OK for rigid models */
 
 /* ------------------------------------------------------------------ dissipation.c */
@@ -651,6 +683,14 @@ extern long soa_sweep_counts[2];
 #define SOA_COUNT_SWEEP(i) (soa_sweep_counts[i]++)
 #else
 #define SOA_COUNT_SWEEP(i) ((void)0)
+/* ------------------------------------------------------------------ mimic.c */
+/* URDF <mimic> couplings q_m = k q_j + c (mim_drv, mim_k, mim_c): holonomic joint-space rows
+ * G = e_m* - k e_j* enforced on beta-dot after any inertial-frame forward dynamics whose factors
+ * the data holds (soa_tree_accel, soa_implicit, the FMU's outputs); a no-op without couplings. */
+soa_status soa_mimic_finish(soa_model *m);
+void soa_mimic_couple(const soa_model *m, soa_data *d, double *qdd);
+void soa_mimic_project(const soa_model *m, double *q, double *qd);
+
 #endif
 
 /* nsub fixed steps of size h from time t, (q, qd) in place; qdd <- beta-dot at the end. */
@@ -783,5 +823,13 @@ soa_status soa_closure_solve(const soa_model *m, soa_data *d, const int *active)
 soa_status soa_relative_pose(const soa_model *m, soa_data *d, const double *q, int j, double *T);
 soa_status soa_advance_anchor(const soa_model *m, int j, const double *T0, const double *u,
                               double dt, double *T);
+
+/* ------------------------------------------------------------------ mimic.c */
+/* URDF <mimic> couplings q_m = k q_j + c (mim_drv, mim_k, mim_c): holonomic joint-space rows
+ * G = e_m* - k e_j* enforced on beta-dot after any inertial-frame forward dynamics whose factors
+ * the data holds (soa_tree_accel, soa_implicit, the FMU's outputs); a no-op without couplings. */
+soa_status soa_mimic_finish(soa_model *m);
+void soa_mimic_couple(const soa_model *m, soa_data *d, double *qdd);
+void soa_mimic_project(const soa_model *m, double *q, double *qd);
 
 #endif

@@ -149,6 +149,14 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
                  "(with max_step below the explicit bound, see docs/joints.md)",
                  i == 0 ? "flexible bodies" : "closure constraints");
         break;
+    case SOA_BAD_MIMIC:
+        if (i >= nv)
+            snprintf(buf, n, "mimic couplings on a model with flexible bodies are not supported");
+        else
+            snprintf(buf, n, "the mimic coupling of dof %d (%s): its driver must be another 1-dof "
+                     "revolute or prismatic joint that mimics nothing, with a finite multiplier "
+                     "and offset", i + 1, name(nm, SOA_NAME_VELOCITY, i, nv));
+        break;
     case SOA_BAD_CONTACT: {   /* contact.c: element e (0: the model's law), constant c */
         static const char *const what[SOA_CONTACT_ROWS] = {
             "stiffness must be finite and \xe2\x89\xa5 0", "exponent must be finite and > 0",

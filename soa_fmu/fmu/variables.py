@@ -713,6 +713,10 @@ def controller_problem(model: Model) -> str | None:
     if model.constraints:
         return (f"the model has closure constraints ({model.constraints[0].name!r}, ...): the "
                 "controller inverts the tree's dynamics and needs a tree")
+    mimics = model.mimics
+    if mimics:
+        return (f"joint {mimics[0].joint!r} mimics {mimics[0].driver!r}: the controller inverts "
+                "the tree's dynamics without couplings (a mimic joint is not actuated on its own)")
     return None
 
 

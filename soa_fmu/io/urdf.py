@@ -4,15 +4,17 @@ Read: ``<link>`` ``<inertial>`` (mass, origin xyz/rpy, full inertia tensor about
 the inertial rpy rotates the tensor into the link frame, J = R J' Rᵀ), ``<joint>`` of type revolute,
 continuous (a revolute joint, one coordinate), prismatic, fixed, floating (free joint) and planar
 (``axis`` = plane normal), its ``origin`` (xyz, rpy) and ``axis`` (default 1 0 0).  ``<limit>``,
-``<dynamics>`` and ``<safety_controller>`` are kept as metadata in ``Body.limits``.  A ``mimic`` joint
-is read as an independent joint with a :class:`~soa_fmu.io.checks.ModelWarning`.  Geometry, materials,
-transmissions and simulator tags carry no dynamics and are ignored.
+``<dynamics>`` and ``<safety_controller>`` are kept as metadata in ``Body.limits``.  A ``<mimic joint
+multiplier offset>`` becomes a coupling q = k q_driver + c of the model (``Model.add_mimic``), enforced
+by the simulator and the FMUs.  Geometry, materials, transmissions and simulator tags carry no
+dynamics and are ignored.
 
 ``strict=False`` reads a link whose inertia fails only the physical checks (not positive
 semi-definite, or principal moments breaking the triangle inequality; several published robot files
 have such links) with one :class:`~soa_fmu.io.checks.ModelWarning` per link naming file, line, link and
-problem; the body is added with ``Model.add_body(..., physical=False)``.  Every other problem is still
-an error.
+problem; the body is added with ``Model.add_body(..., physical=False)``.  It also locks (reads as
+fixed) the joints that move only massless links, with one warning naming them.  Every other problem
+is still an error.
 
 Bodies are named by their links, joints by their URDF names.  The root link hangs from world by a
 fixed joint, or by a free joint ``root_joint`` when ``floating_base=True``.  **Joint order** (hence the
@@ -38,8 +40,8 @@ from lxml import etree
 from .. import joints as J
 from ..model import WORLD, Model, ModelError
 from ..spatial import rpy_to_matrix
-from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
-                     parents_first, read_bounded, singular_joint)
+from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, degenerate_axes, finite_numbers,
+                     inertia_problem, parents_first, read_bounded, singular_joint)
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 LIMIT_ATTRIBUTES = {"limit": ("lower", "upper", "velocity", "effort"),
@@ -99,6 +101,8 @@ class UrdfRobot:
     root: str
     links: dict[str, UrdfLink]
     joints: list[UrdfJoint]
+    locked: list[UrdfJoint] = field(default_factory=list)  # strict=False: massless, read as fixed
+    unmimicked: list[UrdfJoint] = field(default_factory=list)  # strict=False: <mimic> of no joint
 
 
 class _Located:
@@ -268,15 +272,15 @@ def parse_urdf(path: str | os.PathLike, strict: bool = True) -> UrdfRobot:
     root = _parse_xml(path, read_bounded(path))
     if root.tag != "robot":
         raise loc.error(root, "the root element must be <robot>")
-    name = loc.attr(root, "name")
     links: dict[str, UrdfLink] = {}
     for el in root.iterchildren("link"):
         link = _parse_link(loc, el, strict)
         if link.name in links:
             raise loc.error(el, f"duplicate link name (first defined on line {links[link.name].line})")
         links[link.name] = link
-    if not links:
-        raise loc.error(root, "no <link> elements")
+    if not links:                  # (e.g. ur3.urdf of example-robot-data: an empty <robot>)
+        raise loc.error(root, "no <link> elements: an empty robot")
+    name = loc.attr(root, "name")
     joints: list[UrdfJoint] = []
     seen: dict[str, UrdfJoint] = {}
     parent_joint: dict[str, UrdfJoint] = {}
@@ -301,8 +305,47 @@ def parse_urdf(path: str | os.PathLike, strict: bool = True) -> UrdfRobot:
     ordered = parents_first(joints, lambda j: j.parent, lambda j: (j.child,), roots)
     if len(ordered) < len(joints):
         raise _cycle_error(path, joints, parent_joint, {j.name for j in ordered})
-    _warn_mimic(path, ordered)
-    return UrdfRobot(path, name, roots[0], links, ordered)
+    robot = UrdfRobot(path, name, roots[0], links, ordered)
+    by_name = {j.name: j for j in ordered}
+    for j in ordered:
+        driver = j.limits.get("mimic", {}).get("joint")
+        if driver is not None and driver not in by_name:
+            if strict:
+                raise ModelError(f"{path}:{j.line}: joint {j.name!r} <mimic>: unknown joint "
+                                 f"{driver!r}; strict=False reads the joint as an independent one")
+            robot.unmimicked.append(j)
+    if not strict:
+        _lock_massless(robot)
+    return robot
+
+
+def _lock_massless(robot: UrdfRobot) -> None:
+    """strict=False: read as fixed every moving joint whose child subtree has no mass (its D would
+    be singular), and a mimic joint whose driver is so locked (fixed at its offset)."""
+    mass = {name: link.mass for name, link in robot.links.items()}
+    for j in reversed(robot.joints):                    # children after parents: sum inward
+        mass[j.parent] += mass[j.child]
+    moving = [j for j in robot.joints if j.type != "fixed"]
+    locked = {j.name for j in moving if mass[j.child] <= 0.0}
+    for j in moving:
+        driver = j.limits.get("mimic", {}).get("joint")
+        if driver in locked and j.name not in locked:
+            locked.add(j.name)
+            c = j.limits["mimic"]["offset"]           # q = k 0 + c: the joint frame at c
+            if j.type in ("revolute", "continuous"):
+                j.rotation = j.rotation @ _axis_rotation(j.axis, c)
+            elif j.type == "prismatic":
+                j.translation = j.translation + j.rotation @ (j.axis * c / np.linalg.norm(j.axis))
+    for j in moving:
+        if j.name in locked:
+            j.type = "fixed"
+            robot.locked.append(j)
+
+
+def _axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    n = axis / np.linalg.norm(axis)
+    K = np.array([[0.0, -n[2], n[1]], [n[2], 0.0, -n[0]], [-n[1], n[0], 0.0]])
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K @ K
 
 
 def _cycle_error(path: str, joints, parent_joint, placed: set[str]) -> ModelError:
@@ -316,22 +359,27 @@ def _cycle_error(path: str, joints, parent_joint, placed: set[str]) -> ModelErro
                       f"({' -> '.join(reversed(chain))}); a URDF must be a tree")
 
 
-def _warn_mimic(path: str, joints: list[UrdfJoint]) -> None:
-    mimics = [j for j in joints if "mimic" in j.limits]
-    if mimics:
-        listed = ", ".join(f"{j.name!r} (line {j.line}) mimics {j.limits['mimic']['joint']!r}"
-                           for j in mimics[:4])
-        more = f" and {len(mimics) - 4} more" if len(mimics) > 4 else ""
-        warnings.warn(f"{path}: mimic joints are read as independent joints (the coupling is not "
-                      f"enforced): {listed}{more}", ModelWarning, stacklevel=2)
-
-
 def warn_unphysical(robot: UrdfRobot, context: str = "") -> None:
-    """One ModelWarning per link read with a non-physical inertia (``strict=False``); ``context``
-    (e.g. the including native file and element) prefixes the message."""
+    """One ModelWarning per link read with a non-physical inertia (``strict=False``), and one
+    naming the joints locked for moving only massless links; ``context`` (e.g. the including native
+    file and element) prefixes the message."""
     for link in robot.links.values():
         if link.unphysical:
             warnings.warn(f"{context}{link.unphysical}{LENIENT_NOTE}", ModelWarning, stacklevel=2)
+    if robot.unmimicked:
+        listed = ", ".join(f"{j.name!r} (line {j.line}) mimics {j.limits['mimic']['joint']!r}"
+                           for j in robot.unmimicked[:4])
+        more = f" and {len(robot.unmimicked) - 4} more" if len(robot.unmimicked) > 4 else ""
+        warnings.warn(f"{context}{robot.path}: <mimic> of an unknown joint, read as an independent "
+                      f"joint (accepted with strict=False): {listed}{more}", ModelWarning,
+                      stacklevel=2)
+    if robot.locked:
+        listed = ", ".join(f"{j.name!r} (line {j.line})" for j in robot.locked[:4])
+        more = f" and {len(robot.locked) - 4} more" if len(robot.locked) > 4 else ""
+        warnings.warn(f"{context}{robot.path}: {len(robot.locked)} joint"
+                      f"{'s' if len(robot.locked) > 1 else ''} moving only massless links locked "
+                      f"(read as fixed; accepted with strict=False): {listed}{more}", ModelWarning,
+                      stacklevel=2)
 
 
 # ---------------------------------------------------------------- Model building
@@ -385,6 +433,16 @@ def add_urdf(model: Model, robot: UrdfRobot, *, prefix: str = "", parent: str = 
         at, R, t = placed.get(j.parent, (prefix + j.parent, np.eye(3), np.zeros(3)))
         add(robot.links[j.child], _joint(j), prefix + j.name, at, R @ j.rotation, t + R @ j.translation,
             j.limits, j.line)
+    skip = {j.name for j in robot.locked + robot.unmimicked}
+    for j in robot.joints:                   # <mimic>: q = k q_driver + c (core/mimic.c)
+        mimic = j.limits.get("mimic")
+        if mimic is None or j.type == "fixed" or j.name in skip:
+            continue
+        try:
+            model.add_mimic(prefix + j.name, prefix + mimic["joint"], mimic["multiplier"],
+                            mimic["offset"])
+        except ValueError as e:
+            raise ModelError(f"{robot.path}:{j.line}: {e}") from None
     for link in robot.links.values() if contact_spheres or contact_geometry else ():
         cols = [c for c in link.collisions if contact_geometry or c.shape == "sphere"]
         if link.name == WORLD and robot.root == WORLD:
@@ -437,6 +495,9 @@ def load_urdf(path: str | os.PathLike, floating_base: bool = False, strict: bool
     if contact_floor is not None:
         model.add_contact_plane("floor", (0.0, 0.0, float(contact_floor)))
     bad = singular_joint(model)
+    if bad is not None and "massless" in bad[1]:
+        bad = bad[0], f"{bad[1]}; strict=False locks such joints (reads them as fixed)"
+    bad = bad or degenerate_axes(model, strict)
     if bad is not None:
         b = model.bodies[bad[0]]
         line = next((j.line for j in robot.joints if j.name == b.joint_name), robot.links[b.name].line)

@@ -7,6 +7,7 @@ MODEL: a model file (URDF, native TOML, or whatever ``sf.load_model`` reads) or 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import tempfile
 import warnings
@@ -14,28 +15,36 @@ import zipfile
 from pathlib import Path
 
 from ..io import load_model
+from ..io.checks import for_cli
 from ..model import Model
 
 
 def model_from_fmu(path: Path, tmp: str) -> Model:
-    """The model file inside an FMU's ``resources/model/`` (with its includes), loaded."""
+    """The model file inside an FMU's ``resources/model/`` (with its includes), loaded as the build
+    read it (``resources/fmu.json``: ``floating_base``, ``strict``)."""
     try:
         with zipfile.ZipFile(path) as z:
             names = [n for n in z.namelist() if n.startswith("resources/model/") and not n.endswith("/")]
             z.extractall(tmp, names)
-    except zipfile.BadZipFile:
-        raise ValueError(f"{path}: not an FMU (not a zip archive)") from None
+            cfg = json.loads(z.read("resources/fmu.json")) if "resources/fmu.json" in z.namelist() else {}
+    except (zipfile.BadZipFile, ValueError):
+        raise ValueError(f"{path}: not an FMU built by soa-build-fmu (not a zip archive, or a "
+                         "broken resources/fmu.json)") from None
     top = sorted((n for n in names if n.count("/") == 2), key=lambda n: (not n.endswith(".toml"), n))
     if not top:
         raise ValueError(f"{path}: no model file under resources/model/ (not built by soa-build-fmu?)")
-    return load_model(Path(tmp) / top[0])
+    with warnings.catch_warnings():               # (the build reported them)
+        warnings.simplefilter("ignore")
+        return load_model(Path(tmp) / top[0], floating_base=bool(cfg.get("floating_base")),
+                          strict=bool(cfg.get("strict", True)))
 
 
-def load_any_model(path: str | Path, tmp: str, floating_base: bool = False) -> Model:
+def load_any_model(path: str | Path, tmp: str, floating_base: bool = False,
+                   strict: bool = True) -> Model:
     path = Path(path)
     if path.suffix.lower() == ".fmu":
         return model_from_fmu(path, tmp)
-    return load_model(path, floating_base=floating_base)
+    return load_model(path, floating_base=floating_base, strict=strict)
 
 
 def view_sample(fmu, result, sample: int, out=None) -> Path:
@@ -63,6 +72,9 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--out", required=True, help="the HTML file to write")
     ap.add_argument("--sample", type=int, default=None, help="sample K of a soa-sweep result")
     ap.add_argument("--floating-base", action="store_true", help="URDF: a free-flyer root joint")
+    ap.add_argument("--lenient", action="store_true", help="read the model file as soa-build-fmu "
+                    "--lenient does (non-physical inertias, massless joints locked, armature on "
+                    "degenerate axes; a warning each)")
     ap.add_argument("--fps", type=float, default=30.0, help="keyframes kept per second of result "
                     "(the rest interpolated; default %(default)g)")
     args = ap.parse_args(argv)
@@ -74,12 +86,12 @@ def main(argv=None) -> int:
         from .scene import animate
         with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = load_any_model(args.model, tmp, args.floating_base)
+            model = load_any_model(args.model, tmp, args.floating_base, not args.lenient)
             out = animate(model, args.result, args.out, sample=args.sample, max_fps=args.fps)
         for w in caught:
-            print(f"soa-view: warning: {w.message}", file=sys.stderr)
+            print(f"soa-view: warning: {for_cli(' '.join(str(w.message).split()))}", file=sys.stderr)
     except Exception as e:     # noqa: BLE001 — one readable line, exit 1
-        msg = " ".join(str(e).split()) or type(e).__name__
+        msg = for_cli(" ".join(str(e).split()) or type(e).__name__)
         print(f"soa-view: error: {msg}", file=sys.stderr)
         return 1
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")
