@@ -21,7 +21,7 @@ from ..model import Model
 
 def model_from_fmu(path: Path, tmp: str) -> Model:
     """The model file inside an FMU's ``resources/model/`` (with its includes), loaded as the build
-    read it (``resources/fmu.json``: ``floating_base``, ``strict``)."""
+    read it (``resources/fmu.json``: ``floating_base``, ``strict``, ``contact_floor``)."""
     try:
         with zipfile.ZipFile(path) as z:
             names = [n for n in z.namelist() if n.startswith("resources/model/") and not n.endswith("/")]
@@ -36,15 +36,16 @@ def model_from_fmu(path: Path, tmp: str) -> Model:
     with warnings.catch_warnings():               # (the build reported them)
         warnings.simplefilter("ignore")
         return load_model(Path(tmp) / top[0], floating_base=bool(cfg.get("floating_base")),
-                          strict=bool(cfg.get("strict", True)))
+                          strict=bool(cfg.get("strict", True)),
+                          contact_floor=cfg.get("contact_floor"))
 
 
 def load_any_model(path: str | Path, tmp: str, floating_base: bool = False,
-                   strict: bool = True) -> Model:
+                   strict: bool = True, contact_floor: float | None = None) -> Model:
     path = Path(path)
     if path.suffix.lower() == ".fmu":
         return model_from_fmu(path, tmp)
-    return load_model(path, floating_base=floating_base, strict=strict)
+    return load_model(path, floating_base=floating_base, strict=strict, contact_floor=contact_floor)
 
 
 def view_sample(fmu, result, sample: int, out=None) -> Path:
@@ -72,6 +73,9 @@ def main(argv=None) -> int:
     ap.add_argument("-o", "--out", required=True, help="the HTML file to write")
     ap.add_argument("--sample", type=int, default=None, help="sample K of a soa-sweep result")
     ap.add_argument("--floating-base", action="store_true", help="URDF: a free-flyer root joint")
+    ap.add_argument("--contact-floor", type=float, default=None, metavar="HEIGHT",
+                    help="URDF: its <collision> geometry as contact geometry (drawn) on a floor at "
+                    "this height (docs/contact.md)")
     ap.add_argument("--lenient", action="store_true", help="read the model file as soa-build-fmu "
                     "--lenient does (non-physical inertias, massless joints locked, armature on "
                     "degenerate axes; a warning each)")
@@ -86,7 +90,8 @@ def main(argv=None) -> int:
         from .scene import animate
         with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = load_any_model(args.model, tmp, args.floating_base, not args.lenient)
+            model = load_any_model(args.model, tmp, args.floating_base, not args.lenient,
+                                   args.contact_floor)
             out = animate(model, args.result, args.out, sample=args.sample, max_fps=args.fps)
         for w in caught:
             print(f"soa-view: warning: {for_cli(' '.join(str(w.message).split()))}", file=sys.stderr)
