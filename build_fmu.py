@@ -18,6 +18,8 @@ and without this checkout:
     resources/model/...             the model file (and, for a .toml file, the URDFs it includes);
                                     an MJCF file (and an MJCF include) as MuJoCo's compiled .mjb,
                                     which holds its includes and meshes
+    resources/model/visuals/*.glb   the meshes of the model's visuals as binary glTF (simplified
+                                    above 10,000 triangles), the model files pointing at them
     resources/engine/soa_fmu/       the engine this FMU was built with: Python sources, the C core's
                                     sources and its compiled extension for this platform
     resources/pythonfmu/            pythonfmu's Python part
@@ -282,6 +284,13 @@ def bundle_model(path: Path, meshes=()) -> tuple[dict[str, bytes], str]:
     return out, top
 
 
+def bundle_visuals(path: Path, files: dict[str, bytes], top: str) -> dict[str, bytes]:
+    """The bundled model files with the meshes of their visuals converted into ``visuals/`` beside
+    them, the files pointing at them (:func:`soa_fmu.view.bundle.pack_visuals`, docs/viewing.md)."""
+    from soa_fmu.view.bundle import pack_visuals
+    return pack_visuals(path, files, top)
+
+
 def bundle_meshes(out: dict[str, bytes], urdfs: list[tuple[Path, str]], meshes: set[str]) -> None:
     """Each bundled URDF's (its file, its path in the bundle) ``filename="…"`` that resolves (as
     the reader resolves it) to one of ``meshes`` points to a copy ``_meshes/<i>_<name>`` beside
@@ -385,6 +394,7 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
 
     bundled, top = bundle_model(model_path,             # the model files, as the FMU holds them
                                 [g.mesh for g in model.contact_geoms if g.mesh])
+    bundled = bundle_visuals(model_path, bundled, top)   # + their visuals' meshes, as binary glTF
     engine_dir = Path(soa_fmu.__file__).parent
     ehash = engine_hash(engine_dir)
 

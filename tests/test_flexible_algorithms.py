@@ -120,3 +120,11 @@ def test_state_space_model_matches_the_flow(case):
     Bf = np.column_stack([(xdot(x0, tau + h * e) - xdot(x0, tau - h * e)) / (2 * h) for e in np.eye(nv)])
     assert np.abs(A - Af).max() < 1e-5 * np.abs(Af).max()
     assert np.abs(B - Bf).max() < 1e-6 * np.abs(Bf).max()
+
+
+def test_configuration_difference_includes_the_modal_coordinates(case):
+    """θ₁ = θ₀ ⊕ δ ⇒ configuration_difference(θ₀, θ₁) = δ, the modal entries included (the error
+    signal of a state feedback on a flexible model, examples/flexible_lqr.py)."""
+    model, q, _, _ = case
+    delta = np.random.default_rng(3).normal(scale=0.1, size=model.nv)
+    assert np.abs(configuration_difference(model, q, plus(model, q, delta)) - delta).max() < 1e-12
