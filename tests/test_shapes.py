@@ -128,16 +128,20 @@ def test_gjk_gap_is_the_distance_of_the_hulls():
             assert -depth == pytest.approx(ref, rel=1e-6, abs=1e-9), trial
         else:
             assert depth > -1e-9
-    th = np.linspace(0, 2 * np.pi, 64, endpoint=False)
-    rim = np.array([[0.05 * math.cos(t), 0.05 * math.sin(t), s] for t in th for s in (-0.04, 0.04)])
-    box = np.array(list(itertools.product((-0.1, 0.1), (-0.05, 0.05), (-0.03, 0.03))))
-    m = two_bodies(("box", dict(half_extents=(0.1, 0.05, 0.03))),
-                   ("cylinder", dict(radius=0.05, half_length=0.04)))
+    # a box and a cylinder: the least distance from the box (closed form: |p − clamp(p)|) over a
+    # dense sampling of the cylinder's surface (caps and side, 0.1 mm apart or less)
+    e = np.array([0.1, 0.05, 0.03])
+    m = two_bodies(("box", dict(half_extents=e)), ("cylinder", dict(radius=0.05, half_length=0.04)))
     q = m.neutral_configuration()
     Rb, pb = rot((1, 1, 0), 0.7), np.array([0.1, 0.08, 0.12])
     pose(m, q, 1, Rb, pb)
-    ref = hull_distance(box, rim @ Rb.T + pb)
-    assert -pair(m, q)[0] == pytest.approx(ref, rel=2e-3)
+    th, rr, zz = np.meshgrid(np.linspace(0, 2 * np.pi, 3142), np.linspace(0, 0.05, 9),
+                             np.linspace(-0.04, 0.04, 9), indexing="ij")
+    cap = np.stack([rr * np.cos(th), rr * np.sin(th), np.sign(zz) * 0.04], -1)[:, :, [0, -1]]
+    side = np.stack([0.05 * np.cos(th), 0.05 * np.sin(th), zz], -1)[:, -1]
+    P = np.concatenate([cap.reshape(-1, 3), side.reshape(-1, 3)]) @ Rb.T + pb
+    ref = np.linalg.norm(P - np.clip(P, -e, e), axis=1).min()
+    assert -pair(m, q)[0] == pytest.approx(ref, rel=1e-3)
 
 
 def test_mpr_depth_and_box_on_box_manifold():

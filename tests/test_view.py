@@ -414,7 +414,7 @@ def test_an_fmu_carries_its_meshes_and_is_viewed_alone_with_its_options(tmp_path
     assert "gone.dae" in err and "part" not in err and "ball" not in err
     assert "Kit.fmu:resources/model/kit.urdf" in err       # warnings name the FMU, not a temp folder
     sc = scene_of(tmp_path / "k.html")
-    assert len(sc["meshes"]) == 2
+    assert len(sc["meshes"]) == 3                          # the two visuals, base's contact hull
     assert sc["camera"]["grid"]["centre"][2] == -0.5         # the FMU's contact floor
     base, arm_ = (node(sc, "bodies", n)["items"] for n in ("base", "arm"))
     assert base[0]["kind"] == "mesh" and base[0]["color"] == [1, 0, 0, 1]
