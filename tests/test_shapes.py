@@ -377,3 +377,23 @@ def test_hopper_falls_onto_the_floor_as_in_mujoco():
     assert c.point_depth.max() < 0.015
     assert c.total_force[2] > 0.9 * m.total_mass * G
     np.testing.assert_allclose(sim.q, md.qpos, rtol=0, atol=0.1)
+
+
+def test_mjcf_pair_filter_is_mujocos(tmp_path):
+    """contype/conaffinity bits, <exclude> and geoms welded to one body: the pairs that may touch
+    are MuJoCo's (the same filter decides which pairs its own collision runs)."""
+    pytest.importorskip("mujoco")
+    p = tmp_path / "f.xml"
+    p.write_text("""<mujoco><worldbody><geom name="floor" type="plane" size="1 1 .1"/>
+      <body name="a"><freejoint/><geom name="ga" type="sphere" size=".1" contype="1" conaffinity="1"/>
+        <body name="aw" pos="0 0 .3"><geom name="gw" type="box" size=".05 .05 .05"/></body></body>
+      <body name="b" pos="1 0 0"><freejoint/><geom name="gb" type="sphere" size=".1" contype="2" conaffinity="2"/></body>
+      <body name="c" pos="2 0 0"><freejoint/><geom name="gc" type="capsule" size=".1 .2"/></body>
+      <body name="d" pos="3 0 0"><freejoint/><geom name="gd" type="cylinder" size=".1 .2" contype="3" conaffinity="3"/></body>
+    </worldbody><contact><exclude body1="c" body2="d"/></contact></mujoco>""")
+    with pytest.warns(sf.ModelWarning):
+        m = sf.load_model(p)
+    names = [g.name for g in m.contact_geoms]
+    pairs = {(names[a], names[b]) for a, b in sf.contact.geom_pairs(m)}
+    # ga–gb: bits 1 & 2 disjoint; ga–gw: one weld body; gc–gd: <exclude>
+    assert pairs == {("ga", "gc"), ("ga", "gd"), ("gw", "gc"), ("gw", "gd"), ("gb", "gd")}
