@@ -60,8 +60,8 @@ def test_stop_fmu_matches_the_simulator(stopped_fmu, model_file):
     inst = Instance(stopped_fmu).init({"q0[1]": Q0})
     assert inst.get("armature")[0] == 0.2
     assert inst.get("stop_stiffness")[0] == model.stop_stiffness[0]
-    assert inst.get("integrator_used")[0] == 0                  # auto: rk4 holds its bound
-    assert "integrator auto: rk4" in inst.log_text()
+    assert inst.get("integrator_used")[0] == 4                  # auto: ros2 (a stop, damping)
+    assert "integrator auto: ros2" in inst.log_text()
     rows = run(inst, 1500)
     sim = sf.Simulator(model, q0=[Q0])
     for _ in range(1500):

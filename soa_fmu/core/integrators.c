@@ -249,42 +249,47 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
 }
 
 /* ------------------------------------------------------------------ Rosenbrock
- * A Rosenbrock (W-) method (Hairer & Wanner vol. II, sec. IV.7, eq. 7.4; W-methods: IV.7.20) on
- * y = (theta, beta), F = (f(theta) beta, beta-dot):
+ * A Rosenbrock (W-) method in the transformed form of Hairer & Wanner (vol. II, sec. IV.7,
+ * eq. 7.25) on y = (theta, beta), F = (f(theta) beta, beta-dot):
  *
- *     (I - gamma h A_i) k_i = h F(Y_i) + h A_i sum_j gamma_ij k_j,   Y_i = y0 + sum_j alpha_ij k_j,
- *     y1 = y0 + sum_i b_i k_i,   error estimate sum_i e_i k_i  (e = b - b-hat),
+ *     (I / (h gamma) - A_i) U_i = F(y0 + sum_j a_ij U_j) + sum_j (c_ij / h) U_j,
+ *     y1 = y0 + sum_i m_i U_i,   error estimate sum_i e_i U_i,
  *
- * A_i the Jacobian stage i treats implicitly, at its state Y_i: theta-dot's f(theta) and the
- * joints' and contacts' -M^-1 K, -M^-1 B, the frictions' B their secants (a W-method: the
- * rigid-body terms dC/dbeta, dg/dtheta, dM/dtheta are left out, and the secant keeps a saturated
- * friction implicit, where its tangent vanishes and a step would stall across the velocity's
- * sign change).  With k_i = h (f(theta_i) v_i, x_i), the beta row multiplied by M is
- * the implicit stage above with g = gamma h and
+ * A_i the Jacobian stage i treats implicitly, at its state: theta-dot's f(theta) and the joints'
+ * and contacts' -M^-1 K, -M^-1 B, the frictions' B their secants (a W-method: the rigid-body terms
+ * dC/dbeta, dg/dtheta, dM/dtheta are left out, and the secant keeps a saturated friction
+ * implicit, where its tangent vanishes and a step would stall across the velocity's sign change).
+ * Multiplied by M, the beta row is the implicit stage above with g = gamma h,
+ * r_i = beta_i + sum_j (c_ij / h) V_j and s_i = -sum_j (c_ij / h) Ub_j (the products M Ub_j cancel:
+ * docs/joints.md), and
  *
- *     r_i = beta_i + sum_j (gamma_ij / gamma) v_j,   s_i = -sum_j (gamma_ij / gamma) x_j,
- *     v_i = beta_i + g (x_i - s_i)
+ *     Ub_i = g (x_i - s_i),   V_i = g (r_i + Ub_i),
+ *     U_theta,i = g f(theta_i) (beta_i + Ub_i) + g sum_j (c_ij / h) U_theta,j
  *
- * (v: the stage's velocity in the tangent space, which the linearized stiffnesses act on;
- * docs/joints.md): no product with M, one sweep per stage, each stage's A_i used consistently
- * within it (robust where a contact or stop switches between stages).
+ * (V: U_theta's tangent vector, which the linearized stiffnesses act on).  One sweep per stage.
  *
- * ROS2 (Verwer, Spee, Blom & Hundsdorfer 1999, SIAM J. Sci. Comput. 20(4):1456-1480): two stages,
- * order 2 for ANY A (a W-method), L-stable for gamma = 1 +- 1/sqrt(2): R(z) = (1 + (1 - 2 gamma) z
- * + (gamma^2 - 2 gamma + 1/2) z^2) / (1 - gamma z)^2, R(inf) = 0.  We take gamma = 1 - 1/sqrt(2),
- * the smaller error constant.  Verwer's (I - gamma h A) k1 = F(y0), (I - gamma h A) k2 = F(y0 + h
- * k1) - 2 k1, y1 = y0 + h (3 k1 + k2) / 2, written with k2' = k2 + 2 k1 in the form above:
- * alpha21 = 1, gamma21 = -2 gamma, b = (1/2, 1/2); the embedded first-order y0 + k1 (b-hat =
- * (1, 0)). */
+ * ROS2: the two-stage W-method of order 2 for ANY A of Verwer, Spee, Blom & Hundsdorfer (1999,
+ * SIAM J. Sci. Comput. 20(4):1456-1480), L-stable for gamma = 1 +- 1/sqrt(2): R(z) = (1 + (1 -
+ * 2 gamma) z + (gamma^2 - 2 gamma + 1/2) z^2) / (1 - gamma z)^2, R(inf) = 0.  We take gamma =
+ * 1 - 1/sqrt(2) (the smaller error constant) and the second stage at the midpoint: in the form
+ * (I - gamma h A) k_i = h F(y0 + sum alpha_ij k_j) + h A sum gamma_ij k_j, alpha21 = 1/2,
+ * gamma21 = -gamma, b = (0, 1) (Verwer's ROS2 has alpha21 = 1, b = (1/2, 1/2): the same R(z)
+ * and order conditions b1 + b2 = 1, b2 alpha21 = 1/2, b2 (alpha21 + gamma21) = 1/2 - gamma; its
+ * full-step stage overshoots into joint stops, and example-robot-data's human diverged with it);
+ * embedded first order y0 + k1.  Transformed (Gamma^-1): a21 = 1 / (2 gamma), c21 = -1 / gamma,
+ * m = (1, 1) / gamma, e = (0, 1) / gamma. */
 #define ROS2_GAMMA 0.29289321881345247560    /* 1 - 1/sqrt(2) */
 typedef struct {
     int stages;
-    double gamma, alpha[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES];
-    double gam[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES];        /* gamma_ij / gamma, j < i */
-    double b[SOA_ROS_MAX_STAGES], e[SOA_ROS_MAX_STAGES];
+    double gamma, a[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES], c[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES];
+    double m[SOA_ROS_MAX_STAGES], e[SOA_ROS_MAX_STAGES];
 } rosenbrock_tableau;
-static const rosenbrock_tableau ROS2 = {2, ROS2_GAMMA, {{0.0, 0.0}, {1.0, 0.0}},
-                                        {{0.0, 0.0}, {-2.0, 0.0}}, {0.5, 0.5}, {-0.5, 0.5}};
+static const rosenbrock_tableau ROS2 = {
+    2, ROS2_GAMMA,
+    {{0.0, 0.0}, {0.5 / ROS2_GAMMA, 0.0}},
+    {{0.0, 0.0}, {-1.0 / ROS2_GAMMA, 0.0}},
+    {1.0 / ROS2_GAMMA, 1.0 / ROS2_GAMMA},
+    {0.0, 1.0 / ROS2_GAMMA}};
 
 /* One step of size h of the tableau from (q, qd) in place; *err <- the RMS of the error estimate
  * scaled by atol + rtol max(|y0|, |y1|) when err (else rtol, atol unused); qdd <- the step's mean
@@ -299,52 +304,58 @@ static int rosenbrock_step(const soa_model *m, soa_data *d, const rosenbrock_tab
     const double g = tb->gamma * h;
     double *r = d->ros_w, *s = d->ros_w + nv, *w = d->ros_w + 2 * nv;
     for (int i = 0; i < ns; i++) {
-        double *kq = d->ros_U + nu * i, *v = kq + nq, *x = v + nv;
-        double *qi = d->qs, *vi = d->vs;                  /* Y_i = y0 + sum alpha_ij k_j */
+        double *Uq = d->ros_U + nu * i, *V = Uq + nq, *Ub = V + nv;
+        double *qi = d->qs, *vi = d->vs;                  /* Y_i = y0 + sum a_ij U_j */
         for (int k = 0; k < nq; k++) qi[k] = q[k];
         for (int k = 0; k < nv; k++) vi[k] = qd[k];
         for (int j = 0; j < i; j++) {
-            const double *kj = d->ros_U + nu * j, a = tb->alpha[i][j];
-            for (int k = 0; k < nq; k++) qi[k] += a * kj[k];
-            for (int k = 0; k < nv; k++) vi[k] += a * h * kj[nq + nv + k];
+            const double *Uj = d->ros_U + nu * j, a = tb->a[i][j];
+            for (int k = 0; k < nq; k++) qi[k] += a * Uj[k];
+            for (int k = 0; k < nv; k++) vi[k] += a * Uj[nq + nv + k];
         }
         for (int k = 0; k < nv; k++) {
             r[k] = vi[k];
             s[k] = 0.0;
         }
         for (int j = 0; j < i; j++) {
-            const double *kj = d->ros_U + nu * j, c = tb->gam[i][j];
+            const double *Uj = d->ros_U + nu * j, c = tb->c[i][j] / h;
             for (int k = 0; k < nv; k++) {
-                r[k] += c * kj[nq + k];
-                s[k] -= c * kj[nq + nv + k];
+                r[k] += c * Uj[nq + k];
+                s[k] -= c * Uj[nq + nv + k];
             }
         }
         if (i > 0) soa_normalize_quaternions(m, qi);
         const int bad = implicit_stage(m, d, qi, vi, tau, stage_use(m, use_fext, first && i == 0),
-                                       g, i > 0 ? r : NULL, i > 0 ? s : NULL, 1, x);
+                                       g, i > 0 ? r : NULL, i > 0 ? s : NULL, 1, Ub);
         if (bad >= 0) return bad;
-        for (int k = 0; k < nv; k++) v[k] = vi[k] + g * (x[k] - s[k]);
-        soa_configuration_rate(m, qi, v, kq);
-        for (int k = 0; k < nq; k++) kq[k] *= h;
+        for (int k = 0; k < nv; k++) {
+            Ub[k] = g * (Ub[k] - s[k]);
+            V[k] = g * (r[k] + Ub[k]);
+            w[k] = vi[k] + Ub[k];
+        }
+        soa_configuration_rate(m, qi, w, Uq);
+        for (int k = 0; k < nq; k++) Uq[k] *= g;
+        for (int j = 0; j < i; j++) {
+            const double *Uj = d->ros_U + nu * j, c = g * tb->c[i][j] / h;
+            for (int k = 0; k < nq; k++) Uq[k] += c * Uj[k];
+        }
     }
     double sum = 0.0;
-    for (int k = 0; k < nv; k++) w[k] = qd[k];
-    for (int k = 0; k < nq + nv; k++) {                 /* y1 = y0 + sum b_i k_i; the estimate */
-        const int o = k < nq ? k : nv + k;              /* (k_theta, then h x: skip v) */
-        const double sc = k < nq ? 1.0 : h;
+    for (int k = 0; k < nq + nv; k++) {                 /* y1 = y0 + sum m_i U_i; the estimate */
+        const int o = k < nq ? k : nv + k;              /* (U_theta, then U_beta: skip V) */
         double dy = 0.0, e = 0.0;
         for (int i = 0; i < ns; i++) {
-            dy += tb->b[i] * sc * d->ros_U[nu * i + o];
-            e += tb->e[i] * sc * d->ros_U[nu * i + o];
+            dy += tb->m[i] * d->ros_U[nu * i + o];
+            e += tb->e[i] * d->ros_U[nu * i + o];
         }
         double *y = k < nq ? q + k : qd + k - nq;
+        if (k >= nq) qdd[k - nq] = dy / h;
         if (err) {
             const double tol = atol + rtol * fmax(fabs(*y), fabs(*y + dy));
             sum += (e / tol) * (e / tol);
         }
         *y += dy;
     }
-    for (int k = 0; k < nv; k++) qdd[k] = (qd[k] - w[k]) / h;
     soa_normalize_quaternions(m, q);
     if (err) *err = sqrt(sum / (nq + nv));
     return -1;

@@ -287,9 +287,9 @@ typedef struct {
     X(jrhs,    1, nv, 0, 0)   /* ... and its joint forces T - h K beta */                        \
     X(diverged, 1, 1, 0, 0)   /* soa_diverged: the value of the largest state component */      \
     /* ---- integrators.c: the Rosenbrock stages (soa_rosenbrock; docs/joints.md) ---- */       \
-    X(ros_U,   2, SOA_ROS_MAX_STAGES, nq + 2 * nv, 0) /* stage i: k_theta (nq), the tangent      \
-                                 velocity v (nv), x = k_beta / h (nv) */                          \
-    X(ros_w,   2, 3, nv, 0)   /* a stage's r and s; beta at the step's start */                           \
+    X(ros_U,   2, SOA_ROS_MAX_STAGES, nq + 2 * nv, 0) /* stage i: U_theta (nq), its tangent      \
+                                 V (nv), U_beta (nv) */                                           \
+    X(ros_w,   2, 3, nv, 0)   /* a stage's r and s; beta + U_beta */                           \
     X(ros_y0,  1, nq + nv, 0, 0) /* error control: (theta, beta) at the sub-step's start */      \
     /* ---- dop853.c: Dormand-Prince 8(5,3) on y = (theta, beta), n = nq + nv ---- */            \
     X(dop_K,     2, 13, nq + nv, 0) /* rates K(0..11) of the stages, K(12) = f(t+h, y_new) */    \
