@@ -1,7 +1,7 @@
 """Build an FMU from a model file (SPEC §1 step 2).
 
     python build_fmu.py model.urdf -o Arm.fmu [--name Arm] [--floating-base]
-                        [--integrator auto|rk4|euler|implicit|dop853] [--step 0.001]
+                        [--integrator auto|rk4|euler|implicit|ros2|dop853] [--step 0.001]
                         [--no-stops]
                         [--runtime native|python] [--fmi 2|3] [--interface cs|me|both]
 
