@@ -282,6 +282,14 @@ def default_identifier(path: Path) -> str:
 
 
 # ---------------------------------------------------------------- build
+def variable_table(model, integrator: str, step: float, states: bool, controller: bool):
+    """The FMU's variable table: the model's (a plant), or its controller's."""
+    from soa_fmu.fmu.variables import build_controller_table, build_table
+    if controller:
+        return build_controller_table(model, states)
+    return build_table(model, integrator, step, states=states)
+
+
 RUNTIMES = ("native", "python")
 FMI_VERSIONS = (2, 3)
 INTERFACES = {"cs": ("cs",), "me": ("me",), "both": ("cs", "me")}
@@ -289,18 +297,20 @@ INTERFACES = {"cs": ("cs",), "me": ("me",), "both": ("cs", "me")}
 
 def build(model_path, output=None, name=None, floating_base=False, integrator="auto",
           step=None, runtime="native", strict=True, fmi=2, interface=None,
-          stops=True) -> Path:
+          stops=True, controller=False) -> Path:
     """Build the FMU; returns its path.  Raises BuildError (or ModelError) for bad input.
     ``step`` (default communication step and max_step): default the model file's own time step
     (MJCF ``timestep``), else 1 ms.
     ``strict=False`` (``--lenient``) accepts inertias that fail only the physical checks, with a
     ModelWarning each (see soa_fmu.load_model).  ``fmi``: 2 or 3; ``interface``: ``cs``, ``me``
     or ``both`` (default: both for the native runtime; the python runtime is FMI 2.0 ``cs``).
+    ``controller``: the model's computed-torque controller instead of the model (native only;
+    docs/systems.md).
     ``stops=False`` (``--no-stops``): the joint stops start switched off (parameter
     ``stops_enabled``)."""
     import soa_fmu
     from model_descriptions import generator, generator_fmi3
-    from soa_fmu.fmu.variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
+    from soa_fmu.fmu.variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS
     from soa_fmu.io import MODEL_SUFFIXES, load_model
 
     model_path = Path(model_path)
@@ -315,6 +325,8 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
         raise BuildError(f"--runtime python builds FMI 2.0 Co-Simulation FMUs only (got --fmi {fmi}"
                          f" --interface {interface}); use the native runtime for Model Exchange "
                          "and FMI 3.0")
+    if controller and runtime != "native":
+        raise BuildError("--controller builds native FMUs only (got --runtime python)")
     interfaces = INTERFACES[interface]
     if model_path.suffix.lower() not in MODEL_SUFFIXES:
         raise BuildError(f"{model_path}: expected a .urdf or .toml model file, or MJCF (.xml, .mjb)")
@@ -324,7 +336,7 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
         raise BuildError(f"--integrator must be one of {', '.join(METHODS)}, got {integrator!r}")
     if step is not None and not (step > 0 and step < float("inf")):
         raise BuildError(f"--step must be a positive number of seconds, got {step!r}")
-    identifier = name or default_identifier(model_path)
+    identifier = name or default_identifier(model_path) + ("_controller" if controller else "")
     if not IDENTIFIER.match(identifier) or keyword.iskeyword(identifier):
         raise BuildError(f"--name {identifier!r} is not a valid model identifier (letters, digits "
                          "and _, not starting with a digit)")
@@ -334,7 +346,7 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     if step is None:
         step = model.timestep or DEFAULT_STEP
     model.stops_enabled = bool(stops)
-    table = build_table(model, integrator, step, states="me" in interfaces)
+    table = variable_table(model, integrator, step, "me" in interfaces, controller)
 
     bundled, top = bundle_model(model_path)             # the model files, as the FMU holds them
     engine_dir = Path(soa_fmu.__file__).parent
@@ -346,7 +358,7 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
            "stops": bool(stops),
            "max_step": float(step), "step": float(step), "engine_version": soa_fmu.__version__,
            "engine_hash": ehash, "table_digest": table.digest(), "fmi": fmi,
-           "interfaces": list(interfaces), "states": table.states}
+           "interfaces": list(interfaces), "states": table.states, "controller": bool(controller)}
     if runtime == "python":
         cfg["python"] = f"{sys.version_info.major}.{sys.version_info.minor}"
     content = hashlib.sha256(json.dumps(cfg, sort_keys=True).encode())
@@ -354,7 +366,8 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
         content.update(rel.encode() + b"\0" + bundled[rel])
     digest = content.hexdigest()
     guid = "{" + str(uuid.uuid5(uuid.NAMESPACE_URL, "soa_fmu:" + digest)) + "}"
-    summary = (f"{model.name}: {model.nbodies} bodies, nq = {model.nq}, nv = {model.nv}, "
+    summary = ("The computed-torque controller of " if controller else "") + (
+               f"{model.name}: {model.nbodies} bodies, nq = {model.nq}, nv = {model.nv}, "
                f"{len(model.constraints)} constraints (soa_fmu {soa_fmu.__version__}).")
     if runtime == "native":
         description = summary + (" Native: needs only the C runtime (libc, libm); C sources in "
@@ -374,9 +387,10 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     # state derivatives are exact for trees only (docs/fmu.md): ME's flag is false with constraints
     # contact (core/contact.c): its forces' derivatives are not formed, so no flag for either
     contact = bool(model.contact_spheres)
-    flags = {"directional_derivatives": native and not model.flexible and not contact,
+    flags = {"directional_derivatives": native and not model.flexible and not contact
+             and not controller,
              "me_directional_derivatives": native and not model.constraints and not model.flexible
-             and not contact}
+             and not contact and not controller}
     if fmi == 3:
         xml_root = generator_fmi3.model_description(
             table, model_name=model.name, identifier=identifier, guid=guid,
@@ -476,7 +490,6 @@ def _python_members(identifier: str, model_name: str, cfg: dict, engine_dir: Pat
 def _check_bundle(members, cfg, floating_base) -> None:
     """Load the bundled model copy the way the slave will and compare the variable tables, so a
     file the model needs but the FMU lacks is found now and not at run time."""
-    from soa_fmu.fmu.variables import build_table
     from soa_fmu.io import load_model
     with tempfile.TemporaryDirectory(prefix="soa_fmu_build_") as d:
         for arcname, data in members:
@@ -489,8 +502,8 @@ def _check_bundle(members, cfg, floating_base) -> None:
             model = load_model(Path(d, "resources", cfg["model_file"]),
                                floating_base=floating_base, strict=cfg["strict"])
         model.stops_enabled = cfg["stops"]
-        if build_table(model, cfg["integrator"], cfg["max_step"],
-                       states=cfg["states"]).digest() != cfg["table_digest"]:
+        if variable_table(model, cfg["integrator"], cfg["max_step"], cfg["states"],
+                          cfg["controller"]).digest() != cfg["table_digest"]:
             raise BuildError("the model read back from the FMU differs from the original (does it "
                              "reference files outside its folder?)")
 
@@ -534,6 +547,11 @@ def main(argv=None) -> int:
     parser.add_argument("--interface", choices=tuple(INTERFACES),
                         help="cs (Co-Simulation), me (Model Exchange) or both in one FMU (the "
                         "default for the native runtime; the python runtime is cs only)")
+    parser.add_argument("--controller", action="store_true",
+                        help="build the model's computed-torque controller (inputs q, qd, q_ref, "
+                        "qd_ref, qdd_ref; parameters Kp, Kd, ff_dissipation and a quintic "
+                        "trajectory; output tau = ID(q, qd, qdd_ref + Kp e + Kd e-dot); native "
+                        "only; docs/systems.md) instead of the model")
     args = parser.parse_args(argv)
     from soa_fmu.io.checks import cli_error, for_cli
     from soa_fmu.model import ModelError
@@ -543,7 +561,8 @@ def main(argv=None) -> int:
         try:
             path = build(args.model, args.output, args.name, args.floating_base, args.integrator,
                          args.step, args.runtime, strict=not args.lenient, fmi=args.fmi,
-                         interface=args.interface, stops=not args.no_stops)
+                         interface=args.interface, stops=not args.no_stops,
+                         controller=args.controller)
         except (BuildError, ModelError, OSError, ValueError) as e:   # ValueError: a TableError
             msg = str(e).strip().splitlines()
             first = msg[0] if msg else type(e).__name__

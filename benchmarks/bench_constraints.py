@@ -13,6 +13,10 @@ their model files — the recursive form against the dense general form (4.9) of
 (``method="general"``), and the engine's entry point ``_core.constrained_fd`` alone (what a native
 FMU calls), in one run.
 
+Third table: the three recursive algorithms of seed 003 Part II on the same calls — RCCFD1 (6.11),
+RCCFD2 (6.12–6.18), RCCFD3 (6.19–6.22) — through the engine entry point, their times as ratios
+to RCCFD1 measured interleaved in the same run, and their agreement with RCCFD1.
+
 Bars (SPEC §6): linear growth, t(400)/t(100) ≤ 4.5; faster than the dense KKT from N ≈ 50 on.
 Times are medians of CPU time, ratios measured in the same run.
 """
@@ -24,7 +28,7 @@ import sys
 import numpy as np
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from timing import median_time, table, write_result  # noqa: E402
+from timing import median_ratio, median_time, table, write_result  # noqa: E402
 
 import soa_fmu as sf  # noqa: E402
 from model_descriptions import example_path  # noqa: E402
@@ -92,6 +96,41 @@ def examples() -> str:
                   "rel. err"], rows, notes)
 
 
+def methods() -> str:
+    """µs per call of RCCFD1, 2, 3 (``_core.constrained_fd``), ratios to RCCFD1 (interleaved runs)."""
+    cases = []
+    for name in ("four_bar", "two_arms_box"):
+        model = sf.load_model(example_path(name))
+        cases.append((name, model, model.initial_q))
+    cases += [(f"chain N = {n}", *closed_chain(n)[:2]) for n in (100, 400)]
+    rows = []
+    for name, model, q in cases:
+        rng = np.random.default_rng(1)
+        qd = sf.project_velocities(model, q, rng.normal(scale=0.3, size=model.nv))
+        tau = rng.normal(size=model.nv)
+        active = np.ones(len(model.constraints), np.intc)
+
+        def call(method):
+            return lambda: _core.constrained_fd(model.data, q, qd, tau, False, active, None, None,
+                                                None, 20.0, 20.0, method)
+        ref = call(1)()[0]
+        errs = [np.abs(call(m)()[0] - ref).max() / np.abs(ref).max() for m in (2, 3)]
+        t2, t1, r2 = median_ratio(call(2), call(1))
+        t3, _, r3 = median_ratio(call(3), call(1))
+        rows.append([name, str(model.nv), t1 * 1e6, t2 * 1e6, r2, t3 * 1e6, r3, f"{max(errs):.0e}"])
+    notes = ["",
+             "RCCFD1 = steps (A)–(F): FD with the bias (Riccati + filter, smoother), Ω pass, solve,",
+             "         correction filter and smoother (6.11)",
+             "RCCFD2 = T' by Newton–Euler at β̇ = 0, filter of T', the Ω pass carrying B*ψ*H*ν, solve,",
+             "         one filter of T' and the tip forces, smoother (6.18)",
+             "RCCFD3 = as RCCFD2 up to the solve, then θ̈₁ by 2 more sweeps and θ̈₂ by the correction",
+             "         sweep (6.22): 4 + 2 after the Ω pass",
+             "ratios: median of per-run ratios, runs interleaved with RCCFD1's; rel. err = max over",
+             "RCCFD2, 3 of |β̇ − β̇_RCCFD1|∞ / |β̇_RCCFD1|∞"]
+    return table("Seed 003's three recursive algorithms (µs per call of _core.constrained_fd, Baumgarte 20/20)",
+                 ["model", "nv", "RCCFD1", "RCCFD2", "2 / 1", "RCCFD3", "3 / 1", "rel. err"], rows, notes)
+
+
 def main() -> int:
     rows, t_cfd = [], {}
     for n in SIZES:
@@ -119,7 +158,7 @@ def main() -> int:
     text = table("Closed chain: N bodies, one weld loop closure (µs per call, CPU-time medians)",
                  ["N", "constrained FD", "dense KKT", "KKT / CFD", "CFD / tree FD", "rel. err"],
                  rows, notes)
-    write_result("constraints.txt", text + "\n" + examples())
+    write_result("constraints.txt", text + "\n" + examples() + "\n" + methods())
     return 0 if growth <= GROWTH_BAR and len(wins) == sum(n >= 50 for n in SIZES) else 1
 
 

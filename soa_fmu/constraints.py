@@ -32,7 +32,9 @@ frame_a's body that coincides with it, both with frame_a's axes, so A(J_b − J_
 
 O(N) + O(n_c³).  A free body in the tree (the held object of seed 003, a secondary system in the
 sense of seed 000 §2.3) needs no special treatment: its Υ = H*D⁻¹H = M(C)⁻¹ is the A M⁻¹(C) A*
-term of (4.9c).  ``method="general"`` instead runs the general algorithm (4.9) literally — the
+term of (4.9c).  ``method="rccfd2"`` / ``"rccfd3"`` run seed 003's other two recursive algorithms
+(6.12–6.18, 6.19–6.22: the tip forces from a causal filtering of the bias-free moments T′ and an
+anticausal pass that builds Ω on the way), the same numbers to round-off.  ``method="general"`` instead runs the general algorithm (4.9) literally — the
 arms' free dynamics and M⁻¹ by any available method, the object by its own Newton–Euler equation
 at C — as an independent check.
 
@@ -236,6 +238,9 @@ def _gains(stabilization) -> tuple[float, float]:
 
 
 # ---------------------------------------------------------------- Python API
+RCCFD = {"recursive": 1, "rccfd1": 1, "rccfd2": 2, "rccfd3": 3}   # soa.h: SOA_RCCFD1 ... SOA_RCCFD3
+
+
 def constrained_forward_dynamics(model: Model, q, qd, tau, f_ext=None, active=None, u=None,
                                  stabilization=(0.0, 0.0), *, anchors=None, udot=None,
                                  method: str = "recursive") -> ConstrainedResult:
@@ -244,19 +249,22 @@ def constrained_forward_dynamics(model: Model, q, qd, tau, f_ext=None, active=No
     active: {name: bool} (None: each constraint's own ``active``); u, udot: {name: rows} prescribed
     constraint velocity Ũ and its derivative (default 0); stabilization: Baumgarte gains (α, β);
     anchors: {name: 4×4 target pose of frame_b in frame_a} (default identity: the frames coincide).
-    method: "recursive" (O(N) + O(n_c³), steps (A)–(F)) or "general" (seed 003 (4.9) by dense
-    building blocks, for verification).  Raises ConstraintError at a singular configuration."""
+    method: "recursive" or "rccfd1" (O(N) + O(n_c³), steps (A)–(F) = RCCFD1 (6.11)), "rccfd2"
+    (6.12–6.18), "rccfd3" (6.19–6.22) — the three recursive algorithms of seed 003 Part II, the
+    same numbers to round-off — or "general" (seed 003 (4.9) by dense building blocks, for
+    verification).  Raises ConstraintError at a singular configuration."""
     inp = _inputs(model)
     alpha, beta = _gains(stabilization)
     args = inp.set(active, u, udot, anchors)
     if method == "general":
         from .verify.general_form import general_form          # the verification path
         return general_form(model, inp, q, qd, tau, f_ext, alpha, beta, args)
-    if method != "recursive":
-        raise ValueError(f"method must be 'recursive' or 'general', got {method!r}")
+    if method not in RCCFD:
+        raise ValueError("method must be 'recursive', 'rccfd1', 'rccfd2', 'rccfd3' or 'general', "
+                         f"got {method!r}")
     use = external_forces(model, None, f_ext) if f_ext else False
     qdd, F, res, warning = _call(_core.constrained_fd, model.data, q, qd, tau, use, *args, alpha,
-                                 beta)
+                                 beta, RCCFD[method])
     inp.warn(warning)
     return inp.result(model, qdd, F, res)
 

@@ -65,7 +65,7 @@ def test_recursive_and_general_forms_equal_dense_kkt(kinds, n, seed):
     tau = rng.normal(size=model.nv)
     for stab in ((0.0, 0.0), (3.0, 7.0)):
         qdd_ref, lam_ref = kkt(model, q, qd, tau, stab)
-        for method in ("recursive", "general"):
+        for method in ("recursive", "rccfd2", "rccfd3", "general"):
             res = constrained_forward_dynamics(model, q, qd, tau, stabilization=stab, method=method)
             assert rel(res.qdd, qdd_ref) <= 1e-9, (method, stab)
             assert rel(stacked_forces(model, res), lam_ref) <= 1e-9, (method, stab)
@@ -113,6 +113,58 @@ def test_two_arms_holding_a_box_recursive_equals_general_form():
     # the constraints hold at acceleration level: G β̇ + γ = 0
     G, gamma = constraint_jacobian(model, q0), constraint_bias(model, q0, qd)
     assert np.abs(G @ rec.qdd + gamma).max() <= 1e-9 * np.abs(gamma).max() + 1e-9
+
+
+def test_rccfd2_and_rccfd3_equal_rccfd1_and_the_general_form_on_the_two_arm_grasp():
+    """Seed 003 Part II: RCCFD2 (6.12–6.18) and RCCFD3 (6.19–6.22) regroup the same solution (3.6)
+    as RCCFD1 (6.11) — equal to round-off (≤ 1e-10 relative) at random states of the two-arm grasp
+    (off the constraint manifold, so the stabilization terms of a'(C) matter, with f_ext, Ũ and
+    Ũ̇), and to the general algorithm (4.9) by dense building blocks."""
+    model = sf.load_model(example_path("two_arms_box"))
+    rng = np.random.default_rng(34)
+    for _ in range(4):
+        q = integrate_configuration(model, model.initial_q, rng.normal(scale=0.02, size=model.nv))
+        qd = rng.normal(scale=0.5, size=model.nv)
+        tau = rng.normal(scale=5.0, size=model.nv)
+        f_ext = {"box": rng.normal(size=6), model.bodies[4].name: rng.normal(size=6)}
+        u = {"grasp_left": rng.normal(scale=0.1, size=6)}
+        udot = {"grasp_right": rng.normal(scale=0.1, size=6)}
+        ref = constrained_forward_dynamics(model, q, qd, tau, f_ext, u=u, udot=udot,
+                                           stabilization=(3.0, 4.0), method="rccfd1")
+        assert np.abs(ref.qdd).max() > 1.0
+        for method in ("rccfd2", "rccfd3", "general"):
+            res = constrained_forward_dynamics(model, q, qd, tau, f_ext, u=u, udot=udot,
+                                               stabilization=(3.0, 4.0), method=method)
+            assert rel(res.qdd, ref.qdd) <= 1e-10, method
+            assert rel(stacked_forces(model, res), stacked_forces(model, ref)) <= 1e-10, method
+            assert res.residuals == pytest.approx(ref.residuals, rel=1e-12)
+
+
+@pytest.mark.parametrize("method", ["rccfd2", "rccfd3"])
+def test_rccfd2_and_rccfd3_redundant_and_singular_rows_as_rccfd1(method):
+    """The dependent-rows path of step (D) (the eigen-decomposition) serves every right-hand side
+    RCCFD3 splits the forces into: minimum-norm forces, one warning, and the same error at a
+    singular configuration."""
+    model, q, qd = random_closed_tree(12, ("weld",), seed=0)
+    c = model.constraints[0]
+    model.add_constraint("twin", "ball", c.frame_a, c.frame_b)
+    tau = np.random.default_rng(1).normal(size=model.nv)
+    with pytest.warns(ConstraintWarning, match="redundant"):
+        res = constrained_forward_dynamics(model, q, qd, tau, stabilization=(2.0, 2.0), method=method)
+    assert list(model.workspace().cl_eigen) == [1]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ConstraintWarning)     # (one warning per set: given above)
+        ref = constrained_forward_dynamics(model, q, qd, tau, stabilization=(2.0, 2.0))
+    assert rel(res.qdd, ref.qdd) <= 1e-9 and rel(res.forces["twin"], ref.forces["twin"]) <= 1e-8
+    pinned, q = planar_arm_with_tip_pinned(0.5)
+    with pytest.raises(ConstraintError, match="pin_tip"):
+        constrained_forward_dynamics(pinned, q, np.array([1.0, -0.5]), np.zeros(2), method=method)
+
+
+def test_unknown_method_is_refused():
+    model, q0 = four_bar()
+    with pytest.raises(ValueError, match="'rccfd2', 'rccfd3' or 'general', got 'rccfd4'"):
+        constrained_forward_dynamics(model, q0, np.zeros(3), np.zeros(3), method="rccfd4")
 
 
 # ---------------------------------------------------------------- kinematics of the rows

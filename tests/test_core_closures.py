@@ -266,8 +266,11 @@ def test_hostile_inputs_give_clean_errors():
         fd(d, q0, z, z, False, on, None, None, np.eye(4), 0, 0)
     with pytest.raises(TypeError):
         fd(d, q0, z, z, False, on, None, None, None, "fast", 0)
-    with pytest.raises(TypeError, match="takes 11 arguments"):
+    with pytest.raises(TypeError, match="takes 11 or 12 arguments"):
         fd(d, q0, z, z)
+    for method in (0, 4):
+        msg, kind, idx = status(lambda: fd(d, q0, z, z, False, on, None, None, None, 0, 0, method))
+        assert (kind, idx) == (_core.BAD_ARG, 3) and "method must be RCCFD1, 2 or 3" in msg
     # point sets: a body index out of range, a non-finite placement
     R, zero3 = np.eye(3).ravel(), np.zeros(3)
     for body, l in ((7, zero3), (-2, zero3), (1, np.array([0.0, np.nan, 0.0]))):

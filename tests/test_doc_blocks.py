@@ -8,6 +8,13 @@ folder is a fresh temporary one holding links to the example models (``model_des
 ``Pendulum.fmu`` = pendulum.toml, ``DoublePendulum.fmu`` = double_pendulum.toml, built once per session as the chapters' build commands make them);
 so outputs never land in the checkout.  Other shell lines (``make``, ``dask``, ``pip``) are not run.
 
+OpenModelica's OMSimulator (tests/omsimulator_host.py) runs what the pages show of it: an
+``OMSimulator ...`` shell line, a ```lua block whose first line names its file (``-- arm.lua``,
+written to the folder for a later ``OMSimulator arm.lua``) and a ```python block that imports
+``OMSimulator`` (run in a child process, so a crash of the tool fails the page, not pytest); none
+may log an ``error:`` line.  Where the tool is missing, the rest of the page runs and the page is
+reported skipped (a failure under CI).
+
 A block that cannot run here carries the line ``<!-- doc-test: skip (reason) -->`` right before its
 fence; such blocks are listed by :func:`test_skipped_blocks_are_few`.  New chapters are picked up by
 the glob: nothing to register.
@@ -24,6 +31,7 @@ from pathlib import Path
 
 import pytest
 
+import omsimulator_host as oms
 from fmu_fixtures import build
 
 REPO = Path(__file__).resolve().parents[1]
@@ -80,6 +88,8 @@ def shell_commands(block: Block) -> list[tuple[int, list[str]]]:
         argv, pending = shlex.split(pending, comments=True), ""
         if argv[:2] == ["python", "build_fmu.py"]:
             out.append((start, [sys.executable, *argv[1:]]))
+        elif argv and argv[0] == "OMSimulator":
+            out.append((start, argv))
         elif argv and argv[0] in COMMANDS:
             exe = Path(sys.executable).parent / argv[0]
             assert exe.exists(), f"{block.where}: the documented command {argv[0]} is not installed"
@@ -88,7 +98,17 @@ def shell_commands(block: Block) -> list[tuple[int, list[str]]]:
 
 
 def runnable(page: Path) -> list[Block]:
-    return [b for b in blocks(page) if b.lang in ("python", "sh", "bash")]
+    return [b for b in blocks(page) if b.lang in ("python", "sh", "bash", "lua")]
+
+
+def uses_omsimulator(block: Block) -> bool:
+    return (block.lang == "lua" or re.search(r"^\s*(from|import) OMSimulator\b", block.code, re.M)
+            is not None or re.search(r"^\s*OMSimulator\s", block.code, re.M) is not None)
+
+
+def check_omsimulator(block: Block, line: int, r: subprocess.CompletedProcess) -> None:
+    assert r.returncode == 0 and not oms.errors(r.stdout + r.stderr), (f"{block.page.relative_to(REPO)}:{line}: OMSimulator "
+                                              f"exits {r.returncode}\n{r.stdout[-2000:]}{r.stderr[-2000:]}")
 
 
 @pytest.fixture
@@ -107,10 +127,17 @@ def run_page(page: Path, folder: Path) -> None:
             (folder / fmu).write_bytes(build(model, name=name).read_bytes())
     namespace: dict = {"__name__": "__doc__"}
     env = {**os.environ, "PYTHONPATH": str(REPO), "MPLBACKEND": "Agg"}
+    missing = oms.unavailable() if any(uses_omsimulator(b) for b in runnable(page)) else None
     for block in runnable(page):
-        if block.skip:
+        if block.skip or (missing and uses_omsimulator(block)):
             continue
-        if block.lang == "python":
+        if block.lang == "lua":
+            name = block.code.splitlines()[0].removeprefix("--").strip()
+            assert name.endswith(".lua"), f"{block.where}: a lua block's first line names its file"
+            (folder / name).write_text(block.code)
+        elif block.lang == "python" and uses_omsimulator(block):
+            check_omsimulator(block, block.line, oms.run_python(block.code, folder))
+        elif block.lang == "python":
             code = compile("\n" * (block.line - 1) + block.code, str(block.page), "exec")
             try:
                 exec(code, namespace)
@@ -118,6 +145,9 @@ def run_page(page: Path, folder: Path) -> None:
                 raise AssertionError(f"{block.where}: the block raises {type(e).__name__}: {e}") from e
         else:
             for line, argv in shell_commands(block):
+                if argv[0] == "OMSimulator":
+                    check_omsimulator(block, line, oms.run_cli(argv[1:], folder))
+                    continue
                 r = subprocess.run(argv, cwd=folder, env=env, capture_output=True, text=True,
                                    timeout=300)
                 assert r.returncode == 0, (f"{block.page.relative_to(REPO)}:{line}: "
@@ -133,6 +163,8 @@ def test_page_blocks_run(page, workdir):
     import matplotlib
     matplotlib.use("Agg")
     run_page(page, workdir)
+    if any(uses_omsimulator(b) for b in runnable(page)) and oms.unavailable():
+        pytest.skip(f"the page's OMSimulator blocks did not run: {oms.unavailable()}")
 
 
 def test_skipped_blocks_are_few():

@@ -80,7 +80,8 @@ def test_status_codes_have_a_message_and_a_python_name():
 def commands() -> dict[str, list[str]]:
     """argv of each documented command (those the package installs)."""
     bindir = Path(sys.executable).parent
-    cmds = {"soa-build-fmu": [sys.executable, str(REPO / "build_fmu.py")]}
+    cmds = {"soa-build-fmu": [sys.executable, str(REPO / "build_fmu.py")],
+            "soa-build-ssp": [sys.executable, str(REPO / "build_ssp.py")]}
     for name in ("soa-describe", "soa-sweep", "soa-view"):
         if (bindir / name).exists():
             cmds[name] = [str(bindir / name)]
@@ -102,7 +103,10 @@ def doc_text() -> str:
     return "\n".join(p.read_text(encoding="utf-8") for p in DOCS)
 
 
-FOREIGN = {"--nworkers", "--nthreads", "--enable-shared"}     # dask worker, CPython's configure
+FOREIGN = {"--nworkers", "--nthreads", "--enable-shared",     # dask worker, CPython's configure
+           # OMSimulator's --mode, --stopTime, --stepSize, --tolerance, --resultFile, --logFile (the
+           # pattern reads an option up to its first capital)
+           "--mode", "--stop", "--step", "--tolerance", "--result", "--log"}
 
 
 def sections_naming(command: str) -> str:

@@ -94,3 +94,16 @@ def test_hostile_fmi3_master_under_sanitizers(tmp_path):
     arrays = ",".join(f"{v.valueReference}:{int(v.dimensions[0].start) if v.dimensions else 1}"
                       for v in md.modelVariables if v.type == "Float64")
     run_seeds(exe, [md.guid, "KIND", str(md.numberOfContinuousStates), arrays])
+
+
+
+def test_hostile_master_on_the_controller(tmp_path):
+    """The controller role (controller.c; no states) under the same hostile master (FMI 2.0 CS
+    and ME): its inputs, gains and trajectory parameters set to NaN/Inf/huge values in every
+    state, sampled steps, serialized states."""
+    fmu = build("arm7.urdf", name="Controller", runtime="native", controller=True)
+    md = read_model_description(str(fmu))
+    exe = sanitized_host(tmp_path, fmu, "fmu_fuzz_host.c", 2)
+    nreal = sum(v.type == "Real" for v in md.modelVariables)
+    nbool = sum(v.type == "Boolean" for v in md.modelVariables)
+    run_seeds(exe, [md.guid, str(nreal), str(nbool), str(len(md.modelVariables)), "KIND", "0"])

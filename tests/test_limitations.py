@@ -77,13 +77,6 @@ def test_constraint_kinds_are_two_sided_only():
         model.add_constraint("c", "unilateral", "rocker_tip", "pivot_D")
 
 
-def test_only_recursive_and_general_methods():
-    model = sf.load_model(EX / "four_bar.toml")
-    z = np.zeros(model.nv)
-    with pytest.raises(ValueError, match="method"):
-        sf.constrained_forward_dynamics(model, model.initial_q, z, z, method="rccfd2")
-
-
 def test_me_fmu_with_constraints_has_no_directional_derivatives():
     with zipfile.ZipFile(build("four_bar.toml")) as z:
         xml = z.read("modelDescription.xml").decode()

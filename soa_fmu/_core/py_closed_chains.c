@@ -117,11 +117,13 @@ static void release_inputs(closure_inputs *in)
     Py_XDECREF(in->active); Py_XDECREF(in->u); Py_XDECREF(in->udot); Py_XDECREF(in->anchors);
 }
 
-/* constrained_fd(data, q, qd, tau, use_fext, active, u, udot, anchors, alpha, beta)
- *     -> (qdd, forces (nc x 6), residuals (nc), warning): steps (A)-(F), RCCFD1. */
+/* constrained_fd(data, q, qd, tau, use_fext, active, u, udot, anchors, alpha, beta[, method])
+ *     -> (qdd, forces (nc x 6), residuals (nc), warning): RCCFD1 (steps (A)-(F)), 2 or 3. */
 static PyObject *py_constrained_fd(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
 {
-    NARGS(11, "constrained_fd(data, q, qd, tau, use_fext, active, u, udot, anchors, alpha, beta)");
+    if (nargs != 11 && nargs != 12)
+        return PyErr_Format(PyExc_TypeError, "constrained_fd(data, q, qd, tau, use_fext, active, u, "
+                            "udot, anchors, alpha, beta[, method]) takes 11 or 12 arguments");
     DataObject *d = soa_py_data(args[0]);
     if (!d) return NULL;
     const soa_model *m = d->model->m;
@@ -130,16 +132,18 @@ static PyObject *py_constrained_fd(PyObject *Py_UNUSED(mod), PyObject *const *ar
     PyObject *result = NULL;
     int ok = 1;
     const double alpha = float_arg(args[9], &ok), beta = float_arg(args[10], &ok);
+    const long method = nargs == 12 ? PyLong_AsLong(args[11]) : SOA_RCCFD1;
+    if (method == -1 && PyErr_Occurred()) return NULL;
     if (!ok || !(q = soa_py_vector(args[1], m->nq, "q")) || !(qd = soa_py_vector(args[2], m->nv, "qd"))
         || !(tau = soa_py_vector(args[3], m->nv, "tau"))
         || !get_inputs(m, args[5], args[6], args[7], args[8], &in)
         || !(qdd = soa_py_new(1, m->nv, 0)) || !(F = soa_py_new(2, m->nc, 6))
         || !(res = soa_py_new(1, m->nc, 0)))
         goto done;
-    const soa_status st = soa_constrained_fd(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau),
-                                             PyObject_IsTrue(args[4]), INTS(in.active), OPT(in.u),
-                                             OPT(in.udot), OPT(in.anchors), alpha, beta,
-                                             SOA_DBL(qdd), SOA_DBL(F), SOA_DBL(res));
+    const soa_status st = soa_constrained_fd_method(
+        m, d->d, (int)method, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau), PyObject_IsTrue(args[4]),
+        INTS(in.active), OPT(in.u), OPT(in.udot), OPT(in.anchors), alpha, beta, SOA_DBL(qdd),
+        SOA_DBL(F), SOA_DBL(res));
     if (st.kind != SOA_OK) {
         soa_py_closure_status(d, st, "constrained forward dynamics");
         goto done;
@@ -373,7 +377,8 @@ PyMethodDef soa_py_closed_chains_methods[] = {
          "operational_space_inverse(data, q, bodies, R, l, world_axes) -> J M^-1 J* (Omega recursion)."),
     FAST(correction_accelerations, "correction_accelerations(data, q) -> M^-1 J* f for data.fext."),
     FAST(constrained_fd, "constrained_fd(data, q, qd, tau, use_fext, active, u, udot, anchors, alpha, "
-                         "beta) -> (qdd, forces, residuals, warning): steps (A)-(F)."),
+                         "beta[, method]) -> (qdd, forces, residuals, warning): RCCFD1 (steps (A)-(F)), "
+                         "2 or 3."),
     FAST(project_velocities, "project_velocities(data, q, qd, active, u) -> (qd, warning)."),
     FAST(closure_state, "closure_state(data, q, qd, qdd, active, u, udot, anchors, alpha, beta): step (B)."),
     FAST(closure_jacobian, "closure_jacobian(data, active) -> G = A (J_b - J_a)."),

@@ -387,29 +387,38 @@ static int kept(const soa_data *d, int i, double lmax)
     return lmax > 0.0 && d->cl_eig[i] > NULL_EIG * lmax;
 }
 
-/* Step (D) with dependent rows: the minimum-norm f~ over the kept eigen-directions of the scaled
- * A Lambda^-1 A*.  The free accelerations (rhs_dyn) of the dependent directions must vanish (to
- * CONSISTENT a_ref) - else SOA_CONSTRAINT_SINGULAR, a singular configuration; their stabilization
- * terms are dropped (nothing can act on them).  cl_nullw marks the rows of the dependent
- * directions (those that break consistency, if any).  Returns 1 when redundant rows were found. */
-static int solve_dependent(soa_data *d, int n, int ld, double a_ref, int *singular)
+/* f = the minimum-norm solution of (A Lambda^-1 A*) f = r1 + r2 (r2 may be NULL) over the kept
+ * eigen-directions of the scaled matrix (cl_eig, cl_V of scaled_eigen). */
+static void eigen_apply(soa_data *d, int n, int ld, const double *r1, const double *r2, double *f)
+{
+    const double *V = d->cl_V, *ds = d->cl_ds;
+    double lmax = 0.0;
+    for (int i = 0; i < n; i++) {
+        lmax = fmax(lmax, d->cl_eig[i]);
+        f[i] = 0.0;
+    }
+    for (int k = 0; k < n; k++) {
+        if (!kept(d, k, lmax)) continue;               /* f += ds V_k (V_k . ds r) / lam_k */
+        double a = 0.0;
+        for (int i = 0; i < n; i++) a += V[i * ld + k] * ds[i] * (r1[i] + (r2 ? r2[i] : 0.0));
+        a /= d->cl_eig[k];
+        for (int i = 0; i < n; i++) f[i] += ds[i] * V[i * ld + k] * a;
+    }
+}
+
+/* Step (D) with dependent rows: the eigen-decomposition of the scaled A Lambda^-1 A*, whose kept
+ * directions give the minimum-norm f~ (eigen_apply).  The free accelerations (rhs_dyn) of the
+ * dependent directions must vanish (to CONSISTENT a_ref) - else SOA_CONSTRAINT_SINGULAR, a
+ * singular configuration; their stabilization terms are dropped (nothing can act on them).
+ * cl_nullw marks the rows of the dependent directions (those that break consistency, if any).
+ * Returns 1 when redundant rows were found. */
+static int factor_dependent(soa_data *d, int n, int ld, double a_ref, int *singular)
 {
     const double lmax = scaled_eigen(d, n, ld);
     const double *V = d->cl_V, *ds = d->cl_ds;
     int rank = 0, nnull = 0, nbad = 0;
-    for (int i = 0; i < n; i++) {
-        d->cl_f[i] = 0.0;
-        d->cl_nullw[i] = 0.0;
-    }
-    for (int k = 0; k < n; k++) {
-        if (kept(d, k, lmax)) {                        /* f += ds V_k (V_k . ds (rd + rs)) / lam_k */
-            double a = 0.0;
-            for (int i = 0; i < n; i++) a += V[i * ld + k] * ds[i] * (d->cl_rhs_dyn[i] + d->cl_rhs_stab[i]);
-            a /= d->cl_eig[k];
-            for (int i = 0; i < n; i++) d->cl_f[i] += ds[i] * V[i * ld + k] * a;
-            rank++;
-        }
-    }
+    for (int i = 0; i < n; i++) d->cl_nullw[i] = 0.0;
+    for (int k = 0; k < n; k++) rank += kept(d, k, lmax);
     for (int pass = 0; pass < 2; pass++)               /* 0: find bad directions, 1: weights */
         for (int k = 0; k < n; k++) {
             if (kept(d, k, lmax)) continue;
@@ -460,21 +469,23 @@ static double reference_acceleration(const soa_model *m, const soa_data *d, int 
     return a;
 }
 
-/* Step (D): f~ = (A Lambda^-1 A*)^-1 (rhs_dyn + rhs_stab) (seed 000 eq. 3.11; seed 003 eq. 6.11f)
- * by Cholesky after Jacobi scaling.  Rows no joint moves get zero force (singular when their free
- * acceleration is not zero); a pivot below PIVOT hands over to solve_dependent.  cl_info: rank,
- * rows, redundant. */
-static soa_status closure_forces(const soa_model *m, soa_data *d, const int *active, double a_ref)
+/* Step (D), the factorization of A Lambda^-1 A* (seed 000 eq. 3.11; seed 003 eqs. 4.9d, 6.11f) by
+ * Cholesky after Jacobi scaling, checked against the free accelerations rhs_dyn.  Rows no joint
+ * moves get zero force (singular when their free acceleration is not zero); a pivot below PIVOT
+ * hands over to the eigen-decomposition (factor_dependent, cl_eigen = 1).  cl_info: rank, rows,
+ * redundant. */
+static soa_status closure_factor(const soa_model *m, soa_data *d, const int *active, double a_ref)
 {
     soa_status st = {SOA_OK, 0};
     const int n = d->cl_row0[m->nc], ld = 6 * m->nc;
     const double *S = d->cl_S;
-    double *C = d->cl_C, *ds = d->cl_ds, *y = d->cl_y;
+    double *C = d->cl_C, *ds = d->cl_ds;
     double dmax = 0.0;
     int zero_singular = 0, dependent = 0;
     d->cl_info[0] = n;
     d->cl_info[1] = n;
     d->cl_info[2] = 0;
+    d->cl_eigen[0] = 0;
     for (int i = 0; i < n; i++) dmax = fmax(dmax, S[i * ld + i]);
     for (int i = 0; i < n; i++) {
         d->cl_nullw[i] = 0.0;
@@ -512,13 +523,28 @@ static soa_status closure_forces(const soa_model *m, soa_data *d, const int *act
         }
     if (dependent) {
         int singular = 0;
-        d->cl_info[2] = solve_dependent(d, n, ld, a_ref, &singular);
+        d->cl_eigen[0] = 1;
+        d->cl_info[2] = factor_dependent(d, n, ld, a_ref, &singular);
         if (singular || d->cl_info[2]) st.index = mark_involved(m, d, active);
         if (singular) st.kind = SOA_CONSTRAINT_SINGULAR;
         else st.index = 0;
-        return st;
     }
-    for (int i = 0; i < n; i++) y[i] = ds[i] * (d->cl_rhs_dyn[i] + d->cl_rhs_stab[i]);
+    return st;
+}
+
+/* f = (A Lambda^-1 A*)^-1 (r1 + r2) (r2 may be NULL) by the factors of closure_factor: the
+ * (minimum-norm) tip forces of one right-hand side (seed 003 eqs. 6.11f, 6.18d, 6.22d-e). */
+static void closure_apply(const soa_model *m, soa_data *d, const double *r1, const double *r2,
+                          double *f)
+{
+    const int n = d->cl_row0[m->nc], ld = 6 * m->nc;
+    const double *C = d->cl_C, *ds = d->cl_ds;
+    double *y = d->cl_y;
+    if (d->cl_eigen[0]) {
+        eigen_apply(d, n, ld, r1, r2, f);
+        return;
+    }
+    for (int i = 0; i < n; i++) y[i] = ds[i] * (r1[i] + (r2 ? r2[i] : 0.0));
     for (int i = 0; i < n; i++) {
         double s = y[i];
         for (int k = 0; k < i; k++) s -= C[i * ld + k] * y[k];
@@ -529,7 +555,15 @@ static soa_status closure_forces(const soa_model *m, soa_data *d, const int *act
         for (int k = i + 1; k < n; k++) s -= C[k * ld + i] * y[k];
         y[i] = s / C[i * ld + i];
     }
-    for (int i = 0; i < n; i++) d->cl_f[i] = ds[i] * y[i];
+    for (int i = 0; i < n; i++) f[i] = ds[i] * y[i];
+}
+
+/* Step (D): f~ = (A Lambda^-1 A*)^-1 (rhs_dyn + rhs_stab) into cl_f (seed 000 eq. 3.11; seed 003
+ * eq. 6.11f). */
+static soa_status closure_forces(const soa_model *m, soa_data *d, const int *active, double a_ref)
+{
+    soa_status st = closure_factor(m, d, active, a_ref);
+    if (st.kind == SOA_OK) closure_apply(m, d, d->cl_rhs_dyn, d->cl_rhs_stab, d->cl_f);
     return st;
 }
 
@@ -539,18 +573,18 @@ soa_status soa_closure_solve(const soa_model *m, soa_data *d, const int *active)
 }
 
 /* ------------------------------------------------------------------ (E) the correction */
-/* Delta beta-dot = -M^-1 J* A* f~ into cl_dq (seed 000 eq. 3.12 by A.6; seed 003 eq. 6.11g): the
- * force -A* f~ acts on frame_b's body at x_b, +A* f~ on frame_a's body, moved to the body origins
- * by B = phi(O(k), C). */
-static void closure_correction(const soa_model *m, soa_data *d, const int *active)
+/* cl_fext <- the closure forces of tip forces f~ on the bodies, body frames at the body origins:
+ * -A* f~ on frame_b's body at x_b, +A* f~ on frame_a's body, moved to the body origins by
+ * B = phi(O(k), C) (seed 003 eq. 2.13). */
+static void closure_body_forces(const soa_model *m, soa_data *d, const int *active, const double *f)
 {
     for (int i = 0; i < 6 * m->nb; i++) d->cl_fext[i] = 0.0;
     for (int j = 0; j < m->nc; j++) {
         if (active && !active[j]) continue;
-        const double *A = m->cn_A + 36 * j, *f = d->cl_f + d->cl_row0[j];
+        const double *A = m->cn_A + 36 * j, *fj = f + d->cl_row0[j];
         double F[6] = {0, 0, 0, 0, 0, 0};
         for (int r = 0; r < m->cn_size[j]; r++)
-            for (int i = 0; i < 6; i++) F[i] += A[6 * r + i] * f[r];
+            for (int i = 0; i < 6; i++) F[i] += A[6 * r + i] * fj[r];
         for (int side = 0; side < 2; side++) {
             const int s = 2 * j + side, k = d->cl_body[s];
             if (k < 0) continue;
@@ -559,7 +593,15 @@ static void closure_correction(const soa_model *m, soa_data *d, const int *activ
             for (int i = 0; i < 6; i++) d->cl_fext[6 * k + i] += side == 0 ? g[i] : -g[i];
         }
     }
-    soa_correction_sweep(m, d, d->cl_fext, d->cl_dq);
+}
+
+/* Delta beta-dot = -M^-1 J* A* f into dq (seed 000 eq. 3.12 by A.6; seed 003 eqs. 6.11g, 6.20):
+ * the correction sweep with the closure forces as its only input. */
+static void closure_correction(const soa_model *m, soa_data *d, const int *active, const double *f,
+                               double *dq)
+{
+    closure_body_forces(m, d, active, f);
+    soa_correction_sweep(m, d, d->cl_fext, dq);
 }
 
 /* forces (on frame_b's body = -f~) and residuals per constraint; 0 when inactive. */
@@ -579,18 +621,16 @@ static void closure_outputs(const soa_model *m, const soa_data *d, const int *ac
 static soa_status closure_solve_points(const soa_model *m, soa_data *d, const int *active,
                                        double a_ref)
 {
-    soa_point_inertia_inverse(m, d, 2 * m->nc, d->cl_body, d->cl_R, d->cl_l, 0, d->cl_L);
+    soa_point_inertia_inverse(m, d, 2 * m->nc, d->cl_body, d->cl_R, d->cl_l, 0, NULL, d->cl_L);
     closure_matrix(m, d, active);
     return closure_forces(m, d, active, a_ref);
 }
 
 /* ------------------------------------------------------------------ the algorithms */
-/* Constrained forward dynamics, steps (A)-(F) of seed 000 sec. 3 = RCCFD1 (seed 003 eq. 6.11);
- * inputs and outputs in soa.h. */
-soa_status soa_constrained_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
-                              const double *tau, int use_fext, const int *active, const double *u,
-                              const double *udot, const double *anchors, double alpha, double beta,
-                              double *qdd, double *forces, double *residuals)
+/* The inputs of constrained forward dynamics: state, tau, the closures' per-call inputs. */
+static soa_status check_fd_inputs(const soa_model *m, const double *q, const double *qd,
+                                  const double *tau, const double *u, const double *udot,
+                                  const double *anchors, double alpha, double beta)
 {
     soa_status st = soa_check_state(m, q, qd);
     if (st.kind != SOA_OK) return st;
@@ -600,8 +640,16 @@ soa_status soa_constrained_fd(const soa_model *m, soa_data *d, const double *q, 
         st.index = i;
         return st;
     }
-    st = check_closure_inputs(m, u, udot, anchors, alpha, beta);
-    if (st.kind != SOA_OK) return st;
+    return check_closure_inputs(m, u, udot, anchors, alpha, beta);
+}
+
+/* Steps (A)-(F) of seed 000 sec. 3 = RCCFD1 (seed 003 eq. 6.11). */
+static soa_status rccfd1(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                         const double *tau, int use_fext, const int *active, const double *u,
+                         const double *udot, const double *anchors, double alpha, double beta,
+                         double *qdd)
+{
+    soa_status st = {SOA_OK, 0};
     /* (A) the free accelerations, alpha(k) at them, the articulated factors (inertial frame) */
     const int k = soa_tree_acceleration_inertial(m, d, q, qd, tau, use_fext, d->cl_qfree);
     if (k >= 0) {
@@ -616,10 +664,143 @@ soa_status soa_constrained_fd(const soa_model *m, soa_data *d, const double *q, 
     st = closure_solve_points(m, d, active, reference_acceleration(m, d, n));
     if (st.kind != SOA_OK) return st;
     /* (E) the correction accelerations, (F) beta-dot = beta-dot f + Delta beta-dot */
-    closure_correction(m, d, active);
+    closure_correction(m, d, active, d->cl_f, d->cl_dq);
     for (int r = 0; r < m->nv; r++) qdd[r] = d->cl_qfree[r] + d->cl_dq[r];
+    return st;
+}
+
+/* Seed 003 eq. 6.18a (6.22a): the bias-free moments T' = T - H phi (M phi* a + b - f_ext) into
+ * d->tprime by the inertial-frame Newton-Euler sweeps at beta-dot = 0 (seed 001 eqs. 55-56,
+ * gravity as the base acceleration), leaving phi* a, the accelerations at beta-dot = 0, in
+ * d->alpha; then the articulated factors P, D, G.  Returns -1 or the body whose D is singular. */
+static int bias_free_moments(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                             const double *tau, int use_fext)
+{
+    soa_inertial_kinematics(m, d, q, qd);
+    for (int i = 0; i < m->nv; i++) d->zerov[i] = 0.0;
+    soa_inertial_accelerations(m, d, d->zerov, m->a0);
+    for (int k = 0; k < m->nb; k++) {                  /* f = M alpha + b - f_ext (folded: M = 0) */
+        double *f = d->f + 6 * k, fe[6] = {0, 0, 0, 0, 0, 0};
+        matvec6(d->Mw + 36 * k, d->alpha + 6 * k, f);
+        if (use_fext) add_phi(d->Rw + 9 * k, d->pw + 3 * k, d->fext + 6 * k, fe);
+        for (int i = 0; i < 6; i++) f[i] += d->b[6 * k + i] - fe[i];
+    }
+    for (int k = m->nb - 1; k >= 0; k--) {             /* phi = 1 in the inertial frame */
+        const int p = m->parent[k];
+        if (p >= 0)
+            for (int i = 0; i < 6; i++) d->f[6 * p + i] += d->f[6 * k + i];
+        for (int dd = 0; dd < m->nvj[k]; dd++)
+            d->tprime[m->v0[k] + dd] = tau[m->v0[k] + dd] - dot6(d->Sw + 6 * (m->v0[k] + dd), d->f + 6 * k);
+    }
+    return soa_riccati_sweep(m, d, 1);
+}
+
+/* y <- A (phi*(I, C_b) alpha(k_b) - phi*(I, C_a) alpha(k_a)) of the active rows, for the alpha
+ * = psi* H* nu the Omega pass left on the points' paths: B* psi* H* nu = J M^-1 T' (seed 003
+ * eqs. 6.12-6.13; a world point contributes 0). */
+static void tip_accelerations(const soa_model *m, soa_data *d, const int *active, double *y)
+{
+    for (int j = 0; j < m->nc; j++) {
+        if (active && !active[j]) continue;
+        const int ka = m->cn_body_a[j], kb = m->cn_body_b[j];
+        double RA[9], xA[3], RB[9], xB[3], acc[2][6] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}}, rel[6];
+        frame_in_world(d, ka, m->cn_Ra + 9 * j, m->cn_pa + 3 * j, RA, xA);
+        frame_in_world(d, kb, m->cn_Rb + 9 * j, m->cn_pb + 3 * j, RB, xB);
+        if (ka >= 0) apply_phi_star(RA, xB, d->alpha + 6 * ka, acc[0]);
+        if (kb >= 0) apply_phi_star(RA, xB, d->alpha + 6 * kb, acc[1]);
+        for (int i = 0; i < 6; i++) rel[i] = acc[1][i] - acc[0][i];
+        for (int r = 0; r < m->cn_size[j]; r++) y[d->cl_row0[j] + r] = dot6(m->cn_A + 36 * j + 6 * r, rel);
+    }
+}
+
+/* RCCFD2 (seed 003 eqs. 6.12-6.18) and RCCFD3 (eqs. 6.19-6.22): the tip forces from a causal
+ * filtering of T' and an anticausal pass that builds Omega on the way,
+ *   (6.18d)  f(0) = Omega^-1 {B* psi* H* D^-1 (I - H psi L) T' - a'(C)},
+ * then RCCFD2  (6.18e)  theta-dd = (I - H psi L)* D^-1 {T' - H psi (K T' + B f(0))},
+ *      RCCFD3  (6.22)   theta-dd = theta-dd1 + theta-dd2,
+ *               theta-dd1 = (I - H psi L)* {D^-1 - D^-1 H psi B Omega^-1 B* psi* H* D^-1} (I - H psi L) T'
+ *               theta-dd2 = (I - H psi L)* D^-1 H psi B Omega^-1 a'(C)                           (6.20)
+ * In the code's sign (f~ = -f(0) acts on frame_b's body), -a'(C) is the closures' relative
+ * acceleration at beta-dot = 0 less U~dot, plus the stabilization: cl_arhs.  O(n) + O(t^3). */
+static soa_status rccfd23(const soa_model *m, soa_data *d, int method, const double *q,
+                          const double *qd, const double *tau, int use_fext, const int *active,
+                          const double *u, const double *udot, const double *anchors, double alpha,
+                          double beta, double *qdd)
+{
+    static const double zero6[6] = {0, 0, 0, 0, 0, 0};
+    soa_status st = {SOA_OK, 0};
+    /* (6.18a) T', the accelerations at beta-dot = 0, the articulated factors */
+    const int k = bias_free_moments(m, d, q, qd, tau, use_fext);
+    if (k >= 0) {
+        st.kind = SOA_SINGULAR;
+        st.index = k;
+        return st;
+    }
+    /* -a'(C): the closures' kinematics at beta-dot = 0, U~dot, the stabilization */
+    const int n = closure_kinematics(m, d, active, anchors, 1);
+    closure_rhs(m, d, active, u, udot, alpha, beta);
+    for (int i = 0; i < n; i++) d->cl_arhs[i] = d->cl_rhs_dyn[i] + d->cl_rhs_stab[i];
+    /* causal filtering nu = D^-1 (I - H psi L) T' (6.13) */
+    soa_innovations_filter(m, d, d->tprime, 0, NULL, 1);
+    /* anticausal filtering B* psi* H* nu, Omega on the way (6.18b-c, 6.10) */
+    soa_point_inertia_inverse(m, d, 2 * m->nc, d->cl_body, d->cl_R, d->cl_l, 0, d->nu, d->cl_L);
+    closure_matrix(m, d, active);
+    tip_accelerations(m, d, active, d->cl_tip);
+    for (int i = 0; i < n; i++) d->cl_rhs_dyn[i] += d->cl_tip[i];   /* A alpha~f, as in RCCFD1 */
+    st = closure_factor(m, d, active, reference_acceleration(m, d, n));
+    if (st.kind != SOA_OK) return st;
+    if (method == SOA_RCCFD2) {
+        closure_apply(m, d, d->cl_tip, d->cl_arhs, d->cl_f);                          /* (6.18d) */
+        closure_body_forces(m, d, active, d->cl_f);                                  /* (6.18e) */
+        soa_innovations_filter(m, d, d->tprime, 0, d->cl_fext, 1);
+        soa_innovations_smoother(m, d, zero6, 0, qdd, 1);
+        return st;
+    }
+    /* (6.22f) theta-dd1: f1 = Omega^-1 B* psi* H* nu, nu - D^-1 H psi B f1 by a second causal
+     * filtering (the forces only), then the anticausal (I - H psi L)* */
+    closure_apply(m, d, d->cl_tip, NULL, d->cl_f);
+    for (int i = 0; i < m->nv; i++) d->cl_qfree[i] = d->nu[i];
+    closure_body_forces(m, d, active, d->cl_f);
+    soa_innovations_filter(m, d, d->zerov, 0, d->cl_fext, 1);
+    for (int i = 0; i < m->nv; i++) d->nu[i] += d->cl_qfree[i];
+    soa_innovations_smoother(m, d, zero6, 0, d->cl_qfree, 1);
+    /* (6.22e) theta-dd2 = M^-1 J* Omega^-1 a'(C), the correction sweep of f2 (6.20) */
+    closure_apply(m, d, d->cl_arhs, NULL, d->cl_f2);
+    closure_correction(m, d, active, d->cl_f2, d->cl_dq);
+    /* (6.22g) theta-dd = theta-dd1 + theta-dd2; the tip forces f1 + f2 */
+    for (int r = 0; r < m->nv; r++) qdd[r] = d->cl_qfree[r] + d->cl_dq[r];
+    for (int i = 0; i < n; i++) d->cl_f[i] += d->cl_f2[i];
+    return st;
+}
+
+/* Constrained forward dynamics by RCCFD1, 2 or 3 (seed 003 Part II); inputs and outputs in soa.h. */
+soa_status soa_constrained_fd_method(const soa_model *m, soa_data *d, int method, const double *q,
+                                     const double *qd, const double *tau, int use_fext,
+                                     const int *active, const double *u, const double *udot,
+                                     const double *anchors, double alpha, double beta,
+                                     double *qdd, double *forces, double *residuals)
+{
+    soa_status st = {SOA_BAD_ARG, 3};
+    if (method != SOA_RCCFD1 && method != SOA_RCCFD2 && method != SOA_RCCFD3) return st;
+    st = check_fd_inputs(m, q, qd, tau, u, udot, anchors, alpha, beta);
+    if (st.kind != SOA_OK) return st;
+    if (method == SOA_RCCFD1)
+        st = rccfd1(m, d, q, qd, tau, use_fext, active, u, udot, anchors, alpha, beta, qdd);
+    else
+        st = rccfd23(m, d, method, q, qd, tau, use_fext, active, u, udot, anchors, alpha, beta, qdd);
+    if (st.kind != SOA_OK) return st;
     closure_outputs(m, d, active, forces, residuals);
     return st;
+}
+
+/* Constrained forward dynamics, steps (A)-(F) of seed 000 sec. 3 = RCCFD1 (seed 003 eq. 6.11). */
+soa_status soa_constrained_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                              const double *tau, int use_fext, const int *active, const double *u,
+                              const double *udot, const double *anchors, double alpha, double beta,
+                              double *qdd, double *forces, double *residuals)
+{
+    return soa_constrained_fd_method(m, d, SOA_RCCFD1, q, qd, tau, use_fext, active, u, udot,
+                                     anchors, alpha, beta, qdd, forces, residuals);
 }
 
 /* beta+ closest to beta in the kinetic-energy metric with A J beta+ = U~ for the active
@@ -655,7 +836,7 @@ soa_status soa_project_velocities(const soa_model *m, soa_data *d, const double 
     }
     st = closure_solve_points(m, d, active, scale);
     if (st.kind != SOA_OK) return st;
-    closure_correction(m, d, active);
+    closure_correction(m, d, active, d->cl_f, d->cl_dq);
     for (int r = 0; r < m->nv; r++) qd_out[r] = qd[r] + d->cl_dq[r];
     return st;
 }

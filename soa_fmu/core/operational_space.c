@@ -75,9 +75,27 @@ static void tau_bar_congruence(const soa_model *m, const soa_data *d, int k, dou
         }
 }
 
+/* alpha(k) = psi*(k, p) alpha(p) + H*(k) nu(k) = alpha(p) + H*(k) (nu(k) - G*(k) alpha(p)) (the
+ * bias-free smoother's step, seed 001 eqs. 52-54, inertial frame), alpha(world) = 0. */
+static void psi_star_step(const soa_model *m, soa_data *d, int k, int p, const double *nu)
+{
+    const int v0 = m->v0[k], n = m->nvj[k];
+    const double *G = d->G + 36 * k, *H = d->Sw + 6 * v0;
+    double *al = d->alpha + 6 * k, x[6];
+    for (int i = 0; i < 6; i++) al[i] = p < 0 ? 0.0 : d->alpha[6 * p + i];
+    for (int dd = 0; dd < n; dd++) {
+        x[dd] = nu[v0 + dd];
+        for (int i = 0; i < 6; i++) x[dd] -= G[6 * i + dd] * al[i];
+    }
+    for (int dd = 0; dd < n; dd++)
+        for (int i = 0; i < 6; i++) al[i] += H[6 * dd + i] * x[dd];
+}
+
 /* Upsilon(k) = tau-bar*(k) Upsilon(p) tau-bar(k) + H*(k) D^-1(k) H(k), base to tip, on the marked
- * paths (seed 000 A.3-A.5; seed 002 eq. 20; seed 003 eq. 6.10), Upsilon(world) = 0. */
-static void omega_sweep(const soa_model *m, soa_data *d)
+ * paths (seed 000 A.3-A.5; seed 002 eq. 20; seed 003 eq. 6.10), Upsilon(world) = 0.  With nu,
+ * the same pass carries alpha = psi* H* nu along the paths (seed 003 eq. 6.13: the anticausal
+ * filtering that builds Omega on the way). */
+static void omega_sweep(const soa_model *m, soa_data *d, const double *nu)
 {
     for (int k = 0; k < m->nb; k++) {
         if (!d->os_mask[k]) continue;
@@ -85,6 +103,7 @@ static void omega_sweep(const soa_model *m, soa_data *d)
         const int p = m->parent[k];
         for (int i = 0; i < 36; i++) U[i] = p < 0 ? 0.0 : d->os_Ups[36 * p + i];
         tau_bar_congruence(m, d, k, U);
+        if (nu) psi_star_step(m, d, k, p, nu);
     }
 }
 
@@ -162,9 +181,12 @@ static void pairs_at(soa_data *d, int c, int npt, const int *body,
 /* Lambda^-1 = B* Omega B = J M^-1 J* of a point set (soa.h) by the Omega recursion: mark the paths,
  * sweep Upsilon outward, then one inward sweep carrying psi(c, k) of every body carrying points
  * (psi(p, b) = tau-bar(k) psi(k, b), seed 000 A.5) and forming each pair at its deepest common
- * ancestor.  Needs the inertial-frame Riccati factors and world placements. */
+ * ancestor.  Needs the inertial-frame Riccati factors and world placements.  nu (NULL: none):
+ * the innovations of a bias-free filter; alpha = psi* H* nu is then left in d->alpha on the
+ * paths (omega_sweep). */
 void soa_point_inertia_inverse(const soa_model *m, soa_data *d, int npt, const int *body,
-                               const double *R, const double *l, int world_axes, double *L)
+                               const double *R, const double *l, int world_axes, const double *nu,
+                               double *L)
 {
     const int nb = m->nb;
     for (int i = 0; i < 36 * npt * npt; i++) L[i] = 0.0;
@@ -180,7 +202,7 @@ void soa_point_inertia_inverse(const soa_model *m, soa_data *d, int npt, const i
         for (int i = 0; i < 36; i++) d->os_Psi[36 * b + i] = (i % 7 == 0) ? 1.0 : 0.0;
         for (int k = b; k >= 0 && !d->os_mask[k]; k = m->parent[k]) d->os_mask[k] = 1;
     }
-    omega_sweep(m, d);
+    omega_sweep(m, d, nu);
     for (int k = nb - 1; k >= 0; k--) {
         if (!d->os_mask[k]) continue;
         int junction = 0, from = -2;                   /* do any two paths meet at k? */
@@ -242,7 +264,7 @@ soa_status soa_operational_space_inverse(const soa_model *m, soa_data *d, const 
     }
     st = articulated_factors(m, d, q);
     if (st.kind != SOA_OK) return st;
-    soa_point_inertia_inverse(m, d, npt, body, R, l, world_axes, L);
+    soa_point_inertia_inverse(m, d, npt, body, R, l, world_axes, NULL, L);
     return st;
 }
 

@@ -323,7 +323,10 @@ typedef struct {
     X(cl_nullw, 1, 6 * nc, 0, 0)  /* weight of each row in the dependent directions found */     \
     X(cl_fext,  2, nb, 6, 0)  /* the closure forces -A* f~ on the bodies, body frames */         \
     X(cl_qfree, 1, nv, 0, 0)  /* beta-dot f: the tree's free accelerations */                   \
-    X(cl_dq,    1, nv, 0, 0)  /* the correction accelerations */ \
+    X(cl_dq,    1, nv, 0, 0)  /* the correction accelerations */                             \
+    X(cl_tip,   1, 6 * nc, 0, 0)  /* RCCFD2, 3: A J M^-1 T' of the active rows (seed 003 eq. 6.13) */ \
+    X(cl_arhs,  1, 6 * nc, 0, 0)  /* ... the rest of the right-hand side, -a'(C) + stabilization */ \
+    X(cl_f2,    1, 6 * nc, 0, 0)  /* ... RCCFD3: f~2 = Omega^-1 of it (eq. 6.20) */               \
     /* ---- constraint_time.c: a step with switching and moving targets ---- */                 \
     X(cl_anch0, 2, nc, 16, 0) /* the targets at the step's start (after re-anchoring) */        \
     X(cl_anch_t, 2, nc, 16, 0) /* the targets at a stage's time */                              \
@@ -395,6 +398,7 @@ typedef struct {
     X(cl_body,  1, 2 * nc, 0, 0) /* body of each closure point (-1: world or inactive) */       \
     X(cl_involved, 1, nc, 0, 0)  /* 1: constraint involved in the singular / redundant rows */  \
     X(cl_info,  1, 3, 0, 0)   /* last solve: rank, active rows, 1 if redundant (min-norm forces) */ \
+    X(cl_eigen, 1, 1, 0, 0)   /* 1: the last factorization is the eigen-decomposition (dependent rows) */ \
     /* ---- contact.c: the implicit contact damping ---- */                                    \
     X(ci_pair,  1, nimp, 0, 0) /* the touching pairs treated implicitly */                      \
     X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of their points (-1: world) */                 \
@@ -731,9 +735,12 @@ soa_status soa_dop853(const soa_model *m, soa_data *d, double *q, double *qd, co
  * (R + 9 s, l + 3 s) (x_body = R x_point + l); world_axes: world-aligned axes at the point
  * instead of R.  L: (6 npt) x (6 npt), row-major.  The kernels need the factors of an
  * inertial-frame Riccati sweep (soa_riccati_sweep(m, d, 1), or the one inside
- * soa_tree_acceleration_inertial). */
+ * soa_tree_acceleration_inertial).  nu (nv, NULL: none): a bias-free filter's innovations, whose
+ * alpha = psi* H* nu the Omega pass carries along the points' paths into d->alpha (seed 003
+ * eq. 6.13). */
 void soa_point_inertia_inverse(const soa_model *m, soa_data *d, int npt, const int *body,
-                               const double *R, const double *l, int world_axes, double *L);
+                               const double *R, const double *l, int world_axes, const double *nu,
+                               double *L);
 void soa_correction_sweep(const soa_model *m, soa_data *d, const double *fext, double *dqdd);
 /* The same from a configuration: Lambda^-1 = J M^-1 J* of the points; Delta beta-dot = M^-1 J* f
  * for body forces fext (nb x 6, body frames, at the body origins). */
@@ -759,6 +766,16 @@ soa_status soa_constrained_fd(const soa_model *m, soa_data *d, const double *q, 
                               const double *tau, int use_fext, const int *active, const double *u,
                               const double *udot, const double *anchors, double alpha, double beta,
                               double *qdd, double *forces, double *residuals);
+/* The same by one of the three recursive algorithms of seed 003 Part II, O(n) + O(t^3) each:
+ * RCCFD1 (eq. 6.11 = steps (A)-(F), soa_constrained_fd), RCCFD2 (eqs. 6.12-6.18: the tip forces
+ * from a causal filtering of T' and an anticausal pass building Omega), RCCFD3 (eqs. 6.19-6.22:
+ * theta-dd = theta-dd1 + theta-dd2).  Another method: {SOA_BAD_ARG, 3}. */
+enum { SOA_RCCFD1 = 1, SOA_RCCFD2, SOA_RCCFD3 };
+soa_status soa_constrained_fd_method(const soa_model *m, soa_data *d, int method, const double *q,
+                                     const double *qd, const double *tau, int use_fext,
+                                     const int *active, const double *u, const double *udot,
+                                     const double *anchors, double alpha, double beta,
+                                     double *qdd, double *forces, double *residuals);
 soa_status soa_project_velocities(const soa_model *m, soa_data *d, const double *q,
                                   const double *qd, const int *active, const double *u,
                                   double *qd_out);

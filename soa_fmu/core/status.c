@@ -54,6 +54,7 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
     case SOA_BAD_ARG:
         snprintf(buf, n, i == 1 ? "invalid argument (tolerances must be finite and >= 0, "
                                   "max_step > 0)"
+                         : i == 3 ? "invalid argument (the closed-chain method must be RCCFD1, 2 or 3)"
                                 : "invalid argument (a step size must be finite and > 0)");
         break;
     case SOA_STEP_TOO_SMALL:

@@ -25,7 +25,7 @@ import numpy as np
 
 from ..contact import contact_names, sphere_pairs
 from ..model import Model
-from .variables import METHODS, VariableTable
+from .variables import METHODS, ControllerTable, VariableTable
 
 PACKAGE = Path(__file__).resolve().parents[1]
 CORE_DIR = PACKAGE / "core"
@@ -33,6 +33,13 @@ WRAPPER_DIR = Path(__file__).resolve().parent / "native"
 MODEL_SOURCE = "fmu_model.c"         # (core/model.c is the engine's Model / Data)
 CFLAGS = ("-std=c99", "-O3", "-fPIC", "-shared", "-fvisibility=hidden", "-Wall", "-Wextra",
           "-Wno-missing-field-initializers", "-Wl,-z,defs")
+
+
+# the controller's groups (fmu.h: vr_kp ... vr_sampled), and those of them that are per dof
+CONTROLLER_VECTORS = ("Kp", "Kd", "q_from", "q_to", "q_ref", "qd_ref", "qdd_ref", "q_des")
+CONTROLLER_GROUPS = CONTROLLER_VECTORS[:4] + (
+    "move_start", "move_duration", "q_ref", "qd_ref", "qdd_ref", "q_des", "ff_dissipation",
+    "trajectory", "sampled")
 
 
 class NativeBuildError(Exception):
@@ -134,7 +141,8 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str,
     parts.append(_strings("CONTACTS", contact_names(model)))
 
     labels = {"tau": model.velocity_names, "qd0": model.velocity_names, "qd": model.velocity_names,
-              "qdd": model.velocity_names, "q0": model.position_names, "q": model.position_names}
+              "qdd": model.velocity_names, "q0": model.position_names, "q": model.position_names,
+              **{g: model.velocity_names for g in CONTROLLER_VECTORS}}
     types = {"Real": "SOA_FMU_REAL", "Boolean": "SOA_FMU_BOOLEAN", "String": "SOA_FMU_STRING"}
     causal = {"parameter": "SOA_FMU_PARAMETER", "input": "SOA_FMU_INPUT",
               "output": "SOA_FMU_OUTPUT", "local": "SOA_FMU_LOCAL"}
@@ -155,7 +163,7 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str,
             start = 0.0
         rows.append(f"    {{{_c_string(v.name)}, {_c_string(label)}, {types[v.type]}, "
                     f"{causal[v.causality]}, {int(v.variability == 'fixed')}, "
-                    f"{int(v.group in ('max_step', 'rtol', 'atol'))}, {_c_double(start)}, "
+                    f"{int(v.group in ('max_step', 'rtol', 'atol', 'move_duration'))}, {_c_double(start)}, "
                     f"{n3.get(v.value_reference, 0)}}}")
     parts.append("static const soa_fmu_variable VARS[] = {\n" + ",\n".join(rows) + "\n};\n\n")
 
@@ -176,7 +184,7 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str,
     def vr(group: str) -> int:
         return table.groups[group][0] if group in table.groups else -1
 
-    integrator = next(v.start for v in table.variables if v.group == "integrator")
+    integrator = next((v.start for v in table.variables if v.group == "integrator"), "auto")
     fields = {
         "identifier": _c_string(identifier), "guid": _c_string(guid),
         "digest": _c_string(table.digest()),
@@ -202,6 +210,8 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str,
         "nssp": len(sphere_pairs(model)), "contact_names": "CONTACTS",
         **{f"vr_{g}": vr(g) for g in ("contact_law", "plane_offset", "contact_force",
                                       "contact_depth", "pair_depth", "stop_margin")},
+        "role": "SOA_FMU_CONTROLLER" if isinstance(table, ControllerTable) else "SOA_FMU_PLANT",
+        **{f"vr_{g.lower()}": vr(g) for g in CONTROLLER_GROUPS},
     }
     parts.append("const soa_fmu_description soa_fmu_model = {\n"
                  + ",\n".join(f"    .{k} = {v}" for k, v in fields.items()) + "\n};\n")
@@ -213,6 +223,8 @@ def check_layout(table: VariableTable) -> None:
     rtol, atol adjacent; q, qd, qdd contiguous and before energy, energy before the frame poses;
     der(q) between qdd and energy."""
     g = table.groups
+    if isinstance(table, ControllerTable):      # (controller.c: each group by its own reference)
+        return
     assert g["rtol"][0] == g["max_step"][0] + 1 and g["atol"][0] == g["rtol"][0] + 1
     assert g["qd"][0] == g["q"][0] + g["q"][1] and g["qdd"][0] == g["qd"][0] + g["qd"][1]
     assert all(g[k][0] < g["energy"][0] for k in g if k.startswith("f:"))

@@ -65,6 +65,7 @@ UNITS: dict[str, dict[str, int]] = {
     "N.m": {"kg": 1, "m": 2, "s": -2},
     "J": {"kg": 1, "m": 2, "s": -2},
     "1/s": {"s": -1},
+    "1/s2": {"s": -2},
     "kg": {"kg": 1},
     "kg.m2": {"kg": 1, "m": 2},
     "N.m.s/rad": {"kg": 1, "m": 2, "s": -1, "rad": -1},
@@ -671,3 +672,132 @@ LOG_CATEGORIES = {
     "logAll": "All messages.",
     "logDebug": "Python tracebacks of failed calls and diagnostics (engine location, timings).",
 }
+
+
+# ---------------------------------------------------------------- the controller's table
+class ControllerTable(VariableTable):
+    """The variables of the computed-torque controller FMU (``soa-build-fmu --controller``): no
+    states (the controller is a static map of its inputs and, with its trajectory, of time), its
+    outputs fed through from every input."""
+
+    def __init__(self, variables: list[Variable], model: Model, me: bool):
+        super().__init__(variables, model, [], [], {}, [] if me else None)
+        self.n_event_indicators = 0
+
+    def state_vrs(self) -> list[int]:
+        return []
+
+    def derivative_dependencies(self) -> dict[int, list[int] | None]:
+        return {}
+
+    def output_dependencies(self) -> dict[int, list[int] | None]:
+        """tau: every input (q, qd and the reference: tau = ID(q, qd, qdd_ref + Kp e + Kd e-dot)
+        is direct feedthrough); q_des: the input q_ref (it is q_ref unless the trajectory is on)."""
+        inputs = [v.value_reference for v in self.variables if v.causality == "input"]
+        return {**{vr: inputs for vr in self.vrs("tau")},
+                **{vr: [self.vrs("q_ref")[i]] for i, vr in enumerate(self.vrs("q_des"))}}
+
+    def initial_dependencies(self) -> dict[int, list[int] | None]:
+        return {vr: ALL for vr in self.vrs("tau") + self.vrs("q_des")}
+
+
+def controller_problem(model: Model) -> str | None:
+    """Why the computed-torque controller cannot be built for ``model`` (None: it can): it needs
+    coordinates that are the velocities (nq = nv, every dof actuated by tau), a tree, rigid links."""
+    for b in model.bodies:
+        if b.joint.nq != b.joint.nv:
+            return (f"joint {b.joint_name!r} is {b.joint.type_name}: its coordinates are not its "
+                    "velocities (a quaternion), so the tracking error q_ref - q is not defined; "
+                    "the controller needs revolute, prismatic, planar or general joints")
+        if b.nmodes:
+            return (f"body {b.name!r} is flexible: its modal coordinates are not actuated; the "
+                    "controller needs rigid bodies")
+    if model.constraints:
+        return (f"the model has closure constraints ({model.constraints[0].name!r}, ...): the "
+                "controller inverts the tree's dynamics and needs a tree")
+    return None
+
+
+def build_controller_table(model: Model, states: bool = False) -> ControllerTable:
+    """The computed-torque controller's variables (docs/systems.md): parameters (gravity, the
+    model's physical parameters, gains Kp, Kd, the trajectory q_from -> q_to), inputs q, qd (the
+    measured state) and q_ref, qd_ref, qdd_ref, outputs tau and q_des, Booleans ff_dissipation,
+    trajectory, sampled.  ``states``: the table of an FMU with Model Exchange (no states)."""
+    problem = controller_problem(model)
+    if problem:
+        raise TableError(f"--controller: {problem}")
+    plant = build_table(model)
+    rows: list[Variable] = []
+
+    def add(name, type_, causality, variability, initial, unit, start, description, group, index):
+        rows.append(Variable(name, len(rows), type_, causality, variability, initial, unit, start,
+                             description, group, index))
+
+    def copy(group: str) -> None:        # the plant's rows: the same names, units, meaning
+        for v in plant.variables:
+            if v.group == group:
+                add(v.name, v.type, v.causality, v.variability, v.initial, v.unit, v.start,
+                    v.description, v.group, v.index)
+
+    pos, vel = coordinate_labels(model)
+    nv = model.nv
+    q0 = model.initial_q if model.initial_q is not None else model.neutral_configuration()
+
+    def vdesc(i):
+        j, t, what, _ = vel[i]
+        return f"{what} of joint '{j}' ({t})"
+
+    def qdesc(i):
+        j, t, what, _ = pos[i]
+        return f"{what} of joint '{j}' ({t})"
+
+    def unit(i, k):
+        return vel[i][3][k]
+
+    for g in ("g", "inertial", "damping", "friction", "armature"):
+        copy(g)
+    for i in range(nv):
+        add(f"Kp[{i + 1}]", "Real", "parameter", "tunable", "exact", "1/s2", 100.0,
+            f"position gain of dof {i + 1} (qdd_cmd = qdd_ref + Kp e + Kd e-dot): {vdesc(i)}",
+            "Kp", i)
+    for i in range(nv):
+        add(f"Kd[{i + 1}]", "Real", "parameter", "tunable", "exact", "1/s", 20.0,
+            f"velocity gain of dof {i + 1}: {vdesc(i)}", "Kd", i)
+    for i in range(nv):
+        add(f"q_from[{i + 1}]", "Real", "parameter", "tunable", "exact", unit(i, 0), float(q0[i]),
+            f"trajectory: start of the quintic move, {qdesc(i)}", "q_from", i)
+    for i in range(nv):
+        add(f"q_to[{i + 1}]", "Real", "parameter", "tunable", "exact", unit(i, 0), float(q0[i]),
+            f"trajectory: end of the quintic move, {qdesc(i)}", "q_to", i)
+    add("move_start", "Real", "parameter", "tunable", "exact", "s", 0.0,
+        "trajectory: time the quintic move starts (q_from before it)", "move_start", 0)
+    add("move_duration", "Real", "parameter", "tunable", "exact", "s", 1.0,
+        "trajectory: duration of the quintic move (> 0; q_to after it)", "move_duration", 0)
+    for group, what, k in (("q", "measured {}", 0), ("qd", "measured rate: {}", 1),
+                           ("q_ref", "reference {}", 0), ("qd_ref", "reference rate: {}", 1),
+                           ("qdd_ref", "reference acceleration: {}", 2)):
+        for i in range(nv):
+            add(f"{group}[{i + 1}]", "Real", "input", "continuous", None, unit(i, k), 0.0,
+                what.format(qdesc(i) if k == 0 else vdesc(i)), group, i)
+    for i in range(nv):
+        kind = vel[i][3]
+        add(f"tau[{i + 1}]", "Real", "output", "continuous", "calculated", kind[3], None,
+            f"computed-torque {'joint torque' if kind is ANGULAR else 'joint force'} on dof "
+            f"{i + 1}: {vdesc(i)}", "tau", i)
+    for i in range(nv):
+        add(f"q_des[{i + 1}]", "Real", "output", "continuous", "calculated", unit(i, 0), None,
+            f"the reference position in effect (q_ref, or the trajectory's): {qdesc(i)}",
+            "q_des", i)
+    add("ff_dissipation", "Boolean", "parameter", "tunable", "exact", None, True,
+        "add the model's joint damping and Coulomb friction along the reference rate (d qd_ref + "
+        "f_c tanh(qd_ref / v_s)) to tau",
+        "ff_dissipation", 0)
+    add("trajectory", "Boolean", "parameter", "tunable", "exact", None, False,
+        "the reference is the quintic move q_from -> q_to over [move_start, move_start + "
+        "move_duration] (the inputs q_ref, qd_ref, qdd_ref are then unused)", "trajectory", 0)
+    add("sampled", "Boolean", "parameter", "fixed", "exact", None, False,
+        "Co-Simulation: tau is computed at each doStep from the inputs at the step's start and "
+        "held until the next (one sample of delay, 0 before the first step), so that every "
+        "master's ordering gives the same loop; false: tau follows the inputs at once",
+        "sampled", 0)
+    return ControllerTable(rows, model, states)

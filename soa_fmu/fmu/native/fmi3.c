@@ -648,7 +648,7 @@ fmi3Status fmi3GetNumberOfEventIndicators(fmi3Instance instance, size_t *nEventI
     Instance *c = instance_of(instance);
     if (!c || !nEventIndicators) return fmi3Error;
     /* the joint stops' margins, then the contact pairs (model_exchange.c) */
-    *nEventIndicators = (size_t)(fmu_stop_margins(c->m, NULL, NULL) + fmu_contact_pair_count());
+    *nEventIndicators = (size_t)fmu_me_nz(c);
     return fmi3OK;
 }
 

@@ -13,6 +13,7 @@
 
 enum { SOA_FMU_REAL, SOA_FMU_BOOLEAN, SOA_FMU_STRING };
 enum { SOA_FMU_PARAMETER, SOA_FMU_INPUT, SOA_FMU_OUTPUT, SOA_FMU_LOCAL };
+enum { SOA_FMU_PLANT, SOA_FMU_CONTROLLER };     /* what the FMU is (soa_fmu_description.role) */
 
 typedef struct {
     const char *name;        /* FMI name, e.g. "tau[3]" */
@@ -78,6 +79,15 @@ typedef struct {
     int vr_contact_law, vr_plane_offset, vr_contact_force, vr_contact_depth;
     int vr_pair_depth;                   /* Model Exchange: contact.<sphere>.<other>.depth */
     int vr_stop_margin;                  /* Model Exchange with joint stops: stop_margin[1] */
+    /* ---- the role: SOA_FMU_PLANT (the model simulated; everything above) or SOA_FMU_CONTROLLER
+     * (controller.c: the model's computed-torque controller, no states; its table has g and the
+     * physical parameters as above, vr_q / vr_qd / vr_tau name its inputs q, qd and its output
+     * tau, the plant-only groups are -1).  The controller's groups, nv each unless a scalar:
+     * Kp, Kd, q_from, q_to, move_start, move_duration (Reals), the inputs q_ref, qd_ref,
+     * qdd_ref, the output q_des, the Booleans ff_dissipation, trajectory, sampled. */
+    int role;
+    int vr_kp, vr_kd, vr_q_from, vr_q_to, vr_move_start, vr_move_duration, vr_q_ref, vr_qd_ref,
+        vr_qdd_ref, vr_q_des, vr_ff_dissipation, vr_trajectory, vr_sampled;
 } soa_fmu_description;
 
 extern const soa_fmu_description soa_fmu_model;

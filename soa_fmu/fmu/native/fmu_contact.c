@@ -13,7 +13,7 @@
  * a state is restored); the values were checked when set (fmu_contact_problem). */
 void fmu_apply_contact(Instance *c)
 {
-    if (D.nsph == 0) return;
+    if (D.nsph == 0 || D.vr_contact_law < 0) return;       /* (a controller has no contact) */
     fmu_data_used(c);                     /* (the contact forces it holds are the old law's) */
     for (int k = 0; k < SOA_CT_NLAW; k++) c->m->ct_law[k] = c->real[D.vr_contact_law + k];
     for (int j = 0; j < D.npln; j++) c->m->pl_offset[j] = c->real[D.vr_plane_offset + j];
@@ -23,7 +23,7 @@ void fmu_apply_contact(Instance *c)
 int fmu_contact_problem(int vr, double x, char *text, size_t n)
 {
     const int k = vr - D.vr_contact_law;
-    if (D.nsph == 0 || k < 0 || k >= SOA_CT_NLAW) return 0;
+    if (D.nsph == 0 || D.vr_contact_law < 0 || k < 0 || k >= SOA_CT_NLAW) return 0;
     const int positive = k == SOA_CT_EXPONENT || k == SOA_CT_STICTION;
     if (positive ? x > 0.0 : x >= 0.0) return 0;
     snprintf(text, n, "%s must be %s, got %.17g", D.vars[vr].name, positive ? "> 0" : "\xe2\x89\xa5 0",

@@ -321,7 +321,7 @@ static int error_control(const Instance *c)
 
 /* The parameters into the model; 0 (msg, which may be NULL: the reason naming the body or dof)
  * when they are refused, the model then holding the start values. */
-static int apply_parameters(Instance *c, char *msg, size_t n)
+int fmu_apply_parameters(Instance *c, char *msg, size_t n)
 {
     fmu_data_used(c);                         /* the model changes */
     soa_status st = {SOA_OK, 0};
@@ -348,7 +348,8 @@ static int apply_parameters(Instance *c, char *msg, size_t n)
  * quaternions normalized, qd = qd0, t = start time.  Returns 0 with the reason in msg. */
 int fmu_build(Instance *c, char *msg, size_t n)
 {
-    if (!apply_parameters(c, msg, n)) return 0;
+    if (D.role == SOA_FMU_CONTROLLER) return fmu_controller_build(c, msg, n);
+    if (!fmu_apply_parameters(c, msg, n)) return 0;
     fmu_apply_gravity(c);
     double *q = c->real + D.vr_q, *qd = c->real + D.vr_qd;
     memcpy(q, c->real + D.vr_q0, sizeof(double) * D.nq);
@@ -538,6 +539,7 @@ int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char 
             return 0;
         }
     }
+    if (D.role == SOA_FMU_CONTROLLER) return fmu_controller_refresh(c, fn);
     if (c->stale && feedthrough && c->kind == FMU_ME) {
         if (!fmu_me_evaluate(c, fn)) return 0;                  /* (logged) */
     } else if (c->stale && feedthrough) {
@@ -756,7 +758,7 @@ static void load_state(Instance *c, const unsigned char *buf)
     if (c->method < 0 || c->method >= SOA_NMETHODS) c->method = D.method;
     if (c->method_used < 0 || c->method_used >= SOA_AUTO) c->method_used = SOA_RK4;
     c->failed_h = 0.0;
-    if (!apply_parameters(c, NULL, 0)) c->built = 0;      /* the state's physical parameters */
+    if (!fmu_apply_parameters(c, NULL, 0)) c->built = 0;      /* the state's physical parameters */
     fmu_apply_gravity(c);
     c->energy_valid = c->poses_valid = 0;
     c->jac_valid = 0;
@@ -1290,8 +1292,9 @@ int fmu_do_step(Instance *c, double t, double h, const char *fn)
                 "state", t, h, c->failure);
         return FMU_ERROR;
     }
-    if (too_many_substeps(c, h, msg, sizeof msg)) return discard(c, t, h, "refused", msg);
-    const soa_status st = integrate(c, h);
+    const int plant = D.role == SOA_FMU_PLANT;
+    if (plant && too_many_substeps(c, h, msg, sizeof msg)) return discard(c, t, h, "refused", msg);
+    const soa_status st = plant ? integrate(c, h) : fmu_controller_step(c);
     if (st.kind != SOA_OK) {
         fmu_status_message(c, st, msg, sizeof msg);
         return discard(c, t, h, "failed", msg);

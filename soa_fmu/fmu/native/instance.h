@@ -8,6 +8,7 @@
  *                     the simulation of a step (Co-Simulation), the FMU state as bytes
  *   model_exchange.c  x = (theta, beta), its derivative, events, completed integrator steps, and
  *                     the directional derivatives of every interface
+ *   controller.c      the controller role (fmu.h): the computed torque where a plant simulates
  *
  * In FMI 2.0 every value reference names one scalar; in FMI 3.0 it names a whole array of the
  * table (soa_fmu_variable.n3 scalars, e.g. "tau" [nv]) and D.nvars names the independent
@@ -120,6 +121,7 @@ int fmu_gather_closure_inputs(Instance *c);
 void fmu_put_constraint_outputs(Instance *c);
 void fmu_invalidate(Instance *c);         /* the state or an input changed */
 void fmu_data_used(Instance *c);          /* c->d is about to be used for other work */
+int fmu_apply_parameters(Instance *c, char *msg, size_t n);   /* the physical ones, to c->m */
 int fmu_build(Instance *c, char *msg, size_t n);
 int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char *fn);
 int fmu_pending_reasons(const Instance *c, char *out, size_t n);
@@ -164,6 +166,7 @@ int fmu_me_set_states(Instance *c, const double *x, size_t nx, const char *fn);
 int fmu_me_get_derivatives(Instance *c, double *dx, size_t nx, const char *fn);
 int fmu_me_nominals(Instance *c, double *x, size_t nx, const char *fn);
 int fmu_stop_margins(const soa_model *m, const double *q, double *z);
+int fmu_me_nz(const Instance *c);                 /* event indicators */
 int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn);  /* FMI 2 and 3 */
 int fmu_me_event_update(Instance *c, int *states_changed, const char *fn);
 int fmu_me_completed_step(Instance *c, int *enter_event, const char *fn);
@@ -173,6 +176,11 @@ int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const
 int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const unsigned *known,
                 size_t nknown, const double *seed, size_t nseed, double *out, size_t nout,
                 const char *fn);
+
+/* ---------------------------------------------------------------- controller.c */
+int fmu_controller_build(Instance *c, char *msg, size_t n);
+int fmu_controller_refresh(Instance *c, const char *fn);
+soa_status fmu_controller_step(Instance *c);
 
 /* ---------------------------------------------------------------- fmu_contact.c */
 void fmu_apply_contact(Instance *c);

@@ -48,7 +48,7 @@
 
 #define QUAT_DRIFT 1e-7        /* | |q|^2 - 1 | above which a completed step renormalizes */
 
-int fmu_me_nx(void) { return D.nq + D.nv; }
+int fmu_me_nx(void) { return D.role == SOA_FMU_PLANT ? D.nq + D.nv : 0; }   /* controller: none */
 
 /* The call is a Model Exchange one and allowed in the instance's mode (modes: 1 << Mode). */
 int fmu_me_require(Instance *c, const char *fn, int modes)
@@ -151,7 +151,8 @@ int fmu_me_set_time(Instance *c, double t, const char *fn)
         return FMU_ERROR;
     }
     c->t = t;
-    if (D.nc > 0) fmu_invalidate(c);      /* the targets move with t */
+    if (D.nc > 0 || D.role == SOA_FMU_CONTROLLER)
+        fmu_invalidate(c);                /* the targets (the controller's trajectory) move with t */
     return FMU_OK;
 }
 
@@ -202,6 +203,7 @@ int fmu_me_get_derivatives(Instance *c, double *dx, size_t nx, const char *fn)
         return FMU_ERROR;
     }
     if (!fmu_refresh(c, 0, 0, 0, fn)) return FMU_ERROR;
+    if (D.role == SOA_FMU_CONTROLLER) return FMU_OK;                 /* no states */
     if (c->stale && !evaluate(c, FMU_DISCARD, fn)) return FMU_DISCARD;
     memcpy(dx, c->real + D.vr_qdot, sizeof(double) * D.nq);
     memcpy(dx + D.nq, c->real + D.vr_qdd, sizeof(double) * D.nv);
@@ -274,6 +276,7 @@ int fmu_me_completed_step(Instance *c, int *enter_event, const char *fn)
 {
     *enter_event = 0;
     if (!fmu_me_require(c, fn, 1 << CONTINUOUS)) return FMU_ERROR;
+    if (D.role == SOA_FMU_CONTROLLER) return FMU_OK;                 /* no states */
     rebase_anchors(c);
     double *q = c->real + D.vr_q;
     for (int k = 0; k < D.nb; k++) {
@@ -514,6 +517,10 @@ int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const
     if (!fmu_check_refs(c, unknown, nunknown, nout, 0, D.nreal, fn, 0)
         || !fmu_check_refs(c, known, nknown, nseed, 0, D.nreal, fn, 0))
         return FMU_ERROR;
+    if (D.role == SOA_FMU_CONTROLLER) {
+        fmu_log(c, FMU_ERROR, "%s: the controller provides no directional derivatives", fn);
+        return FMU_ERROR;
+    }
     if (D.nsph > 0) {        /* the contact forces' derivatives are not formed: declared false */
         fmu_log(c, FMU_ERROR, "%s: this FMU has contact; it provides no directional derivatives "
                 "(providesDirectionalDerivative=\"false\")", fn);
@@ -663,8 +670,8 @@ int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const uns
     if (!fmu_check_refs(c, unknown, nunknown, nseed, 0, D.nreal, fn, 0)
         || !fmu_check_refs(c, known, nknown, nout, 0, D.nreal, fn, 0))
         return FMU_ERROR;
-    if (D.nsph > 0) {
-        fmu_log(c, FMU_ERROR, "%s: this FMU has contact; it provides no adjoint derivatives", fn);
+    if (D.nsph > 0 || D.role == SOA_FMU_CONTROLLER) {
+        fmu_log(c, FMU_ERROR, "%s: this FMU provides no adjoint derivatives", fn);
         return FMU_ERROR;
     }
     if (nout > (size_t)D.nreal + 1 || nseed > (size_t)D.nreal + 1) {
@@ -709,14 +716,22 @@ int fmu_stop_margins(const soa_model *m, const double *q, double *z)
 /* The event indicators (FMI 2.0 and 3.0 Model Exchange): the joint stops' margins, so that the
  * integrator lands on the contact instant, then one per contact pair (fmu_contact.c: its signed
  * penetration). */
+/* (their count; a controller has none) */
+int fmu_me_nz(const Instance *c)
+{
+    if (D.role == SOA_FMU_CONTROLLER) return 0;
+    return fmu_stop_margins(c->m, NULL, NULL) + fmu_contact_pair_count();
+}
+
 int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn)
 {
-    const size_t n = (size_t)fmu_stop_margins(c->m, NULL, NULL);
-    if (ni != n + (size_t)fmu_contact_pair_count() || (ni && !z)) {
+    const size_t nz = (size_t)fmu_me_nz(c);
+    if (ni != nz || (ni && !z)) {
         fmu_log(c, FMU_ERROR, "%s: this FMU has %zu event indicators, %zu were asked for%s", fn,
-                n + (size_t)fmu_contact_pair_count(), ni, ni && !z ? " (into NULL)" : "");
+                nz, ni, ni && !z ? " (into NULL)" : "");
         return FMU_ERROR;
     }
-    fmu_stop_margins(c->m, c->real + D.vr_q, z);
+    if (nz == 0) return FMU_OK;
+    const int n = fmu_stop_margins(c->m, c->real + D.vr_q, z);
     return fmu_contact_indicators(c, z + n, fn);
 }
