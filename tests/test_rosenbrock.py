@@ -1,8 +1,8 @@
 """ROS2, the default integrator of stiff models (core/integrators.c, docs/joints.md): its order
 measured against a tight DOP853, its stability function on a stiff damped joint against the closed
 form R(z), its error control against the tolerance, and the defaults that used to fail: the
-bouncing ball's rebound (implicit Euler lost 17 %) and example-robot-data's g1_with_hands (rk4,
-chosen once at t = 0, diverged at 0.45 s)."""
+bouncing ball's rebound (implicit Euler lost 17 %) and example-robot-data's g1_with_hands and
+human (rk4, chosen once at t = 0, diverged at 0.45 s)."""
 from __future__ import annotations
 
 import math
@@ -114,11 +114,12 @@ def robot_data(path: str) -> sf.Model:
         return sf.load_model(robot_path(*path.rsplit("/", 1)), strict=False)
 
 
-@pytest.mark.parametrize("path", ["g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf"])
-def test_defaults_run_g1_with_hands(path):
-    """The default integrator runs example-robot-data's g1_with_hands 2 s at 1 ms under gravity
-    with zero torque (rk4, chosen at t = 0 by its bound there, diverged at 0.45 s).  (human still
-    diverges at 0.9 s in its joint stops: docs/limitations.md.)"""
+@pytest.mark.parametrize("path", ["g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf",
+                                  "human_description/robots/human.urdf"])
+def test_defaults_run_g1_with_hands_and_human(path):
+    """The default integrator runs example-robot-data's g1_with_hands and human 2 s at 1 ms under
+    gravity with zero torque (rk4, chosen at t = 0 by its bound there, diverged at 0.45 s; human
+    flails through its joint stops, where Verwer's ROS2 stage placement diverged at 0.9 s)."""
     pytest.importorskip("pinocchio")               # example-robot-data comes with the extra
     model = robot_data(path)
     sim = sf.Simulator(model)

@@ -170,19 +170,20 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
  *     (M + diag(a + g B + g^2 K) + J* C_c J) x = T - C - g_grav + J* F_c - g K r + (g B + g^2 K) s
  *                                                 + J* (-g K_c J r + C_c J s),   C_c = g B_c + g^2 K_c
  *
- * (r = qd, s = 0 where NULL; secant: the frictions' B their secants, dissipation.c, contact.c):
+ * (r = qd, s = 0 where NULL; ahead > 0: a Rosenbrock stage's Jacobian, the frictions' B their
+ * secants and the stops the step reaches, dissipation.c, contact.c):
  * forward dynamics with the diagonal in D(k) of the Riccati sweep
  * (seed 001 eqs. 34-36), its filter and smoother (eqs. 49-54, 60-65), ONE sweep, then the
  * contact's Woodbury correction through Lambda^-1 (contact.c).  use: the use_fext bits of the
  * sweep.  Returns -1, or the body whose D is singular. */
 static int implicit_stage(const soa_model *m, soa_data *d, const double *q, const double *qd,
                           const double *tau, int use, double g, const double *r, const double *s,
-                          int secant, double *x)
+                          double ahead, double *x)
 {
     const double *T = soa_joint_forces(m, d, q, qd, tau);
-    soa_implicit_terms(m, d, q, qd, T, g, r, s, secant);
+    soa_implicit_terms(m, d, q, qd, T, g, r, s, ahead);
     const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, x);
-    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, secant, x);    /* contact.c */
+    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead > 0.0, x);    /* contact.c */
     return k;
 }
 
@@ -231,7 +232,7 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
     if (st.kind != SOA_OK) return st;
     for (int step = 0; step < nsub; step++) {
         const int k = implicit_stage(m, d, q, qd, tau, stage_use(m, use_fext, step == 0), h, NULL,
-                                     NULL, 0, qdd);
+                                     NULL, 0.0, qdd);
         if (k >= 0) {
             st.kind = SOA_SINGULAR;
             st.index = k;
@@ -256,9 +257,11 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
  *     y1 = y0 + sum_i m_i U_i,   error estimate sum_i e_i U_i,
  *
  * A_i the Jacobian stage i treats implicitly, at its state: theta-dot's f(theta) and the joints'
- * and contacts' -M^-1 K, -M^-1 B, the frictions' B their secants (a W-method: the rigid-body terms
- * dC/dbeta, dg/dtheta, dM/dtheta are left out, and the secant keeps a saturated friction
- * implicit, where its tangent vanishes and a step would stall across the velocity's sign change).
+ * and contacts' -M^-1 K, -M^-1 B, the frictions' B their secants, a stop's k, b from where the
+ * step would reach it (a W-method: A may be any; the rigid-body terms dC/dbeta, dg/dtheta,
+ * dM/dtheta are left out; the secant keeps a saturated friction implicit, where its tangent
+ * vanishes and a step stalls across the velocity's sign change; the look-ahead makes every stage
+ * of a step that enters a stiff stop treat it implicitly, not the later ones only).
  * Multiplied by M, the beta row is the implicit stage above with g = gamma h,
  * r_i = beta_i + sum_j (c_ij / h) V_j and s_i = -sum_j (c_ij / h) Ub_j (the products M Ub_j cancel:
  * docs/joints.md), and
@@ -268,16 +271,18 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
  *
  * (V: U_theta's tangent vector, which the linearized stiffnesses act on).  One sweep per stage.
  *
- * ROS2: the two-stage W-method of order 2 for ANY A of Verwer, Spee, Blom & Hundsdorfer (1999,
- * SIAM J. Sci. Comput. 20(4):1456-1480), L-stable for gamma = 1 +- 1/sqrt(2): R(z) = (1 + (1 -
- * 2 gamma) z + (gamma^2 - 2 gamma + 1/2) z^2) / (1 - gamma z)^2, R(inf) = 0.  We take gamma =
- * 1 - 1/sqrt(2) (the smaller error constant).  In the form (I - gamma h A) k_i = h F(y0 +
- * sum alpha_ij k_j) + h A sum gamma_ij k_j: alpha21 = 1, gamma21 = -2 gamma, b = (1/2, 1/2) (order
- * conditions b1 + b2 = 1, b2 alpha21 = 1/2, b2 (alpha21 + gamma21) = 1/2 - gamma), embedded first
- * order y0 + k1.  Transformed (Gamma^-1): a21 = 1 / gamma, c21 = -2 / gamma, m = (3, 1) /
- * (2 gamma), e = (1, 1) / (2 gamma).  (The midpoint variant alpha21 = 1/2, b = (0, 1), with the
- * same R(z), kept example-robot-data's human stable but stalls inside a stiff joint stop: its
- * final update sees only the midpoint stage, outside the stop.) */
+ * ROS2: a two-stage Rosenbrock W-method of order 2 for ANY A, from the one-parameter family of
+ * Verwer, Spee, Blom & Hundsdorfer (1999, SIAM J. Sci. Comput. 20(4):1456-1480; Hairer & Wanner
+ * IV.7).  In the form (I - gamma h A) k_i = h F(y0 + sum alpha_ij k_j) + h A sum gamma_ij k_j its
+ * order conditions are b1 + b2 = 1, b2 alpha21 = 1/2, b2 (alpha21 + gamma21) = 1/2 - gamma, and
+ * every member has the stability function R(z) = (1 + (1 - 2 gamma) z + (gamma^2 - 2 gamma + 1/2)
+ * z^2) / (1 - gamma z)^2: L-stable (R(inf) = 0) for gamma = 1 +- 1/sqrt(2).  We take gamma =
+ * 1 - 1/sqrt(2) (the smaller error constant: 4x smaller on ur10 than 1 + 1/sqrt(2)) and the second
+ * stage at the midpoint, alpha21 = 1/2, b = (0, 1), gamma21 = -gamma; embedded first order
+ * y0 + k1.  (Verwer's ROS2 itself, alpha21 = 1, b = (1/2, 1/2), puts the second stage of a stiff
+ * component at -2.4 y0, beyond a joint stop's surface, and bounced a 1e6 N m/rad stop back at
+ * 440 rad/s where the midpoint gives 3.6, the true 0.3; error control resolves it.)  Transformed
+ * (Gamma^-1): a21 = 1 / (2 gamma), c21 = -1 / gamma, m = (1, 1) / gamma, e = (0, 1) / gamma. */
 #define ROS2_GAMMA 0.29289321881345247560    /* 1 - 1/sqrt(2) */
 typedef struct {
     int stages;
@@ -286,10 +291,10 @@ typedef struct {
 } rosenbrock_tableau;
 static const rosenbrock_tableau ROS2 = {
     2, ROS2_GAMMA,
-    {{0.0, 0.0}, {1.0 / ROS2_GAMMA, 0.0}},
-    {{0.0, 0.0}, {-2.0 / ROS2_GAMMA, 0.0}},
-    {1.5 / ROS2_GAMMA, 0.5 / ROS2_GAMMA},
-    {0.5 / ROS2_GAMMA, 0.5 / ROS2_GAMMA}};
+    {{0.0, 0.0}, {0.5 / ROS2_GAMMA, 0.0}},
+    {{0.0, 0.0}, {-1.0 / ROS2_GAMMA, 0.0}},
+    {1.0 / ROS2_GAMMA, 1.0 / ROS2_GAMMA},
+    {0.0, 1.0 / ROS2_GAMMA}};
 
 /* One step of size h of the tableau from (q, qd) in place; *err <- the RMS of the error estimate
  * scaled by atol + rtol max(|y0|, |y1|) when err (else rtol, atol unused); qdd <- the step's mean
@@ -326,7 +331,7 @@ static int rosenbrock_step(const soa_model *m, soa_data *d, const rosenbrock_tab
         }
         if (i > 0) soa_normalize_quaternions(m, qi);
         const int bad = implicit_stage(m, d, qi, vi, tau, stage_use(m, use_fext, first && i == 0),
-                                       g, i > 0 ? r : NULL, i > 0 ? s : NULL, 1, Ub);
+                                       g, i > 0 ? r : NULL, i > 0 ? s : NULL, h, Ub);
         if (bad >= 0) return bad;
         for (int k = 0; k < nv; k++) {
             Ub[k] = g * (Ub[k] - s[k]);

@@ -584,10 +584,11 @@ double soa_stop_force(const soa_model *m, int i, const double *q, const double *
                       double *bb);
 /* d->jdiag <- a + h B + h^2 K and d->jrhs <- T - h K r + (h B + h^2 K) s for an implicit stage at
  * (q, qd), T the joint forces of soa_joint_forces (B: the dissipation's and active stops' damping
- * d + f_c s'(qd) + b, with secant the friction's f_c s(qd) / qd instead; K: the active stops'
- * stiffness); r = qd and s = 0 where NULL (the implicit Euler step). */
+ * d + f_c s'(qd) + b; K: the active stops' stiffness); r = qd and s = 0 where NULL (the implicit
+ * Euler step).  ahead > 0 (a Rosenbrock stage): the friction's secant f_c s(qd) / qd instead of
+ * f_c s'(qd), and the stops that q + ahead qd is beyond count as active. */
 void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const double *qd,
-                        const double *T, double h, const double *r, const double *s, int secant);
+                        const double *T, double h, const double *r, const double *s, double ahead);
 
 /* ------------------------------------------------------------------ contact.c */
 /* Compliant contact (docs/contact.md): Hunt-Crossley normal force and regularized Coulomb
