@@ -18,6 +18,8 @@ and without this checkout:
     resources/model/...             the model file (and, for a .toml file, the URDFs it includes);
                                     an MJCF file (and an MJCF include) as MuJoCo's compiled .mjb,
                                     which holds its includes and meshes
+    resources/model/visuals/*.glb   the meshes of the model's visuals as binary glTF (simplified
+                                    above 10,000 triangles), the model files pointing at them
     resources/engine/soa_fmu/       the engine this FMU was built with: Python sources, the C core's
                                     sources and its compiled extension for this platform
     resources/pythonfmu/            pythonfmu's Python part
@@ -234,11 +236,13 @@ def _compiled_mjcf(path: Path) -> bytes:
     return mjb_bytes(path)
 
 
-def bundle_model(path: Path) -> tuple[dict[str, bytes], str]:
+def bundle_model(path: Path, meshes=()) -> tuple[dict[str, bytes], str]:
     """The model file and the files it includes, as {path inside resources/model: bytes}, and the
     model file's own path there.  Relative includes keep their layout (relative to the files'
     common folder); an absolute include is copied next to the model file as
-    ``_included/<i>_<name>`` and the model file's reference to it rewritten."""
+    ``_included/<i>_<name>`` and the model file's reference to it rewritten.  ``meshes``: the
+    resolved mesh files of the model's contact geometries; a URDF's references to them are
+    rewritten to copies in ``_meshes/`` beside it (bundle_meshes)."""
     path = path.resolve()
     if path.suffix.lower() == ".xml":
         return {path.stem + ".mjb": _compiled_mjcf(path)}, path.stem + ".mjb"
@@ -271,7 +275,39 @@ def bundle_model(path: Path) -> tuple[dict[str, bytes], str]:
             text = text.replace(quoted[0], '"' + new + '"')
             out[(Path(top).parent / new).as_posix()] = data
         out[top] = text.encode("utf-8")
+    if meshes:
+        bundle_meshes(out, files, common, set(map(str, meshes)))
     return out, top
+
+
+def bundle_visuals(path: Path, files: dict[str, bytes], top: str) -> dict[str, bytes]:
+    """The bundled model files with the meshes of their visuals converted into ``visuals/`` beside
+    them, the files pointing at them (:func:`soa_fmu.view.bundle.pack_visuals`, docs/viewing.md)."""
+    from soa_fmu.view.bundle import pack_visuals
+    return pack_visuals(path, files, top)
+
+
+def bundle_meshes(out: dict[str, bytes], files: list[Path], common: Path, meshes: set[str]) -> None:
+    """Each bundled URDF's ``filename="…"`` that resolves (as the reader resolves it) to one of
+    ``meshes`` points to a copy ``_meshes/<i>_<name>`` beside it, so the bundled model reads the
+    same contact hulls."""
+    from soa_fmu.view.geometry import resolve_uri
+    for f in files:
+        if f.suffix.lower() != ".urdf":
+            continue
+        rel = f.relative_to(common).as_posix()
+        text, copies = out[rel].decode("utf-8"), {}
+
+        def swap(m: re.Match) -> str:
+            file = resolve_uri(m.group(2), f.parent)
+            if file is None or str(file) not in meshes:
+                return m.group(0)
+            new = copies.setdefault(str(file), f"_meshes/{len(copies)}_{file.name}")
+            out[(Path(rel).parent / new).as_posix()] = file.read_bytes()
+            return f'{m.group(1)}"{new}"'
+
+        text = re.sub(r'(filename\s*=\s*)"([^"]*)"', swap, text)
+        out[rel] = text.encode("utf-8")
 
 
 def default_identifier(path: Path) -> str:
@@ -297,7 +333,7 @@ INTERFACES = {"cs": ("cs",), "me": ("me",), "both": ("cs", "me")}
 
 def build(model_path, output=None, name=None, floating_base=False, integrator="auto",
           step=None, runtime="native", strict=True, fmi=2, interface=None,
-          stops=True, controller=False) -> Path:
+          stops=True, controller=False, contact_floor=None) -> Path:
     """Build the FMU; returns its path.  Raises BuildError (or ModelError) for bad input.
     ``step`` (default communication step and max_step): default the model file's own time step
     (MJCF ``timestep``), else 1 ms.
@@ -307,7 +343,8 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     ``controller``: the model's computed-torque controller instead of the model (native only;
     docs/systems.md).
     ``stops=False`` (``--no-stops``): the joint stops start switched off (parameter
-    ``stops_enabled``)."""
+    ``stops_enabled``).  ``contact_floor`` (``--contact-floor``, URDF): every ``<collision>`` is
+    contact geometry on a floor at that height (soa_fmu.load_model)."""
     import soa_fmu
     from model_descriptions import generator, generator_fmi3
     from soa_fmu.fmu.variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS
@@ -342,20 +379,27 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
                          "and _, not starting with a digit)")
     output = Path(output) if output else Path(f"{identifier}.fmu")
 
-    model = load_model(model_path, floating_base=floating_base, strict=strict)
+    model = load_model(model_path, floating_base=floating_base, strict=strict,
+                       contact_floor=contact_floor)
+    if model.nv == 0:                       # nothing moves: no state, no input; not an FMU
+        raise BuildError(f"{model_path}: the model has no moving joints, nothing to simulate"
+                         + ("" if floating_base else "; --floating-base gives its root body a "
+                            "free joint (a free-flying robot)"))
     if step is None:
         step = model.timestep or DEFAULT_STEP
     model.stops_enabled = bool(stops)
     table = variable_table(model, integrator, step, "me" in interfaces, controller)
 
-    bundled, top = bundle_model(model_path)             # the model files, as the FMU holds them
+    bundled, top = bundle_model(model_path,             # the model files, as the FMU holds them
+                                [g.mesh for g in model.contact_geoms if g.mesh])
+    bundled = bundle_visuals(model_path, bundled, top)   # + their visuals' meshes, as binary glTF
     engine_dir = Path(soa_fmu.__file__).parent
     ehash = engine_hash(engine_dir)
 
     cfg = {"format": FORMAT_VERSION, "identifier": identifier, "model_name": model.name,
            "runtime": runtime, "model_file": "model/" + top,
            "floating_base": bool(floating_base), "strict": bool(strict), "integrator": integrator,
-           "stops": bool(stops),
+           "stops": bool(stops), "contact_floor": contact_floor,
            "max_step": float(step), "step": float(step), "engine_version": soa_fmu.__version__,
            "engine_hash": ehash, "table_digest": table.digest(), "fmi": fmi,
            "interfaces": list(interfaces), "states": table.states, "controller": bool(controller)}
@@ -385,12 +429,13 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     tool = f"soa_fmu {soa_fmu.__version__} build_fmu.py ({tool})"
     native = runtime == "native"
     # state derivatives are exact for trees only (docs/fmu.md): ME's flag is false with constraints
-    # contact (core/contact.c): its forces' derivatives are not formed, so no flag for either
-    contact = bool(model.contact_spheres)
-    flags = {"directional_derivatives": native and not model.flexible and not contact
+    # contact (core/contact.c) and mimic couplings (core/mimic.c): their derivatives are not
+    # formed, so no flag for either
+    underived = bool(model.contact_spheres) or bool(model.mimics)
+    flags = {"directional_derivatives": native and not model.flexible and not underived
              and not controller,
              "me_directional_derivatives": native and not model.constraints and not model.flexible
-             and not contact and not controller}
+             and not underived and not controller}
     if fmi == 3:
         xml_root = generator_fmi3.model_description(
             table, model_name=model.name, identifier=identifier, guid=guid,
@@ -500,7 +545,8 @@ def _check_bundle(members, cfg, floating_base) -> None:
         with warnings.catch_warnings():          # (reported once, from the original)
             warnings.simplefilter("ignore")
             model = load_model(Path(d, "resources", cfg["model_file"]),
-                               floating_base=floating_base, strict=cfg["strict"])
+                               floating_base=floating_base, strict=cfg["strict"],
+                               contact_floor=cfg["contact_floor"])
         model.stops_enabled = cfg["stops"]
         if variable_table(model, cfg["integrator"], cfg["max_step"], cfg["states"],
                           cfg["controller"]).digest() != cfg["table_digest"]:
@@ -538,6 +584,9 @@ def main(argv=None) -> int:
     parser.add_argument("--lenient", action="store_true",
                         help="accept inertias that fail only the physical checks (as in some "
                         "published robot files), with a warning each")
+    parser.add_argument("--contact-floor", type=float, default=None, metavar="HEIGHT",
+                        help="URDF: every <collision> (sphere, box, cylinder, capsule, mesh hull) "
+                        "becomes contact geometry, with a floor plane at this height (docs/contact.md)")
     parser.add_argument("--runtime", default="native", choices=RUNTIMES,
                         help="native: a shared library compiled from the C core, plus its C "
                         "sources (needs only libc/libm; the default); python: a pythonfmu FMU "
@@ -562,7 +611,7 @@ def main(argv=None) -> int:
             path = build(args.model, args.output, args.name, args.floating_base, args.integrator,
                          args.step, args.runtime, strict=not args.lenient, fmi=args.fmi,
                          interface=args.interface, stops=not args.no_stops,
-                         controller=args.controller)
+                         controller=args.controller, contact_floor=args.contact_floor)
         except (BuildError, ModelError, OSError, ValueError) as e:   # ValueError: a TableError
             msg = str(e).strip().splitlines()
             first = msg[0] if msg else type(e).__name__

@@ -57,12 +57,14 @@ def default_goal(model, q0):
 
 def _parameters(table, groups, values=None):
     """SSV parameters of the table's rows in ``groups`` (their start values, or ``values``)."""
+    import numpy as np
+
     from model_descriptions.generator_ssp import Parameter
     out = []
     for v in table.variables:
         if v.group in groups:
             value = (values or {}).get(v.group, v.start)
-            if isinstance(value, (list, tuple)) or hasattr(value, "__len__"):
+            if np.ndim(value):                     # one value per dof
                 value = value[v.index]
             out.append(Parameter(v.name, v.type, value))
     return out

@@ -10,6 +10,7 @@ import argparse
 import sys
 import textwrap
 import warnings
+from pathlib import Path
 
 import numpy as np
 
@@ -83,6 +84,10 @@ def describe(model: Model) -> str:
                 if f.node is None else
                 f"  {f.name} on node {f.node} of {model.bodies[model.bodies[f.body].parent].name} "
                 f"at {_vec(model.bodies[f.body].translation)}" for f in model.frames.values()]
+    if model.mimics:
+        out += ["", "mimic couplings (enforced; q = k q_driver + c):"]
+        out += [f"  {m.joint} = {_num(m.multiplier)} {m.driver} + {_num(m.offset)}"
+                for m in model.mimics]
     if model.constraints:
         out += ["", "constraints:"]
         out += [f"  {c.name}: {c.kind} ({c.size} rows) {c.frame_a} -> {c.frame_b}"
@@ -100,22 +105,33 @@ def describe(model: Model) -> str:
 
 
 def _describe_contact(model: Model) -> list[str]:
-    """The contact spheres and planes with the law's constants (FMU parameters contact.<k>)."""
+    """The contact geometries and planes with the law's constants (FMU parameters contact.<k>)."""
     from .contact import sphere_pairs
     law = model.contact_law
     out = ["", "contact (Hunt–Crossley f_n = k δ^n (1 + d δ̇), Coulomb μ regularized by v_s; FMU "
-               "parameters contact.<constant>, <plane>.offset; outputs <sphere>.force, .depth):",
+               "parameters contact.<constant>, <plane>.offset; outputs <geom>.force, .depth):",
            "  " + ", ".join(f"{k} {_num(v)}" for k, v in law.items())]
     own = lambda c: f"; {', '.join(f'{k} {_num(v)}' for k, v in c.law.items())}" if c.law else ""
-    out += [f"  sphere {s.name} on {model.bodies[s.body].name} at {_vec(s.center)}, radius "
-            f"{_num(s.radius)}{own(s)}" for s in model.contact_spheres]
+    out += [f"  {s.shape} {s.name} on {model.bodies[s.body].name} at {_vec(s.center)}, "
+            f"{_shape_size(s)}{own(s)}" for s in model.contact_geoms]
     out += [f"  plane {p.name}: normal {_vec(p.normal)}, offset {_num(p.offset)}{own(p)}"
             for p in model.contact_planes]
     pairs = sphere_pairs(model)
     if pairs:
-        sp = model.contact_spheres
-        out.append("  sphere pairs: " + ", ".join(f"{sp[a].name}/{sp[b].name}" for a, b in pairs))
+        sp = model.contact_geoms
+        out.append("  pairs: " + ", ".join(f"{sp[a].name}/{sp[b].name}" for a, b in pairs))
     return out
+
+
+def _shape_size(g) -> str:
+    """A contact geometry's sizes, as soa-describe prints them."""
+    if g.shape == "box":
+        return f"half-extents {_vec(g.half_extents)}"
+    if g.shape in ("capsule", "cylinder"):
+        return f"radius {_num(g.radius)}, half-length {_num(g.half_length)}"
+    if g.shape == "mesh":
+        return f"hull of {len(g.vertices)} vertices" + (f" ({Path(g.mesh).name})" if g.mesh else "")
+    return f"radius {_num(g.radius)}"
 
 
 def describe_main(argv: list[str] | None = None) -> int:
@@ -126,8 +142,8 @@ def describe_main(argv: list[str] | None = None) -> int:
     parser.add_argument("--floating-base", action="store_true",
                         help="attach the root link to world by a free joint (URDF)")
     parser.add_argument("--contact-floor", type=float, metavar="HEIGHT",
-                        help="URDF: <collision> spheres become contact spheres, with a floor plane "
-                             "at this height")
+                        help="URDF: every <collision> becomes contact geometry (spheres, boxes, "
+                             "cylinders, capsules, mesh hulls), with a floor plane at this height")
     parser.add_argument("--lenient", action="store_true",
                         help="accept link inertias that are not physically possible (not positive "
                              "semi-definite, or breaking the triangle inequality), with a warning each")

@@ -1,16 +1,18 @@
-"""Compliant contact: spheres on bodies, planes fixed in world (docs/contact.md; core/contact.c).
+"""Compliant contact: geometries on bodies — sphere, capsule, cylinder, box, convex mesh — and
+planes fixed in world (docs/contact.md; core/contact.c, core/collision.c).
 
 Hunt–Crossley normal force f_n = k δ^n (1 + d δ̇) ≥ 0 along the contact normal and regularized
-Coulomb friction f_t = −μ f_n v_t / sqrt(|v_t|² + v_s²), between every sphere and every plane
-and between spheres on different bodies (not parent and child).  The simulator (Simulator, both
+Coulomb friction f_t = −μ f_n v_t / sqrt(|v_t|² + v_s²), at each contact point (up to 4 a pair:
+a box or a cylinder rests on its face's corners) between every geometry and every plane and
+between geometries on different bodies (not parent and child) that both ``collide``.  The simulator (Simulator, both
 FMU flavours) applies the forces as external spatial forces in the O(N) sweeps;
 :func:`contact_forces` evaluates them at a state.
 
 The law's constants: the model's (:attr:`Model.contact_law`, TOML ``[contact]``), overridden per
-sphere or plane (keyword arguments of :meth:`Model.add_contact_sphere` /
-:meth:`Model.add_contact_plane`, TOML keys of ``[[contact.spheres]]`` / ``[[contact.planes]]``).
-A pair uses the plane's (or the second sphere's) override of a constant, else the sphere's, else
-the model's.
+geometry or plane (keyword arguments of :meth:`Model.add_contact_geom` /
+:meth:`Model.add_contact_sphere` / :meth:`Model.add_contact_plane`, TOML keys of
+``[[contact.geoms]]`` / ``[[contact.spheres]]`` / ``[[contact.planes]]``).  A pair uses the plane's
+(or the second geometry's) override of a constant, else the first geometry's, else the model's.
 """
 from __future__ import annotations
 
@@ -24,8 +26,14 @@ LAW = {"stiffness": (1e5, "N/m^n", False), "exponent": (1.5, "1", True),
        "stiction_velocity": (1e-3, "m/s", True)}
 
 
+# the shapes, in the order of the C core's SOA_SHAPE_* (core/collision.h)
+SHAPES = ("sphere", "capsule", "cylinder", "box", "mesh")
+HULL_MAX = 32          # SOA_HULL_MAX: the vertices of a mesh's hull the core holds
+MANIFOLD = 4           # SOA_MANIFOLD: the contact points of one pair
+
+
 class ContactError(ValueError):
-    """A contact declaration that cannot be built (names the sphere, plane or constant)."""
+    """A contact declaration that cannot be built (names the geometry, plane or constant)."""
 
 
 def check_law(law: dict, what: str) -> dict:
@@ -47,15 +55,59 @@ def check_law(law: dict, what: str) -> dict:
 
 
 @dataclass
-class ContactSphere:
-    """A sphere fixed on ``body`` (centre in the body frame, m; radius 0: a point)."""
+class ContactGeom:
+    """A convex geometry fixed on ``body``: its origin ``center`` and axes ``rotation`` in the body
+    frame (x_body = rotation x + center).  ``shape``: sphere (``radius``; 0: a point), capsule and
+    cylinder (``radius``, ``half_length`` along the geometry's z), box (``half_extents``), mesh
+    (``vertices``: its convex hull's, at most :data:`HULL_MAX`, geometry frame; ``mesh``: the
+    file it came from)."""
 
     name: str
     body: int
     center: np.ndarray
-    radius: float
+    radius: float = 0.0
     law: dict = field(default_factory=dict)   # overrides of the model's constants
-    collide: bool = True                      # takes part in sphere–sphere contact
+    collide: bool = True                      # takes part in geometry–geometry contact
+    shape: str = "sphere"
+    rotation: np.ndarray = field(default_factory=lambda: np.eye(3))
+    half_length: float = 0.0
+    half_extents: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    vertices: np.ndarray | None = None
+    mesh: str | None = None
+    exclude: frozenset = frozenset()          # names of geometries it never meets
+
+    @property
+    def size(self) -> np.ndarray:
+        """The core's size row (sp_size): a box's half-extents, else (half_length, 0, 0)."""
+        return (self.half_extents if self.shape == "box"
+                else np.array([self.half_length, 0.0, 0.0]))
+
+
+ContactSphere = ContactGeom       # the name from when every contact geometry was a sphere
+
+
+def hull_vertices(points, what: str) -> np.ndarray:
+    """The vertices of the convex hull of ``points`` (n × 3), at most :data:`HULL_MAX`: beyond
+    that, the hull of the HULL_MAX hull vertices spread farthest apart (farthest-point sampling
+    from the one farthest from the centroid); scipy.spatial.ConvexHull (Qhull)."""
+    from scipy.spatial import ConvexHull, QhullError
+    p = np.asarray(points, dtype=float).reshape(-1, 3)
+    if len(p) < 4 or not np.isfinite(p).all():
+        raise ContactError(f"{what}: a convex mesh needs at least 4 finite vertices, got {len(p)}")
+    try:
+        v = p[ConvexHull(p).vertices]
+    except QhullError:
+        raise ContactError(f"{what}: the mesh's vertices span no volume (flat or degenerate)") \
+            from None
+    if len(v) > HULL_MAX:
+        pick = [int(np.argmax(np.linalg.norm(v - v.mean(axis=0), axis=1)))]
+        d = np.linalg.norm(v - v[pick[0]], axis=1)
+        while len(pick) < HULL_MAX:
+            pick.append(int(np.argmax(d)))
+            d = np.minimum(d, np.linalg.norm(v - v[pick[-1]], axis=1))
+        v = v[sorted(pick)]
+        v = v[ConvexHull(v).vertices]
+    return v
 
 
 @dataclass
@@ -74,10 +126,10 @@ class ContactPlane:
 
 
 def sphere_pairs(model) -> list[tuple[int, int]]:
-    """The sphere–sphere pairs that may touch: both ``collide``, on different bodies that are not
-    parent and child."""
+    """The geometry pairs that may touch: both ``collide``, on different bodies that are not parent
+    and child, neither excluding the other."""
     out = []
-    sp = model.contact_spheres
+    sp = model.contact_geoms
     for a in range(len(sp)):
         for b in range(a + 1, len(sp)):
             ka, kb = sp[a].body, sp[b].body
@@ -85,12 +137,17 @@ def sphere_pairs(model) -> list[tuple[int, int]]:
                 continue
             if model.bodies[ka].parent == kb or model.bodies[kb].parent == ka:
                 continue
+            if sp[b].name in sp[a].exclude or sp[a].name in sp[b].exclude:
+                continue
             out.append((a, b))
     return out
 
 
+geom_pairs = sphere_pairs
+
+
 def contact_names(model) -> tuple[str, ...]:
-    """Names of the contact elements as the C core numbers them: spheres, planes, sphere pairs."""
+    """Names of the contact elements as the C core numbers them: geometries, planes, pairs."""
     sp = model.contact_spheres
     return (tuple(s.name for s in sp) + tuple(p.name for p in model.contact_planes)
             + tuple(f"{sp[a].name}/{sp[b].name}" for a, b in sphere_pairs(model)))
@@ -100,8 +157,12 @@ def fill_core(model, v: dict) -> None:
     """The contact tables of soa.h (views ``v`` of a new core model) from the Python model."""
     keys = list(LAW)
     v["ct_law"][:] = [model.contact_law[k] for k in keys]
-    for s, sp in enumerate(model.contact_spheres):
+    for s, sp in enumerate(model.contact_geoms):
         v["sp_body"][s], v["sp_center"][s], v["sp_radius"][s] = sp.body, sp.center, sp.radius
+        v["sp_shape"][s], v["sp_rot"][s], v["sp_size"][s] = SHAPES.index(sp.shape), sp.rotation, sp.size
+        if sp.vertices is not None:
+            v["sp_nvert"][s] = len(sp.vertices)
+            v["sp_hull"][s][:len(sp.vertices)] = sp.vertices
         v["sp_set"][s] = sum(1 << i for i, k in enumerate(keys) if k in sp.law)
         v["sp_law"][s] = [sp.law.get(k, 0.0) for k in keys]
     for j, pl in enumerate(model.contact_planes):
@@ -116,11 +177,14 @@ def fill_core(model, v: dict) -> None:
 class Contacts:
     """The contact forces at one state (:func:`contact_forces`).
 
-    pairs: (sphere, other) names of every pair — sphere–plane pairs first (sphere-major), then
-    sphere–sphere; force (npairs × 3, N, world axes): the force on the pair's sphere (the first
-    sphere of a sphere–sphere pair; the other gets −force) at point (npairs × 3, world);
-    depth (npairs, m): the penetration δ, negative for a gap.  sphere_force (nspheres × 3): the
-    total contact force on each sphere; sphere_depth: its deepest penetration (0 when free)."""
+    pairs: (geometry, other) names of every pair — geometry–plane pairs first (geometry-major),
+    then geometry–geometry; force (npairs × 3, N, world axes): the force on the pair's first
+    geometry (the other gets −force), the sum over its points; point (npairs × 3, world): its
+    deepest point; depth (npairs, m): its deepest penetration δ, negative for a gap.
+    points, point_force, point_depth (npairs × :data:`MANIFOLD` × 3, … × 3, …): every contact
+    point of each pair (depth 0 and no force in a slot it does not use).  sphere_force (ngeoms
+    × 3): the total contact force on each geometry; sphere_depth: its deepest penetration (0 when
+    free)."""
 
     pairs: list[tuple[str, str]]
     force: np.ndarray
@@ -128,10 +192,13 @@ class Contacts:
     depth: np.ndarray
     sphere_force: np.ndarray
     sphere_depth: np.ndarray
+    points: np.ndarray
+    point_force: np.ndarray
+    point_depth: np.ndarray
 
     @property
     def total_force(self) -> np.ndarray:
-        """The sum of the contact forces on the spheres (world axes, N)."""
+        """The sum of the contact forces on the geometries (world axes, N)."""
         return self.sphere_force.sum(axis=0)
 
 
@@ -144,8 +211,13 @@ def contact_forces(model, q, qd, data=None, f_ext=None) -> Contacts:
         model.workspace(d if data is not None else None).fext[:] = np.asarray(f_ext, float).reshape(-1, 6)
     _core.contact_forces(d, np.asarray(q, dtype=float), np.asarray(qd, dtype=float), use)
     w = model.workspace(data)
-    sp, pl = model.contact_spheres, model.contact_planes
+    sp, pl = model.contact_geoms, model.contact_planes
     pairs = [(s.name, p.name) for s in sp for p in pl] + [(sp[a].name, sp[b].name)
                                                           for a, b in sphere_pairs(model)]
-    return Contacts(pairs, w.ct_force.copy(), w.ct_point.copy(), w.ct_depth.copy(),
-                    w.sp_force.copy(), w.sp_depth.copy())
+    n = len(pairs)
+    pts = w.ct_point.reshape(n, MANIFOLD, 3).copy()
+    pf = w.ct_force.reshape(n, MANIFOLD, 3).copy()
+    pd = w.ct_depth.reshape(n, MANIFOLD).copy()
+    deepest = np.argmax(pd, axis=1) if n else np.zeros(0, dtype=int)
+    return Contacts(pairs, pf.sum(axis=1), pts[np.arange(n), deepest], w.ct_pdepth.copy(),
+                    w.sp_force.copy(), w.sp_depth.copy(), pts, pf, pd)

@@ -115,6 +115,7 @@ class Simulator:
         self.reanchor_on_activate = True
         self._was_active = dict(self.active)
         _core.check_state(model.core, self.q, self.qd)
+        _core.mimic_project(model.core, self.q, self.qd)     # mimic joints follow their drivers
         self.integrator_used = self._resolve(self.options.method)
         self.update_outputs()
 
@@ -166,14 +167,19 @@ class Simulator:
 
     def acceleration(self, q: np.ndarray, qd: np.ndarray, t: float | None = None) -> np.ndarray:
         """β̇ at (θ, β) and time t (default: self.t) with the held inputs and the joints'
-        dissipation τ − d q̇ − f_c tanh(q̇/v_s) (``soa_joint_forces``, as in every step), and active
-        constraints (updating their forces and residuals)."""
+        dissipation τ − d q̇ − f_c tanh(q̇/v_s) (``soa_joint_forces``, as in every step), the mimic
+        couplings (``soa_mimic_couple``), and active constraints (updating their forces and
+        residuals)."""
         tau = _core.joint_forces(self.model.data, q, qd, self.tau)
         if self.model.contact_spheres:               # contact.c: f_ext + the contact forces
-            return self._contact_acceleration(q, qd, tau)
+            qdd = self._contact_acceleration(q, qd, tau)
+            _core.mimic_couple(self.model.data, qdd)  # (mimic.c: a no-op without couplings)
+            return qdd
         if not self.constrained():
             self._clear_constraint_outputs()
-            return forward_dynamics(self.model, q, qd, tau, self.f_ext or None)
+            qdd = forward_dynamics(self.model, q, qd, tau, self.f_ext or None)
+            _core.mimic_couple(self.model.data, qdd)
+            return qdd
         res = constraints_module().constrained_forward_dynamics(
             self.model, q, qd, tau, self.f_ext or None, active=self.active, u=self.u,
             stabilization=self.stabilization, anchors=self._anchors_at(t))

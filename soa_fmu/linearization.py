@@ -118,7 +118,8 @@ def _twist_translation_inverse(w: np.ndarray, t: np.ndarray) -> np.ndarray:
 def configuration_difference(model: Model, q0, q1) -> np.ndarray:
     """δ (nv) with θ₁ = θ₀ ⊕ δ, the inverse of :func:`soa_fmu.integrators.integrate_configuration`
     (rotation vectors for quaternions, SE(3)/SE(2) logarithms for free/planar joints, plain
-    differences otherwise).  The error signal of a state feedback about θ₀."""
+    differences otherwise, flexible bodies' modal coordinates included).  The error signal of a
+    state feedback about θ₀."""
     m = model.arrays()
     q0 = as_vector(q0, model.nq, "q0")
     q1 = as_vector(q1, model.nq, "q1")
@@ -142,6 +143,9 @@ def configuration_difference(model: Model, q0, q1) -> np.ndarray:
             d[v0 + 1:v0 + 3] = v[:2]
         else:
             d[v0:v0 + m.nvj[k]] = q1[a:a + m.nqj[k]] - q0[a:a + m.nqj[k]]
+        if len(m.nmod):                                       # modal coordinates: vectors
+            e, f, n = a + m.nqj[k], v0 + m.nvj[k], m.nmod[k]
+            d[f:f + n] = q1[e:e + n] - q0[e:e + n]
     return d
 
 

@@ -107,6 +107,17 @@ class Constraint:
         return CONSTRAINT_KINDS[self.kind]
 
 
+@dataclass
+class Mimic:
+    """A URDF ``<mimic>`` coupling of two 1-dof joints, q_joint = multiplier · q_driver + offset,
+    enforced as a holonomic constraint by the simulator and the FMUs (core/mimic.c)."""
+
+    joint: str
+    driver: str
+    multiplier: float = 1.0
+    offset: float = 0.0
+
+
 def _vec3(x, what: str) -> np.ndarray:
     a = np.asarray(x, dtype=float)
     if a.shape != (3,) or not np.all(np.isfinite(a)):
@@ -151,6 +162,7 @@ class Model:
         self.bodies: list[Body] = []
         self.frames: dict[str, Frame] = {}
         self.constraints: list[Constraint] = []
+        self.mimics: list[Mimic] = []      # add_mimic: q_joint = k q_driver + c (core/mimic.c)
         self.initial_q: np.ndarray | None = None
         self.initial_qd: np.ndarray | None = None
         self.source: str | None = None
@@ -171,7 +183,7 @@ class Model:
         self._stop_b = np.zeros(0)
         self._stops_enabled = True
         # ---- contact (core/contact.c, soa_fmu/contact.py)
-        self.contact_spheres: list[C.ContactSphere] = []
+        self.contact_geoms: list[C.ContactGeom] = []
         self.contact_planes: list[C.ContactPlane] = []
         self._contact_law = {k: v[0] for k, v in C.LAW.items()}
         self._core: _core.Model | None = None        # built on first use, see :attr:`core`
@@ -355,26 +367,97 @@ class Model:
         self._invalidate()                         # the engine's model holds the constraints
         return c
 
+    def add_mimic(self, joint: str, driver: str, multiplier: float = 1.0,
+                  offset: float = 0.0) -> Mimic:
+        """Couple the 1-dof (revolute or prismatic) ``joint`` to ``driver``: q_joint =
+        multiplier · q_driver + offset (a URDF ``<mimic>``), enforced by the Simulator and the
+        FMUs as a holonomic constraint (``core/mimic.c``); its torque acts on the driver.  A driver
+        that itself mimics a third joint is resolved to that joint (the couplings compose)."""
+        by_name = {b.joint_name: b for b in self.bodies}
+        for role, name in (("joint", joint), ("driver", driver)):
+            b = by_name.get(name)
+            if b is None:
+                raise ModelError(f"mimic joint {joint!r}: unknown {role} {name!r}")
+            if b.joint.code not in (J.REVOLUTE, J.PRISMATIC):
+                raise ModelError(f"mimic joint {joint!r}: {role} {name!r} is a {b.joint.type_name} "
+                                 "joint; a mimic couples two revolute or prismatic joints")
+        k, c = float(multiplier), float(offset)
+        if not (math.isfinite(k) and math.isfinite(c)):
+            raise ModelError(f"mimic joint {joint!r}: multiplier and offset must be finite, got "
+                             f"{multiplier!r}, {offset!r}")
+        if joint == driver or any(m.joint == joint for m in self.mimics):
+            why = "mimics itself" if joint == driver else "already mimics a joint"
+            raise ModelError(f"mimic joint {joint!r}: it {why}")
+        first = next((m for m in self.mimics if m.joint == driver), None)
+        if first is not None:                  # q_d = k1 q_j1 + c1: compose
+            if first.driver == joint:
+                raise ModelError(f"mimic joints {joint!r} and {driver!r} mimic each other")
+            driver, k, c = first.driver, k * first.multiplier, k * first.offset + c
+        mimic = Mimic(joint, driver, k, c)
+        for i, m in enumerate(self.mimics):    # those mimicking this joint follow its driver
+            if m.driver == joint:
+                self.mimics[i] = Mimic(m.joint, driver, m.multiplier * k,
+                                       m.multiplier * c + m.offset)
+        self.mimics.append(mimic)
+        self._invalidate()
+        return mimic
+
     # ------------------------------------------------------------------ contact (soa_fmu/contact.py)
+    @property
+    def contact_spheres(self) -> list[C.ContactGeom]:
+        """Every contact geometry (the name from when they were all spheres): ``contact_geoms``."""
+        return self.contact_geoms
+
     def add_contact_sphere(self, name: str, body: str, center=(0.0, 0.0, 0.0), radius: float = 0.0,
-                           *, collide: bool = True, **law) -> C.ContactSphere:
+                           *, collide: bool = True, **law) -> C.ContactGeom:
         """A contact sphere of ``radius`` (m; 0: a point) centred at ``center`` in the frame of
         ``body``.  ``law``: overrides of the model's constants (stiffness, exponent, dissipation,
-        friction, stiction_velocity); ``collide=False`` keeps it out of sphere–sphere contact."""
+        friction, stiction_velocity); ``collide=False`` keeps it out of geometry–geometry contact."""
+        return self.add_contact_geom(name, body, "sphere", center=center, radius=radius,
+                                     collide=collide, **law)
+
+    def add_contact_geom(self, name: str, body: str, shape: str, *, center=(0.0, 0.0, 0.0),
+                         rotation=None, radius: float = 0.0, half_length: float = 0.0,
+                         half_extents=(0.0, 0.0, 0.0), vertices=None, mesh: str | None = None,
+                         collide: bool = True, exclude=(), **law) -> C.ContactGeom:
+        """A contact geometry on ``body``: its origin ``center`` and axes ``rotation`` (3×3) in the
+        body frame; ``shape`` one of sphere (``radius``), capsule and cylinder (``radius``,
+        ``half_length`` along its z), box (``half_extents``), mesh (``vertices``: any points, of
+        which the convex hull is kept, at most 32 vertices — contact.hull_vertices; ``mesh``: the
+        file they came from, for drawing).  ``collide=False`` keeps it out of geometry–geometry
+        contact, ``exclude`` names geometries it never meets; ``law``: overrides of the model's
+        constants (stiffness, exponent, dissipation, friction, stiction_velocity)."""
         self._new_contact_name(name)
-        what = f"contact sphere {name!r}"
+        what = f"contact {shape if isinstance(shape, str) else 'geometry'} {name!r}"
+        if shape not in C.SHAPES:
+            raise ModelError(f"contact geometry {name!r}: unknown shape {shape!r} (expected one of "
+                             f"{', '.join(C.SHAPES)})")
         k = self.body_index(body)
-        r = float(radius) if isinstance(radius, (int, float, np.integer, np.floating)) else np.nan
-        if not (np.isfinite(r) and r >= 0) or isinstance(radius, bool):
-            raise ModelError(f"{what}: radius must be finite and ≥ 0, got {radius!r}")
+
+        def length(x, key: str) -> float:
+            r = float(x) if isinstance(x, (int, float, np.integer, np.floating)) else np.nan
+            if not (np.isfinite(r) and r >= 0) or isinstance(x, bool):
+                raise ModelError(f"{what}: {key} must be finite and ≥ 0, got {x!r}")
+            return r
+
+        r, hl = length(radius, "radius"), length(half_length, "half_length")
+        he = _vec3(half_extents, f"{what} half_extents")
+        if shape == "box" and not (he >= 0).all():
+            raise ModelError(f"{what}: half_extents must be ≥ 0, got {half_extents!r}")
+        if shape in ("capsule", "cylinder") and r == 0:
+            raise ModelError(f"{what}: radius must be > 0")
+        R = np.eye(3) if rotation is None else _rotation(rotation, f"{what} rotation")
         try:
-            sp = C.ContactSphere(name, k, _vec3(center, f"{what} centre"), r,
-                                 C.check_law(law, what), bool(collide))
+            v = None if shape != "mesh" else C.hull_vertices(
+                vertices if vertices is not None else np.zeros((0, 3)), what)
+            g = C.ContactGeom(name, k, _vec3(center, f"{what} centre"), r if shape != "box" else 0.0,
+                              C.check_law(law, what), bool(collide), shape, R, hl, he, v,
+                              None if mesh is None else str(mesh), frozenset(exclude))
         except C.ContactError as e:
             raise ModelError(str(e)) from None
-        self.contact_spheres.append(sp)
+        self.contact_geoms.append(g)
         self._invalidate()
-        return sp
+        return g
 
     def add_contact_plane(self, name: str, point=(0.0, 0.0, 0.0), normal=(0.0, 0.0, 1.0),
                           **law) -> C.ContactPlane:
@@ -399,7 +482,7 @@ class Model:
     def _new_contact_name(self, name) -> None:
         if not isinstance(name, str) or not name or "/" in name:
             raise ModelError(f"contact name must be a non-empty string without '/', got {name!r}")
-        if name in {c.name for c in self.contact_spheres + self.contact_planes}:
+        if name in {c.name for c in self.contact_geoms + self.contact_planes}:
             raise ModelError(f"duplicate contact name {name!r}")
 
     @property
@@ -686,9 +769,10 @@ class Model:
 
     def _build_core(self) -> _core.Model:
         nb, nv, nc, nm = self.nbodies, self.nv, len(self.constraints), self.max_modes
-        if nm and nc:
-            raise ModelError(f"model {self.name!r}: closure constraints on a model with flexible "
-                             "bodies are not supported")
+        if self.mimics and (nm or nc):
+            raise ModelError(f"model {self.name!r}: mimic joints on a model with "
+                             f"{'flexible bodies' if nm else 'closure constraints'} are not "
+                             "supported")
         nsph, npln = len(self.contact_spheres), len(self.contact_planes)
         if nsph and (nm or nc):
             raise ModelError(f"model {self.name!r}: contact on a model with "
@@ -728,6 +812,11 @@ class Model:
         v["stop_on"][:] = (~np.isnan(lo)) * 1 + (~np.isnan(hi)) * 2
         v["stop_lo"][:], v["stop_hi"][:] = np.nan_to_num(lo), np.nan_to_num(hi)
         v["stops"][0] = int(self._stops_enabled)
+        joints = {b.joint_name: b for b in self.bodies}       # mimic.c: the couplings
+        for mim in self.mimics:
+            i = joints[mim.joint].v_index
+            v["mim_drv"][i] = 1 + joints[mim.driver].v_index
+            v["mim_k"][i], v["mim_c"][i] = mim.multiplier, mim.offset
         # ---- closures.c: the constraints (rows A derived by finish) ----
         kinds = list(CONSTRAINT_KINDS)
         for j, c in enumerate(self.constraints):
@@ -772,8 +861,8 @@ class Model:
     def __repr__(self) -> str:
         return (f"Model({self.name!r}, bodies={self.nbodies}, nq={self.nq}, nv={self.nv}, "
                 f"frames={len(self.frames)}, constraints={len(self.constraints)}"
-                + (f", contact spheres={len(self.contact_spheres)}, planes={len(self.contact_planes)}"
-                   if self.contact_spheres or self.contact_planes else "") + ")")
+                + (f", contact geometries={len(self.contact_geoms)}, planes={len(self.contact_planes)}"
+                   if self.contact_geoms or self.contact_planes else "") + ")")
 
 
 def _inertia_matrix(x, what: str) -> np.ndarray:

@@ -56,6 +56,14 @@ Coriolis matrix, ``coriolis_matrix``:  C(a, b) = Σ_c Γ_a(c, b) β_c with
 
     with h the composite momentum, Ṙ_𝕀 the rate of the composite inertia and F(b) = R_𝕀(B) s(b)
     (``soa_coriolis_matrix`` in ``soa_fmu/core/sensitivities.c``).
+
+Flexible bodies (seed 000 §4)
+    The modal coordinates η are vector-space coordinates, and the composite inertias no longer add
+    up as rigid blocks (children on nodes move with η).  The C core then polarizes the Newton–Euler
+    velocity-product forces c(x) = β*ℂ^qv β of the flexible recursion (a quadratic form):
+    C(:, b) = [c(β + t e_b) − c(β − t e_b)]/(4t) + ½𝓜 w(b), w(b) the joint coordinates of
+    (H*_J β_J) ×̃ H*(b) (Koszul's part antisymmetric in (b, c)), O(N·nv); and ∂𝓜/∂θᵢ = C(θ, eᵢ) +
+    C(θ, eᵢ)* (the connection is metric).  Modal damping D η̇ is not part of C.
 """
 from __future__ import annotations
 

@@ -55,7 +55,8 @@ def _vector(values: dict, group: str, n: int) -> np.ndarray:
 def quintic(t: float, t0: float, T: float, q0, q1):
     s = min(max((t - t0) / T, 0.0), 1.0)
     dq = np.asarray(q1) - np.asarray(q0)
-    return (q0 + dq * (10 * s**3 - 15 * s**4 + 6 * s**5), dq * (30 * s**2 - 60 * s**3 + 30 * s**4) / T,
+    return (q0 + dq * (10 * s**3 - 15 * s**4 + 6 * s**5),
+            dq * (30 * s**2 - 60 * s**3 + 30 * s**4) / T,
             dq * (60 * s - 180 * s**2 + 120 * s**3) / T**2)
 
 
@@ -129,7 +130,8 @@ def run_omsimulator(ssp: Path, n: int, step: float = 1e-3):
         r = oms.run_lua(OMS_LUA.format(ssp=Path(ssp).resolve()), tmp, timeout=300)
         out = Path(tmp, "result.csv")
         if r.returncode != 0 or not out.is_file():
-            raise RuntimeError(f"OMSimulator failed ({r.returncode}): {(r.stdout + r.stderr)[-600:]}")
+            raise RuntimeError(f"OMSimulator failed ({r.returncode}): "
+                               f"{(r.stdout + r.stderr)[-600:]}")
         with open(out) as f:
             rows = list(csv.reader(f))
     head = [h.strip() for h in rows[0]]

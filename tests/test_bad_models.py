@@ -282,6 +282,7 @@ def test_bad_native(tmp_path, case):
 
 # ---------------------------------------------------------------- strict=False
 PHYSICAL_ONLY = {"inertia not PSD", "triangle inequality"}     # the cases strict=False accepts
+LOCKED = {"massless moving leaf", "massless moving subtree"}   # URDF: strict=False locks the joint
 
 
 @pytest.mark.parametrize("suffix, case", [(".urdf", c) for c in sorted(URDF_CASES)]
@@ -290,7 +291,18 @@ def test_strict_false_accepts_only_non_physical_inertias(tmp_path, suffix, case)
     text, expected = (URDF_CASES if suffix == ".urdf" else TOML_CASES)[case]
     path = tmp_path / f"m{suffix}"
     path.write_text(text)
-    if case not in PHYSICAL_ONLY:            # NaN, negative mass, bad XML, massless subtree, ...
+    if suffix == ".urdf" and case in LOCKED:  # read as fixed, one warning naming the joint
+        with pytest.raises(ModelError, match="strict=False locks such joints"):
+            load_model(path)
+        with pytest.warns(sf.ModelWarning) as caught:
+            model = load_model(path, strict=False)
+        line = re.search(r"m\\.urdf:(\d+)", expected).group(1)
+        assert [str(w.message) for w in caught] == [
+            f"{path}: 1 joint moving only massless links locked (read as fixed; accepted with "
+            f"strict=False): 'j' (line {line})"]
+        assert model.nv == 0 and model.bodies[model.body_index("b")].joint.nv == 0
+        return
+    if case not in PHYSICAL_ONLY:            # NaN, negative mass, bad XML, massless body (TOML), ...
         with pytest.raises(ModelError) as err:
             load_model(path, strict=False)
         assert str(err.value).startswith(str(path)) and re.search(expected, str(err.value))

@@ -48,17 +48,17 @@ def test_bad_file_gives_one_line_and_status_1(tmp_path, capsys):
     assert err == f"soa-describe: error: {bad}:3: bodies[0].mass: negative mass -1.0\n"
 
 
-def test_mimic_warning_is_one_line(tmp_path, capsys):
+def test_mimic_coupling_is_described(tmp_path, capsys):
     link = ('<link name="{}"><inertial><mass value="1"/><inertia ixx="1" ixy="0" ixz="0" iyy="1" '
             'iyz="0" izz="1"/></inertial></link>')
     path = tmp_path / "m.urdf"
     path.write_text(f'<robot name="r">{link.format("a")}{link.format("b")}{link.format("c")}'
                     '<joint name="j1" type="revolute"><parent link="a"/><child link="b"/></joint>'
                     '<joint name="j2" type="revolute"><parent link="a"/><child link="c"/>'
-                    '<mimic joint="j1"/></joint></robot>')
+                    '<mimic joint="j1" multiplier="-2" offset="0.5"/></joint></robot>')
     assert describe_main([str(path)]) == 0
-    err = capsys.readouterr().err.splitlines()
-    assert len(err) == 1 and err[0].startswith("soa-describe: warning: ") and "'j2'" in err[0]
+    out, err = capsys.readouterr()
+    assert err == "" and "mimic couplings (enforced; q = k q_driver + c):\n  j2 = -2 j1 + 0.5" in out
 
 
 def test_lenient_reads_non_physical_inertias(tmp_path, capsys):

@@ -279,13 +279,16 @@ URDF = """<robot name="pogo">
 
 
 def test_urdf_collision_spheres_and_floor(tmp_path):
-    """load_model(contact_floor=h): <collision> spheres become contact spheres (boxes ignored)
-    and a floor plane sits at h; the robot then rests at the Hertz depth on it."""
+    """load_model(contact_floor=h): <collision> geometries become contact geometries and a floor
+    plane sits at h; the robot then rests at the Hertz depth on it.  contact_spheres = true in a
+    native file's include: the spheres only."""
     p = tmp_path / "pogo.urdf"
     p.write_text(URDF)
     m = sf.load_model(p, floating_base=True, contact_floor=-0.5)
-    assert [(s.name, s.radius) for s in m.contact_spheres] == [("base", 0.05)]
+    assert [(s.name, s.shape, s.radius) for s in m.contact_geoms] == [("base_1", "sphere", 0.05),
+                                                                       ("base_2", "box", 0.0)]
     np.testing.assert_array_equal(m.contact_spheres[0].center, [0, 0, -0.2])
+    np.testing.assert_array_equal(m.contact_geoms[1].half_extents, [0.05] * 3)
     assert m.contact_planes[0].offset == -0.5
     q = m.neutral_configuration()
     delta = (G / m.contact_stiffness) ** (1 / 1.5)
@@ -336,10 +339,13 @@ def test_implicit_contact_is_the_dense_linearized_backward_euler():
     m.add_contact_sphere("sa", "a", center=(0.0, 0.0, -0.05), radius=0.05, exponent=1.0)
     m.add_contact_sphere("sb", "b", center=(0.2, 0.0, 0.0), radius=0.05, friction=0.3)
     m.add_contact_sphere("sc", "c", radius=0.1, dissipation=3.0)
+    m.add_body("d", joint=sf.Free(), mass=0.4, inertia=np.diag([0.01, 0.01, 0.01]))
+    m.add_contact_geom("bx", "d", "box", half_extents=(0.05, 0.04, 0.03), friction=0.6)
     m.add_contact_plane("floor", normal=(0.1, 0, 1))
     q = m.neutral_configuration()
     q[:4] = np.array([0.99, 0.05, 0.1, 0.02]) / np.linalg.norm([0.99, 0.05, 0.1, 0.02])
     q[4:7], q[7], q[8:12], q[12:15] = [0, 0, 0.098], 0.3, [1, 0, 0, 0], [0.35, 0.05, 0.02]
+    q[15:19], q[19:22] = [np.cos(0.05), 0, np.sin(0.05), 0], [1.0, 0.3, -0.1 + 0.029]   # bx on its face
     qd = rng.normal(0, 0.3, m.nv)
     c = sf.contact_forces(m, q, qd)
     d, w = m.data, m.workspace()
@@ -350,17 +356,20 @@ def test_implicit_contact_is_the_dense_linearized_backward_euler():
     M = sf.mass_matrix(m, q)
     names = [s.name for s in m.contact_spheres]
     Js, Cs, Ks = [], [], []
+    normal = w.ct_normal.reshape(len(c.pairs), sf.contact.MANIFOLD, 3)
     for p, (a, o) in enumerate(c.pairs):
-        if c.depth[p] <= 0 or not c.force[p].any():
-            continue
-        sa = m.contact_spheres[names.index(a)]
-        J = _core.point_jacobian(d, sa.body, c.point[p])[3:]
-        if o in names:
-            J = J - _core.point_jacobian(d, m.contact_spheres[names.index(o)].body, c.point[p])[3:]
-        law = m.contact_law | sa.law | (m.contact_spheres[names.index(o)].law if o in names else {})
-        C, K = pair_jacobians(c.force[p], w.ct_normal[p], J @ qd, c.depth[p], law, h)
-        Js.append(J), Cs.append(C), Ks.append(K)
-    assert len(Js) == 4                                   # three on the floor, sb on sc
+        for i in range(sf.contact.MANIFOLD):
+            x_, F_, delta = c.points[p, i], c.point_force[p, i], c.point_depth[p, i]
+            if delta <= 0 or not F_.any():
+                continue
+            sa = m.contact_geoms[names.index(a)]
+            J = _core.point_jacobian(d, sa.body, x_)[3:]
+            if o in names:
+                J = J - _core.point_jacobian(d, m.contact_geoms[names.index(o)].body, x_)[3:]
+            law = m.contact_law | sa.law | (m.contact_geoms[names.index(o)].law if o in names else {})
+            C, K = pair_jacobians(F_, normal[p, i], J @ qd, delta, law, h)
+            Js.append(J), Cs.append(C), Ks.append(K)
+    assert len(Js) == 4 + 4                               # three on the floor, sb on sc, bx's 4
     from scipy.linalg import block_diag
     J, C, K = np.vstack(Js), block_diag(*Cs), block_diag(*Ks)
     ref = np.linalg.solve(M + J.T @ C @ J, M @ x - h * J.T @ K @ J @ qd)

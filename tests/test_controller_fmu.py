@@ -160,6 +160,10 @@ def test_model_exchange_follows_the_time(model):
                    move_duration=2.0)
     assert c.f.fmi2GetDerivatives(c.f.component, None, 0) == 0        # no states: fmi2OK
     assert c.f.fmi2GetEventIndicators(c.f.component, None, 0) == 0
+    assert c.f.fmi2GetContinuousStates(c.f.component, None, 0) == 0
+    assert c.f.fmi2SetContinuousStates(c.f.component, None, 0) == 0
+    with pytest.raises(Exception):                                     # one state: refused
+        c.f.getDerivatives(1)
     c.f.setTime(0.7)
     np.testing.assert_allclose(c.get("q_des"), quintic(0.7, 0.0, 2.0, np.zeros(n), np.ones(n))[0],
                                rtol=0, atol=1e-15)
@@ -230,3 +234,14 @@ def test_cli_refuses_what_it_cannot_build(tmp_path, model_file, args, words):
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 1, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr, r.stderr
+
+
+def test_mimic_couplings_are_refused():
+    """A URDF <mimic> coupling makes a joint follow another: the tree's inverse dynamics is not
+    the coupled model's, so the controller table refuses it, naming the joint."""
+    from soa_fmu.fmu.variables import TableError, build_controller_table
+    model = sf.load_model(example(ARM))
+    build_controller_table(model)
+    model.add_mimic("joint2", "joint1", 0.5)
+    with pytest.raises(TableError, match="'joint2' mimics 'joint1'"):
+        build_controller_table(model)

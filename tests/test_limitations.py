@@ -34,32 +34,25 @@ def test_page_names_this_test():
     assert "tests/test_limitations.py" in PAGE
 
 
-@pytest.mark.parametrize("call", [
-    lambda m, q, z: sf.mass_matrix_inverse(m, q),
-    lambda m, q, z: sf.linearize(m, q, z, z),
-    lambda m, q, z: sf.mass_matrix_derivative(m, q),
-    lambda m, q, z: sf.coriolis_matrix(m, q, z),
-    lambda m, q, z: sf.operational_space_inertia(m, q, [m.bodies[-1].name]),
-], ids=["minv", "linearize", "dM", "coriolis", "lambda"])
-def test_flexible_bodies_are_unsupported_by_these_families(flexible, call):
-    model, q, z = flexible
-    assert model.max_modes > 0
+@pytest.mark.parametrize("method", ["rccfd2", "rccfd3"])
+def test_flexible_bodies_are_unsupported_by_these_families(method):
+    model = sf.load_model(EX / "flexible_arm.toml")
+    model.add_constraint("pin", "ball", model.bodies[-1].name, "world")
+    q, z = model.neutral_configuration(), np.zeros(model.nv)
+    assert model.max_modes > 0 and f'"{method}"' in PAGE
+    sf.constrained_forward_dynamics(model, q, z, z)                 # RCCFD1 takes it
     with pytest.raises(_core.StatusError, match="flexible"):
-        call(model, q, z)
+        sf.constrained_forward_dynamics(model, q, z, z, method=method)
 
 
 def test_flexible_bodies_run_the_documented_algorithms(flexible):
     model, q, z = flexible
     for f in (lambda: sf.forward_dynamics(model, q, z, z), lambda: sf.inverse_dynamics(model, q, z, z),
-              lambda: sf.mass_matrix(model, q)):
+              lambda: sf.mass_matrix(model, q), lambda: sf.mass_matrix_derivative(model, q),
+              lambda: sf.coriolis_matrix(model, q, z), lambda: sf.mass_matrix_inverse(model, q),
+              lambda: sf.linearize(model, q, z, z)[0],
+              lambda: sf.correction_accelerations(model, q, {model.bodies[-1].name: np.ones(6)})):
         assert np.all(np.isfinite(f()))
-
-
-def test_flexible_with_constraints_is_refused():
-    model = sf.load_model(EX / "flexible_arm.toml")
-    model.add_constraint("pin", "ball", model.bodies[-1].name, "world")
-    with pytest.raises(ModelError, match="flexible"):
-        model.core
 
 
 def test_flexible_fmu_has_no_directional_derivatives():
@@ -82,19 +75,6 @@ def test_me_fmu_with_constraints_has_no_directional_derivatives():
         xml = z.read("modelDescription.xml").decode()
     me = re.search(r"<ModelExchange[^>]*>", xml).group(0)
     assert 'providesDirectionalDerivative="true"' not in me
-
-
-def test_mimic_joints_are_independent_with_a_warning(tmp_path):
-    urdf = tmp_path / "mimic.urdf"
-    urdf.write_text("""<robot name="m">
-  <link name="base"/><link name="a"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <link name="b"><inertial><mass value="1"/><inertia ixx="1" iyy="1" izz="1" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <joint name="j1" type="revolute"><parent link="base"/><child link="a"/><axis xyz="0 0 1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
-  <joint name="j2" type="revolute"><parent link="a"/><child link="b"/><axis xyz="0 0 1"/><mimic joint="j1"/><limit lower="-1" upper="1" effort="1" velocity="1"/></joint>
-</robot>""")
-    with pytest.warns(ModelWarning, match="mimic"):
-        model = sf.load_model(urdf)
-    assert model.nv == 2                                   # two independent dofs
 
 
 @pytest.mark.parametrize("extra", [["--fmi", "3"], ["--interface", "me"], ["--interface", "both"]])

@@ -329,8 +329,9 @@ CONTACT = """
 
 def test_sphere_and_plane_geoms_become_contact(tmp_path):
     """A colliding sphere geom -> a contact sphere on its body (the centre where MuJoCo puts the
-    geom, at random states), a plane of the world -> a contact plane (normal = the geom's z axis),
-    each with the geom's friction; other colliding shapes are named in one warning."""
+    geom, at random states), a capsule -> a contact capsule placed and turned as MuJoCo's, a plane
+    of the world -> a contact plane (normal = the geom's z axis), each with the geom's friction;
+    the world's other colliding shapes are named in one warning."""
     p = tmp_path / "contact.xml"
     p.write_text(CONTACT)
     with warnings.catch_warnings(record=True) as caught:
@@ -340,11 +341,11 @@ def test_sphere_and_plane_geoms_become_contact(tmp_path):
     if not hasattr(model, "add_contact_sphere"):
         assert any("4 contact geoms ignored" in msg and "'knob'" in msg for msg in msgs), msgs
         pytest.skip("the engine has no contact yet (issue 19)")
-    assert any("2 contact geoms ignored" in msg and "'post'" in msg and "'knob'" in msg
-               for msg in msgs), msgs
+    assert any("1 contact geoms ignored" in msg and "'post'" in msg for msg in msgs), msgs
     assert not any("'rod'" in msg for msg in msgs)                           # cannot collide
-    (sphere,), (plane,) = model.contact_spheres, model.contact_planes
+    (sphere, knob), (plane,) = model.contact_geoms, model.contact_planes
     assert (sphere.name, sphere.radius, sphere.law["friction"]) == ("ball", 0.07, 0.9)
+    assert (knob.shape, knob.radius, knob.half_length) == ("capsule", 0.01, pytest.approx(0.05))
     assert (plane.name, plane.law["friction"]) == ("ramp", 0.6)
     m, d = mujoco_pair(p)
     g_ball, g_ramp = (mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, n) for n in ("ball", "ramp"))
@@ -354,6 +355,9 @@ def test_sphere_and_plane_geoms_become_contact(tmp_path):
         mujoco.mj_forward(m, d)
         R, pos = sf.frame_pose(model, X.q_from_qpos(m, d.qpos), "arm")
         np.testing.assert_allclose(pos + R @ sphere.center, d.geom_xpos[g_ball], atol=1e-14)
+        g_knob = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "knob")       # placed and turned
+        np.testing.assert_allclose(pos + R @ knob.center, d.geom_xpos[g_knob], atol=1e-14)
+        np.testing.assert_allclose(R @ knob.rotation, d.geom_xmat[g_knob].reshape(3, 3), atol=1e-12)
     n = d.geom_xmat[g_ramp].reshape(3, 3)[:, 2]
     np.testing.assert_allclose(plane.normal, n, atol=1e-15)
     assert plane.offset == pytest.approx(n @ d.geom_xpos[g_ramp], abs=1e-15)
@@ -373,9 +377,9 @@ def test_one_warning_per_kind_naming_the_elements():
     assert any("tendons ignored" in msg for msg in msgs)
     assert not any("free-joint armature" in msg for msg in msgs)      # humanoid's root: armature 0
     if hasattr(sf.Model, "add_contact_sphere"):       # issue 19: the floor and spheres are read
-        assert any("read as contact spheres and planes" in msg and "'floor'" in msg
+        assert any("read as contact geometries and planes" in msg and "'floor'" in msg
                    and "'head'" in msg for msg in msgs)
-        assert any("contact geoms ignored" in msg and "'torso1'" in msg for msg in msgs)  # capsules
+        assert not any("contact geoms ignored" in msg for msg in msgs)   # capsules read too
     else:
         assert any("contact geoms ignored" in msg and "'floor'" in msg for msg in msgs)
 

@@ -11,8 +11,10 @@ import sys
 import warnings
 from pathlib import Path
 
+import numpy as np
 import pytest
 
+import soa_fmu as sf
 from soa_fmu.io import ModelWarning, load_model
 
 pin = pytest.importorskip("pinocchio")
@@ -48,8 +50,8 @@ def test_dynamics_match_pinocchio(name):
     folder, file, floating = ROBOTS[name]
     path = robot_path(folder, file)
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", ModelWarning)      # mimic fingers: independent, as in pin
-        model = load_model(path, floating_base=floating)
+        model = load_model(path, floating_base=floating)   # (the bare algorithms: the tree's, as
+        #                                                     pin's without mimic=True)
     pmodel = (pin.buildModelFromUrdf(str(path), pin.JointModelFreeFlyer()) if floating
               else pin.buildModelFromUrdf(str(path)))
     assert model.nv == pmodel.nv
@@ -59,12 +61,16 @@ def test_dynamics_match_pinocchio(name):
     assert err_fd <= 1e-9 and err_id <= 1e-9
 
 
-def test_talos_mimic_joints_are_reported():
+def test_talos_fixed_mimic_joints_carry_no_coupling():
+    # talos's 12 gripper joints with <mimic> are all type="fixed": nothing to couple, no warning
     path = robot_path(*ROBOTS["talos"][:2])
-    with pytest.warns(ModelWarning, match="mimic joints are read as independent joints"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ModelWarning)
         model = load_model(path, floating_base=True)
     mimics = [b.joint_name for b in model.bodies if "mimic" in b.limits]
     assert len(mimics) == 12 and all(n.startswith("gripper_") for n in mimics)
+    assert model.mimics == [] and all(model.bodies[model.body_index(b.name)].joint.nv == 0
+                                      for b in model.bodies if "mimic" in b.limits)
     assert model.bodies[0].joint_name == "root_joint" and (model.nq, model.nv) == (39, 38)
 
 
@@ -130,7 +136,7 @@ def test_non_physical_inertias_load_with_strict_false(name):
         warnings.simplefilter("always")
         model = load_model(path, floating_base=floating, strict=False)
     messages = [str(w.message) for w in caught
-                if w.category is ModelWarning and "mimic joints" not in str(w.message)]
+                if w.category is ModelWarning and "<mimic>" not in str(w.message)]
     assert len(messages) == len(bad_links), messages               # one per offending link
     for msg, (link, line) in zip(messages, sorted(bad_links.items(), key=lambda kv: kv[1])):
         assert re.fullmatch(f"{re.escape(str(path))}:{line}: link {re.escape(repr(link))} <inertia>: "
@@ -143,16 +149,72 @@ def test_non_physical_inertias_load_with_strict_false(name):
     assert err_fd <= 1e-9 and err_id <= 1e-9
 
 
-def test_massless_fingers_are_refused_even_with_strict_false():
+def test_massless_fingers_are_locked_with_strict_false():
     # romeo's hand joints (LHand, RHand and their 22 mimic finger joints) move only massless links:
-    # its mass matrix is singular whatever the inertias, so strict=False does not help
+    # refused, the error saying that strict=False locks them; strict=False reads them as fixed, with
+    # one warning naming them
     from soa_fmu.model import ModelError
     path = robot_path("romeo_description/urdf", "romeo.urdf")
     with pytest.raises(ModelError, match=f"^{re.escape(str(path))}:1443: joint 'LHand' \\(child "
-                                         "link 'LFinger11Link'\\) moves only massless bodies"):
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore", ModelWarning)
-            load_model(path, strict=False)
+                                         "link 'LFinger11Link'\\) moves only massless bodies .*; "
+                                         "strict=False locks such joints"):
+        load_model(path)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = load_model(path, strict=False)
+    (msg,) = [str(w.message) for w in caught]
+    assert msg.startswith(f"{path}: 24 joints moving only massless links locked (read as fixed; "
+                          "accepted with strict=False): 'LHand' (line 1443), 'RHand' (line 1451)")
+    assert model.nv == 31 and model.mimics == []
+    assert all(model.bodies[model.body_index(n)].joint.nv == 0 for n in ("LFinger11Link",
+                                                                          "RFinger11Link"))
+    pmodel = pin.buildModelFromUrdf(str(path))                 # the same tree, hands held still
+    lock = [pmodel.getJointId(b.joint_name) for b in model.bodies
+            if b.joint.nv == 0 and pmodel.existJointName(b.joint_name)]
+    pmodel = pin.buildReducedModel(pmodel, lock, pin.neutral(pmodel))
+    err_fd, err_id = compare_dynamics(model, pmodel, n_states=5, seed=4)
+    assert err_fd <= 1e-9 and err_id <= 1e-9
+
+
+def test_degenerate_axis_gets_armature_with_strict_false():
+    # icub's neck: neck_roll moves point masses (neck_2, head: no rotational inertia) whose centre
+    # lines up with its axis at the neutral configuration: D(neck_roll) ~ 1e-13 of its subtree's
+    # rigid inertia, singular (the run-time failure used to name neck_pitch, the next joint in)
+    from soa_fmu.io.checks import WELL_CONDITIONED
+    from soa_fmu.model import ModelError
+    path = robot_path("icub_description/robots", "icub.urdf")
+    with pytest.raises(ModelError, match=f"^{re.escape(str(path))}:1042: joint 'neck_roll' "
+                       r"\(child link 'neck_2'\) has a degenerate axis: articulated inertia about "
+                       r"its axis (\S+) at the neutral configuration, against (\S+) for its "
+                       r"subtree held rigid .*strict=False adds the smallest armature") as err:
+        load_model(path)
+    D, Mkk = (float(x) for x in re.search(r"axis (\S+) at .* against (\S+) for", str(err.value)).groups())
+    assert D < 1e-9 * Mkk
+    with pytest.warns(ModelWarning, match=r"armature added to 1 joint with a degenerate axis.*: "
+                                          r"'neck_roll' (\S+) ") as caught:
+        model = load_model(path, strict=False)
+    a = model.joint_armature
+    i = model.velocity_names.index("neck_roll")
+    assert np.count_nonzero(a) == 1 and a[i] == pytest.approx(WELL_CONDITIONED * Mkk - D, rel=1e-2)
+    assert f"{a[i]:.3g}" in str(caught[0].message)
+    q, z = model.neutral_configuration(), np.zeros(model.nv)
+    qdd = sf.forward_dynamics(model, q, z, z)                   # D is now well-conditioned
+    M = sf.mass_matrix(model, q)                                # (M + diag(a): the armature in)
+    tau0 = sf.inverse_dynamics(model, q, z, np.zeros(model.nv))
+    assert np.abs(M @ qdd + tau0).max() <= 1e-9 * np.abs(tau0).max()
+
+
+def test_degenerate_axis_of_an_included_urdf(tmp_path):
+    path = tmp_path / "icub.toml"
+    urdf = robot_path("icub_description/robots", "icub.urdf")
+    path.write_text(f'name = "two"\n\n[[include]]\nurdf = "{urdf}"\nprefix = "a_"\n')
+    from soa_fmu.model import ModelError
+    with pytest.raises(ModelError, match=rf"^{re.escape(str(path))}:3: include\[0\] .*joint "
+                                         r"'a_neck_roll' \(body 'a_neck_2'\) has a degenerate axis"):
+        load_model(path)
+    with pytest.warns(ModelWarning, match=r"armature added to 1 joint .*'a_neck_roll' 1\.64e-06"):
+        model = load_model(path, strict=False)
+    assert np.count_nonzero(model.joint_armature) == 1
 
 
 def test_native_include_with_strict_false(tmp_path):
@@ -161,7 +223,7 @@ def test_native_include_with_strict_false(tmp_path):
     path.write_text(f'name = "pr2"\nstrict = false\n\n[[include]]\nurdf = "{urdf}"\nprefix = "a_"\n')
     with pytest.warns(ModelWarning) as caught:
         model = load_model(path)
-    messages = [str(w.message) for w in caught if "mimic joints" not in str(w.message)]
+    messages = [str(w.message) for w in caught]
     assert len(messages) == 2
     assert messages[0].startswith(f"{path}:4: include[0]: {urdf}:786: link 'sensor_mount_link' "
                                   "<inertia>: principal inertias")

@@ -2,7 +2,8 @@
 
 Checked three ways: the operator expression (4.43) against the composite-body form (5.52); finite
 differences of the mass matrix along the velocity directions (θ ⊕ εeᵢ); Pinocchio.  And by physics:
-C β = Newton–Euler bias, Ṁ − 2C skew-symmetric, the identities of seed 004 §5.3.
+C β = Newton–Euler bias, Ṁ − 2C skew-symmetric, the identities of seed 004 §5.3.  Models with
+flexible bodies (issue 34): finite differences, C β = bias, Koszul's formula.
 """
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ import pytest
 
 import soa_fmu as sf
 from soa_fmu.integrators import integrate_configuration
+from soa_fmu.io import load_model
 from soa_fmu.sensitivities import (christoffel_symbols, coriolis_matrix, force_cross_matrix,
                                    mass_matrix_derivative, mass_matrix_derivative_operators,
                                    structure_constants)
 from soa_fmu.spatial import phi_matrix, skew
-from soa_fmu.verify.builders import random_state, random_tree, serial_chain
+from soa_fmu.verify.builders import random_flexible_tree, random_state, random_tree, serial_chain
 
 MIXED = ("revolute", "prismatic", "spherical", "planar", "helical", "cylindrical", "fixed")
 MODELS = {
@@ -287,3 +289,66 @@ def test_agreement_with_pinocchio(name):
         pin.computeRNEADerivatives(pmod, data, qp, np.zeros(nv), pm.v_to_pin(a))
         col = pm.matrix_from_pin(data.dtau_dq)                       # [j, i] = ∂𝓜(j,k)/∂θᵢ
         assert rel(dM[:, :, k], col.T, np.abs(dM).max()) < 1e-9
+
+
+# ---------------------------------------------------------------- flexible bodies (issue 34)
+def flexible_model(name):
+    if name == "spacecraft":                        # free base, damped flexible panels, an arm
+        return load_model("model_descriptions/examples/spacecraft.toml")
+    return random_flexible_tree(np.random.default_rng(int(name[-1])), 7)[0]   # spherical joints
+
+
+@pytest.fixture(params=["spacecraft", "flexible_tree_1", "flexible_tree_3"], scope="module")
+def flex_case(request):
+    model = flexible_model(request.param)
+    q, qd = random_state(model, seed=8, scale=0.3)
+    return request.param, model, q, qd, mass_matrix_derivative(model, q)
+
+
+def modal_damping_forces(model, qd):
+    """D η̇ of every flexible body's modes: part of bias − gravity, not of C (it is dissipative)."""
+    out = np.zeros(model.nv)
+    for b in model.bodies:
+        if b.flexible is not None and b.nmodes:
+            i = b.v_index + b.joint.nv
+            out[i:i + b.nmodes] = b.flexible.damping @ qd[i:i + b.nmodes]
+    return out
+
+
+def test_flexible_mass_matrix_derivative_matches_finite_differences(flex_case):
+    """∂𝓜/∂θᵢ = C(θ, eᵢ) + C(θ, eᵢ)* (the connection is metric) against central differences of
+    the flexible mass matrix along the velocity directions, modal coordinates included."""
+    _, model, q, _, dM = flex_case
+    assert model.max_modes and dM.shape == (model.nv,) * 3
+    assert rel(dM, fd_mass_matrix_derivative(model, q)) < 1e-6
+    assert np.abs(dM - dM.transpose(0, 2, 1)).max() == 0.0
+    i = model.nv - 1                                               # a modal coordinate
+    assert np.array_equal(mass_matrix_derivative(model, q, [i, 1]), dM[[i, 1]])
+
+
+def test_flexible_coriolis_vector_is_the_velocity_product_force(flex_case):
+    """C β = bias − gravity − D η̇ to 1e-9 (the issue's bar), Ṁ − 2C skew-symmetric."""
+    _, model, q, qd, dM = flex_case
+    C = coriolis_matrix(model, q, qd)
+    bias = sf.bias_forces(model, q, qd) - sf.gravity_forces(model, q) - modal_damping_forces(model, qd)
+    assert rel(C @ qd, bias) < 1e-9
+    S = np.einsum("kij,k->ij", dM, qd) - 2 * C
+    assert np.abs(S + S.T).max() <= 1e-12 * np.abs(S).max()
+
+
+def test_flexible_coriolis_is_the_levi_civita_connection(flex_case):
+    """C(a,b) = Σ_c Γ_a(c,b) β_c from Koszul's formula with ℂ of the finite-difference ∂𝓜
+    (independent of the Newton–Euler bias the kernel polarizes), the structure constants of the
+    spherical and free joints and 𝓜; the Christoffel symbols are symmetric and give ∂𝓜 back."""
+    _, model, q, qd, dM = flex_case
+    fd = fd_mass_matrix_derivative(model, q)
+    Ch_fd = 0.5 * (fd.transpose(1, 2, 0) + fd.transpose(1, 0, 2) - fd)
+    g, M = structure_constants(model), sf.mass_matrix(model, q)
+    assert np.any(g)
+    Gam = (Ch_fd.transpose(0, 2, 1)
+           + 0.5 * (np.einsum("eab,ec->acb", g, M) + np.einsum("ecb,ea->acb", g, M)
+                    - np.einsum("eca,eb->acb", g, M)))
+    assert rel(coriolis_matrix(model, q, qd), np.einsum("acb,c->ab", Gam, qd)) < 1e-6
+    Ch = christoffel_symbols(model, q)
+    assert np.abs(Ch - Ch.transpose(0, 2, 1)).max() <= 1e-14 * np.abs(Ch).max()
+    assert rel(Ch.transpose(1, 2, 0) + Ch.transpose(2, 0, 1), dM.transpose(0, 2, 1)) < 1e-12

@@ -61,10 +61,12 @@ def test_archive_is_valid_ssp_and_wires_the_loop(ssp):
     broken = etree.fromstring(etree.tostring(root))
     broken.find("{*}System/{*}Connections/{*}Connection").attrib.pop("endConnector")
     assert generator_ssp.validate(etree.tostring(broken), "ssd")
-    comps = {c.get("name"): c.get("source") for c in root.iterfind("{*}System/{*}Elements/{*}Component")}
+    comps = {c.get("name"): c.get("source")
+             for c in root.iterfind("{*}System/{*}Elements/{*}Component")}
     assert comps == {"plant": "resources/plant.fmu", "controller": "resources/controller.fmu"}
     links = {(c.get("startElement"), c.get("startConnector"), c.get("endElement"),
-              c.get("endConnector")) for c in root.iterfind("{*}System/{*}Connections/{*}Connection")}
+              c.get("endConnector"))
+             for c in root.iterfind("{*}System/{*}Connections/{*}Connection")}
     want = {("plant", f"{g}[{i}]", "controller", f"{g}[{i}]") for g in ("q", "qd")
             for i in range(1, N + 1)} | {("controller", f"tau[{i}]", "plant", f"tau[{i}]")
                                          for i in range(1, N + 1)}

@@ -9,6 +9,7 @@ import pytest
 import soa_fmu as sf
 from model_descriptions import example_path
 from soa_fmu.io import ModelWarning, load_model
+from soa_fmu.model import Mimic
 from soa_fmu.spatial import rpy_to_matrix
 
 LINK = '<link name="{}"><inertial><mass value="1"/><inertia ixx="0.1" ixy="0" ixz="0" iyy="0.1" ' \
@@ -122,13 +123,15 @@ def test_floating_base_and_world_link(tmp_path):
     np.testing.assert_allclose(m.bodies[0].translation, [0, 0, 1])
 
 
-def test_mimic_joint_warns_and_is_kept_as_metadata(tmp_path):
+def test_mimic_joint_is_a_coupling_and_kept_as_metadata(tmp_path):
     links = "".join(LINK.format(n) for n in "abc")
     text = robot(links + joint("j1", "a", "b") + joint(
         "j2", "a", "c", extra='<mimic joint="j1" multiplier="-2" offset="0.1"/>'))
-    with pytest.warns(ModelWarning, match=r"'j2' \(line \d+\) mimics 'j1'"):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", ModelWarning)
         m = load_model(write(tmp_path, text))
-    assert m.nv == 2      # read as an independent joint, as the warning says
+    assert m.nv == 2      # both coordinates kept; j2 = -2 j1 + 0.1 enforced (tests/test_mimic.py)
+    assert m.mimics == [Mimic("j2", "j1", -2.0, 0.1)]
     assert m.bodies[m.body_index("c")].limits["mimic"] == {"joint": "j1", "multiplier": -2.0,
                                                            "offset": 0.1}
 

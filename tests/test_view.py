@@ -1,7 +1,9 @@
 """The viewer (SPEC V1, docs/viewing.md) without a browser: the scene a page carries is the engine's
 forward kinematics at the result's own times, every result form reads to the same (t, q), bad
 input is one line with exit 1 and no file, visuals and meshes (resolved, deduplicated, missing ->
-primitive), flexible centrelines through the deformed nodes, force arrows."""
+primitive), flexible centrelines through the deformed nodes, force arrows; an FMU carries its
+meshes (binary glTF, simplified above the budget) and is viewed alone with its own options; the
+first view frames the model and the floor lies under it."""
 from __future__ import annotations
 
 import zipfile
@@ -139,11 +141,10 @@ def test_bad_results_are_one_line_naming_the_problem(arm, tmp_path, capsys):
 
 
 def test_cli_writes_the_page_and_reads_the_model_inside_an_fmu(arm, tmp_path, capsys):
+    from fmu_fixtures import build
     res = swing(arm, 0.3)
     write_fmpy_csv(tmp_path / "r.csv", res)
-    fmu = tmp_path / "Arm.fmu"                 # what soa-build-fmu puts under resources/model/
-    with zipfile.ZipFile(fmu, "w") as z:
-        z.write(example_path("arm7.urdf"), "resources/model/arm7.urdf")
+    fmu = build("arm7.urdf", name="Arm7")
     assert cli.main([str(fmu), str(tmp_path / "r.csv"), "-o", str(tmp_path / "a.html")]) == 0
     assert "wrote" in capsys.readouterr().out
     sc = scene_of(tmp_path / "a.html")
@@ -327,3 +328,119 @@ def test_cli_reports_a_missing_mesh_as_a_warning_line(tmp_path, capsys):
     assert any("gone.dae" in e for e in err) and any("part.stl" in e for e in err)
     kinds = [i["kind"] for i in node(scene_of(tmp_path / "two.html"), "bodies", "arm")["items"]]
     assert kinds == ["box", "cylinder"]
+
+
+# ---------------------------------------------------------------- the FMU alone
+KIT = """<robot name="kit">
+  <material name="red"><color rgba="1 0 0 1"/></material>
+  <link name="base"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>
+    <visual><geometry><mesh filename="package://kitpkg/meshes/part.stl"/></geometry><material name="red"/></visual>
+    <collision><geometry><mesh filename="package://kitpkg/meshes/part.stl"/></geometry></collision></link>
+  <link name="arm"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.5" ixy="0" ixz="0" iyz="0"/></inertial>
+    <visual><origin xyz="0 0 0.5"/><geometry><mesh filename="../meshes/ball.stl" scale="2 2 2"/></geometry></visual></link>
+  <link name="hand"><inertial><mass value="1"/><inertia ixx="0.1" iyy="0.1" izz="0.1" ixy="0" ixz="0" iyz="0"/></inertial>
+    <visual><geometry><mesh filename="package://kitpkg/meshes/gone.dae"/></geometry></visual></link>
+  <joint name="j1" type="revolute"><parent link="base"/><child link="arm"/><axis xyz="0 1 0"/></joint>
+  <joint name="j2" type="revolute"><parent link="arm"/><child link="hand"/><origin xyz="0 0 1"/><axis xyz="0 1 0"/></joint>
+</robot>"""
+
+
+def test_an_fmu_carries_its_meshes_and_is_viewed_alone_with_its_options(tmp_path, capsys):
+    """A floating-base, lenient FMU (arm's inertia breaks the triangle inequality) with a contact
+    floor (base's collision mesh a contact hull) of a URDF with a package:// mesh, a relative mesh
+    of 20480 triangles and a missing one: the FMU holds the two
+    as binary glTF, the big one simplified to the budget and still on its sphere; with the
+    sources deleted, soa-view draws both from the FMU alone, where the engine puts the bodies."""
+    import shutil
+
+    import trimesh
+
+    import build_fmu
+    from soa_fmu.view.bundle import MAX_TRIANGLES
+    ws = tmp_path / "ws" / "kitpkg"
+    (ws / "meshes").mkdir(parents=True)
+    (ws / "urdf").mkdir()
+    box = trimesh.creation.box((0.1, 0.2, 0.3))
+    box.export(ws / "meshes" / "part.stl")
+    ball = trimesh.creation.icosphere(subdivisions=5, radius=0.1)            # 20480 triangles
+    ball.export(ws / "meshes" / "ball.stl")
+    (ws / "urdf" / "kit.urdf").write_text(KIT)
+    with pytest.warns(UserWarning) as caught:
+        model = sf.load_model(ws / "urdf" / "kit.urdf", floating_base=True, strict=False,
+                              contact_floor=-0.5)
+        fmu = build_fmu.build(ws / "urdf" / "kit.urdf", tmp_path / "Kit.fmu", floating_base=True,
+                              strict=False, contact_floor=-0.5)
+    assert any("gone.dae" in str(w.message) and "the FMU carries no shape" in str(w.message)
+               for w in caught)
+    with zipfile.ZipFile(fmu) as z:
+        glbs = sorted(n for n in z.namelist() if n.endswith(".glb"))
+        inside = z.read("resources/model/kit.urdf").decode()
+    assert len(glbs) == 2 and all(g.startswith("resources/model/visuals/") for g in glbs)
+    part, ball_ = (next(g[len("resources/model/"):] for g in glbs if k in g) for k in ("part", "ball"))
+    assert f'filename="{part}"' in inside                                # package://
+    assert f'filename="{ball_}" scale="2 2 2"' in inside                 # relative
+    assert "package://kitpkg/meshes/gone.dae" in inside
+    assert inside.count(part) == 1                         # (the collision mesh: a contact hull)
+
+    res = swing(model, 0.5)
+    write_fmpy_csv(tmp_path / "r.csv", res)                # nq = 7 + 2: the floating base
+    shutil.rmtree(tmp_path / "ws")                         # only the FMU and the CSV are left
+    capsys.readouterr()
+    assert cli.main([str(fmu), str(tmp_path / "r.csv"), "-o", str(tmp_path / "k.html")]) == 0
+    err = capsys.readouterr().err
+    assert "gone.dae" in err and "part" not in err and "ball" not in err
+    assert "Kit.fmu:resources/model/kit.urdf" in err       # warnings name the FMU, not a temp folder
+    sc = scene_of(tmp_path / "k.html")
+    assert len(sc["meshes"]) == 2
+    assert sc["camera"]["grid"]["centre"][2] == -0.5         # the FMU's contact floor
+    base, arm_ = (node(sc, "bodies", n)["items"] for n in ("base", "arm"))
+    assert base[0]["kind"] == "mesh" and base[0]["color"] == [1, 0, 0, 1]
+    Vb = f32(sc["meshes"][base[0]["mesh"]]["positions"], 3)                   # small: as it was
+    np.testing.assert_allclose(np.unique(Vb.round(6), axis=0), np.unique(box.vertices.round(6), axis=0),
+                               atol=1e-6)
+    M = np.array(arm_[0]["matrix"]).reshape(4, 4).T
+    np.testing.assert_allclose(M[:3, :3], 2 * np.eye(3)) and np.testing.assert_allclose(M[:3, 3], [0, 0, 0.5])
+    mesh = sc["meshes"][arm_[0]["mesh"]]
+    faces = len(np.frombuffer(__import__("base64").b64decode(mesh["indices"]),
+                              np.uint32 if mesh["wide"] else np.uint16)) // 3
+    assert 0.9 * MAX_TRIANGLES <= faces <= MAX_TRIANGLES < len(ball.faces)
+    Va = f32(mesh["positions"], 3)
+    np.testing.assert_allclose(np.linalg.norm(Va, axis=1), 0.1, atol=2e-3)       # on the sphere
+    np.testing.assert_allclose(np.ptp(Va, axis=0), 0.2, rtol=0.02)                # all of it
+    for name in ("base", "arm", "hand"):                   # the floating base, as the FMU has it
+        P = f32(node(sc, "bodies", name)["position"], 3)
+        np.testing.assert_allclose(P[-1], sf.frame_pose(model, res["q"][-1], name)[1], atol=2e-6)
+    again = scene_of(sf.animate(fmu, tmp_path / "r.csv", tmp_path / "k2.html"))   # sf.animate too
+    assert again["meshes"] == sc["meshes"]
+    assert cli.main([str(fmu), str(tmp_path / "r.csv"), "-o", str(tmp_path / "x.html"),
+                     "--floating-base"]) == 1
+    assert "Kit.fmu says in its resources/fmu.json how its model is read" in capsys.readouterr().err
+
+
+def test_glb_keeps_the_triangles_and_the_colour(tmp_path):
+    from soa_fmu.view.bundle import glb_bytes
+    from soa_fmu.view.geometry import Mesh, read_mesh
+    import trimesh
+    t = trimesh.creation.cylinder(radius=0.05, height=0.4, sections=24)
+    src = Mesh(t.vertices.astype(np.float32), t.faces.astype(np.uint32), (0.2, 0.4, 0.6, 1.0))
+    (tmp_path / "c.glb").write_bytes(glb_bytes(src))
+    back = read_mesh(tmp_path / "c.glb")
+    np.testing.assert_allclose(back.color, src.color, atol=0.5 / 255)
+    np.testing.assert_array_equal(back.vertices[back.faces], src.vertices[src.faces])
+
+
+def test_first_view_frames_the_model_at_t0_and_the_floor_lies_under_it(tmp_path):
+    (tmp_path / "pend.toml").write_text(TOML)
+    model = sf.load_model(tmp_path / "pend.toml")
+    res = swing(model, 2.0, amplitude=0.8)
+    sc = scene_of(sf.animate(model, res, tmp_path / "p.html"))
+    cam, rows = sc["camera"], keyframe_rows(res["t"])
+    target = np.array(cam["target"])
+    for name in ("upper", "lower", "tip"):                   # every frame at t0 inside the sphere
+        assert np.linalg.norm(sf.frame_pose(model, res["q"][0], name)[1] - target) <= cam["radius"]
+    tip_z = min(sf.frame_pose(model, res["q"][k], "tip")[1][2] for k in rows)
+    r = 0.08                                                  # the tip ball: the lowest shape
+    assert tip_z - r * np.sqrt(3) - 1e-9 <= cam["grid"]["centre"][2] <= tip_z - r + 1e-9
+    model.add_contact_plane("ground", point=(0.0, 0.0, -3.0), normal=(0.0, 0.0, 1.0))
+    sc = scene_of(sf.animate(model, res, tmp_path / "g.html"))
+    assert sc["camera"]["grid"]["centre"][2] == -3.0          # the contact floor

@@ -188,6 +188,31 @@ static PyObject *py_auto_method(PyObject *Py_UNUSED(mod), PyObject *const *args,
     return PyLong_FromLong(soa_auto_method(d->model->m));
 }
 
+/* mimic_couple(data, qdd) -> None: the mimic couplings on qdd in place, from the factors of the
+ * last aba / inertial forward dynamics on this data (core/mimic.c). */
+static PyObject *py_mimic_couple(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "mimic_couple(data, qdd)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    PyArrayObject *qdd = soa_py_inout(args[1], d->model->m->nv, "qdd");
+    if (!qdd) return NULL;
+    soa_mimic_couple(d->model->m, d->d, SOA_DBL(qdd));
+    Py_RETURN_NONE;
+}
+
+/* mimic_project(model, q, qd) -> None: q_m = k q_j + c, qd_m = k qd_j in place (core/mimic.c). */
+static PyObject *py_mimic_project(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    if (nargs != 3) return PyErr_Format(PyExc_TypeError, "mimic_project(model, q, qd)");
+    ModelObject *mo = soa_py_model(args[0]);
+    if (!mo) return NULL;
+    PyArrayObject *q = soa_py_inout(args[1], mo->m->nq, "q"), *qd = NULL;
+    if (!q || !(qd = soa_py_inout(args[2], mo->m->nv, "qd"))) return NULL;
+    soa_mimic_project(mo->m, SOA_DBL(q), SOA_DBL(qd));
+    Py_RETURN_NONE;
+}
+
 static PyObject *py_implicit(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
 {
     return fixed_step(args, nargs, soa_implicit);
@@ -246,6 +271,9 @@ PyMethodDef soa_py_integrators_methods[] = {
                        "integrators apply)."),
     FAST(stop_forces, "stop_forces(data, q, qd) -> the joint stops' forces per velocity dof."),
     FAST(auto_method, "auto_method(data) -> 0 (rk4) or 4 (ros2): the integrator auto picks."),
+    FAST(mimic_couple, "mimic_couple(data, qdd): the mimic couplings on qdd in place, from the "
+                       "factors of the last aba on this data."),
+    FAST(mimic_project, "mimic_project(model, q, qd): q_m = k q_j + c, qd_m = k qd_j in place."),
     FAST(implicit, "implicit(data, q, qd, tau, use_fext, h, nsub) -> qdd: nsub linearly implicit "
                    "Euler steps (implicit in the joints' dissipation and stops)."),
     FAST(rosenbrock, "rosenbrock(data, q, qd, tau, use_fext, h, nsub) -> qdd: nsub ROS2 steps "

@@ -681,9 +681,9 @@ static void block_outward(const double *restrict H, int n, const double *restric
  * Minv: nv x nv, row-major. */
 soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Minv)
 {
-    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_configuration(m, q);
     if (st.kind != SOA_OK) return st;
+    if (m->nm) return soa_flex_minv(m, d, q, Minv);   /* flexible.c: the same factored form */
     soa_outward_placements(m, d, q);
     soa_world_placements(m, d);
     const int ks = soa_riccati_sweep(m, d, 1);
@@ -793,9 +793,13 @@ void soa_innovations_solve(const soa_model *m, soa_data *d, double *X, int ncols
 soa_status soa_forward_dynamics_input_map(const soa_model *m, soa_data *d, const double *q,
                                           const double *dtau, int use_fext, double *dqdd)
 {
-    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_configuration(m, q);
     if (st.kind != SOA_OK) return st;
+    if (m->nm) {                                    /* flexible.c: the same factored form */
+        st = soa_flex_factor(m, d, q);
+        if (st.kind == SOA_OK) soa_flex_solve_forces(m, d, dtau, use_fext ? d->fext : NULL, dqdd);
+        return st;
+    }
     const double zero6[6] = {0, 0, 0, 0, 0, 0};
     soa_outward_placements(m, d, q);
     const int k = soa_riccati_sweep(m, d, 0);

@@ -1,12 +1,14 @@
-/* Compliant contact (docs/contact.md): spheres fixed on bodies against planes fixed in world and
- * against each other, with the Hunt-Crossley normal force and a regularized Coulomb friction,
+/* Compliant contact (docs/contact.md): geometries fixed on bodies (sphere, capsule, cylinder, box,
+ * convex mesh: collision.c gives their contact points) against planes fixed in world and against
+ * each other, with the Hunt-Crossley normal force and a regularized Coulomb friction at each point,
  * applied as external spatial forces in the O(N) sweeps: d->ct_fw, world axes at the world origin
  * (the inertial frame, seed 004 sec. 5), enters the filter as it is (phi(I, k) = 1; seed 001
  * eq. 63), on the bodies that carry a contact only.
  *
- * A pair (sphere a, other) has a unit normal m pointing from a towards the other (a plane:
- * m = -n), the penetration delta, a contact point p and the velocity of a's material point at p
- * relative to the other's, v.  Then (Hunt & Crossley 1975; the law of Drake's point contact)
+ * A pair (geometry a, other) has a unit normal m pointing from a towards the other (a plane:
+ * m = -n) and up to SOA_MANIFOLD contact points p (its manifold, collision.c), each with its
+ * penetration delta and the velocity of a's material point at p relative to the other's, v.
+ * At each point (Hunt & Crossley 1975; the law of Drake's point contact)
  *
  *     delta-dot = m . v,   f_n = max(0, k delta^n (1 + d delta-dot))             (delta > 0)
  *     v_t = v - (m . v) m, f_t = -mu f_n v_t / sqrt(|v_t|^2 + v_s^2)
@@ -14,7 +16,7 @@
  *
  * |f_t| < mu f_n always.  The power of the contact on the pair is -f_n delta-dot + f_t . v_t:
  * the normal force is k delta^n times (1 + d delta-dot), below the elastic force while the
- * spheres separate, and f_t . v_t <= 0, so that kinetic plus elastic energy
+ * geometries separate, and f_t . v_t <= 0, so that kinetic plus elastic energy
  * k delta^(n+1) / (n + 1) never increases through contact.  The positions and velocities come from
  * the inertial-frame sweeps (seed 004 sec. 5): V_I(k) = [w; v at the world origin], so a point x
  * of body k moves at v + w x x. */
@@ -30,7 +32,7 @@ static int law_ok(int c, double x)
     return (c == SOA_CT_EXPONENT || c == SOA_CT_STICTION) ? x > 0.0 : x >= 0.0;
 }
 
-/* {SOA_BAD_CONTACT, rows * e + c} for element e (0: the model's law; then spheres, planes,
+/* {SOA_BAD_CONTACT, rows * e + c} for element e (0: the model's law; then geometries, planes,
  * pairs), constant c. */
 static soa_status bad(int e, int c)
 {
@@ -38,9 +40,37 @@ static soa_status bad(int e, int c)
     return st;
 }
 
-/* The contact tables: bodies and pairs in range, finite geometry, radius >= 0, unit plane
- * normals, every law constant in its domain (those overridden by a sphere or plane too). */
-soa_status soa_contact_finish(const soa_model *m)
+/* The shape of geometry s as placed by the last kinematics (collision.h). */
+static soa_shape shape_of(const soa_model *m, const soa_data *d, int s)
+{
+    const soa_shape sh = {m->sp_shape[s], d->sp_R + 9 * s, d->sp_x + 3 * s, m->sp_radius[s],
+                          m->sp_size + 3 * s, m->sp_hull + 3 * SOA_HULL_MAX * s, m->sp_nvert[s]};
+    return sh;
+}
+
+/* Geometry s: a known shape, finite sizes >= 0, a rotation (orthonormal to 1e-6), a mesh's
+ * vertices (1..SOA_HULL_MAX, finite). */
+static int shape_ok(const soa_model *m, int s)
+{
+    const double *R = m->sp_rot + 9 * s, *e = m->sp_size + 3 * s;
+    const int t = m->sp_shape[s];
+    if (t < 0 || t >= SOA_NSHAPES) return 0;
+    for (int i = 0; i < 3; i++) {
+        if (!(e[i] >= 0.0 && e[i] < HUGE_VAL)) return 0;
+        for (int j = 0; j < 3; j++) {
+            const double g = R[i] * R[j] + R[3 + i] * R[3 + j] + R[6 + i] * R[6 + j];
+            if (!(fabs(g - (i == j)) < 1e-6)) return 0;
+        }
+    }
+    if (t != SOA_SHAPE_MESH) return 1;
+    if (m->sp_nvert[s] < 1 || m->sp_nvert[s] > SOA_HULL_MAX) return 0;
+    return soa_first_nonfinite(m->sp_hull + 3 * SOA_HULL_MAX * s, 3 * m->sp_nvert[s]) < 0;
+}
+
+/* The contact tables: bodies and pairs in range, finite geometry, radius >= 0, valid shapes, unit
+ * plane normals, every law constant in its domain (those overridden by a geometry or plane too);
+ * the geometries' bounding radii (sp_bound). */
+soa_status soa_contact_finish(soa_model *m)
 {
     SOA_SIZES(m);
     soa_status ok = {SOA_OK, 0};
@@ -50,8 +80,12 @@ soa_status soa_contact_finish(const soa_model *m)
         const double *x = m->sp_center + 3 * s;
         if (m->sp_body[s] < 0 || m->sp_body[s] >= nb || !isfinite(x[0]) || !isfinite(x[1])
             || !isfinite(x[2]) || !(m->sp_radius[s] >= 0.0 && m->sp_radius[s] < HUGE_VAL)
-            || m->sp_set[s] < 0 || m->sp_set[s] >= (1 << SOA_CT_NLAW))
+            || m->sp_set[s] < 0 || m->sp_set[s] >= (1 << SOA_CT_NLAW) || !shape_ok(m, s))
             return bad(1 + s, SOA_CT_GEOMETRY);
+        const double zero[3] = {0.0, 0.0, 0.0};
+        const soa_shape sh = {m->sp_shape[s], m->sp_rot + 9 * s, zero, m->sp_radius[s],
+                              m->sp_size + 3 * s, m->sp_hull + 3 * SOA_HULL_MAX * s, m->sp_nvert[s]};
+        m->sp_bound[s] = soa_shape_bound(&sh);
         for (int c = 0; c < SOA_CT_NLAW; c++)
             if ((m->sp_set[s] >> c & 1) && !law_ok(c, m->sp_law[SOA_CT_NLAW * s + c]))
                 return bad(1 + s, c);
@@ -74,8 +108,8 @@ soa_status soa_contact_finish(const soa_model *m)
     return ok;
 }
 
-/* The constants of a pair: the other element's (plane, or sphere b) where it overrides one, else
- * sphere a's where it does, else the model's. */
+/* The constants of a pair: the other element's (plane, or geometry b) where it overrides one,
+ * else geometry a's where it does, else the model's. */
 static void pair_law(const soa_model *m, int a, int set_o, const double *law_o, double *law)
 {
     const int set_a = m->sp_set[a];
@@ -153,77 +187,120 @@ static void keep(soa_data *d, int p, const double *mn, const double *v, const do
     for (int c = 0; c < SOA_CT_NLAW; c++) d->ct_law_p[SOA_CT_NLAW * p + c] = law[c];
 }
 
-/* Records pair p (force on a, point, depth) and applies it: on a's body, and -F on the other
- * sphere's body (ob >= 0). */
-static void record(const soa_model *m, soa_data *d, int p, int a, int ob, int b, const double *x,
+/* Records point i (force F on a, point x, depth) and applies it: on a's body, and -F on the other
+ * geometry's body (b >= 0). */
+static void record(const soa_model *m, soa_data *d, int i, int a, int b, const double *x,
                    double delta, const double *F)
 {
-    const int ka = m->sp_body[a];
-    for (int i = 0; i < 3; i++) {
-        d->ct_force[3 * p + i] = F[i];
-        d->ct_point[3 * p + i] = x[i];
-        d->sp_force[3 * a + i] += F[i];
+    for (int r = 0; r < 3; r++) {
+        d->ct_force[3 * i + r] = F[r];
+        d->ct_point[3 * i + r] = x[r];
+        d->sp_force[3 * a + r] += F[r];
     }
-    d->ct_depth[p] = delta;
+    d->ct_depth[i] = delta;
     if (delta > d->sp_depth[a]) d->sp_depth[a] = delta;
     if (delta <= 0.0) return;
-    add_world_force(m, d, ka, x, F, 1.0);
-    if (ob < 0) return;
-    for (int i = 0; i < 3; i++) d->sp_force[3 * b + i] -= F[i];
+    add_world_force(m, d, m->sp_body[a], x, F, 1.0);
+    if (b < 0) return;
+    for (int r = 0; r < 3; r++) d->sp_force[3 * b + r] -= F[r];
     if (delta > d->sp_depth[b]) d->sp_depth[b] = delta;
-    add_world_force(m, d, ob, x, F, -1.0);
+    add_world_force(m, d, m->sp_body[b], x, F, -1.0);
+}
+
+/* The law at the points of pair p's manifold c (geometry a against plane j, or geometry b);
+ * its other point slots empty.  law_o, set_o: the other element's constants. */
+static void apply(const soa_model *m, soa_data *d, int p, int a, int b, const soa_manifold *c,
+                  int set_o, const double *law_o)
+{
+    const double *Va = d->V + 6 * m->sp_body[a], *Vb = b >= 0 ? d->V + 6 * m->sp_body[b] : 0;
+    const double zero[3] = {0.0, 0.0, 0.0};
+    double law[SOA_CT_NLAW];
+    pair_law(m, a, set_o, law_o, law);
+    d->ct_pdepth[p] = c->depth[0];
+    for (int k = 0; k < SOA_MANIFOLD; k++) {
+        const int i = SOA_MANIFOLD * p + k;
+        if (k >= c->n) {
+            record(m, d, i, a, b, c->x[0], 0.0, zero);
+            continue;
+        }
+        const double *x = c->x[k], delta = c->depth[k];
+        double F[3] = {0.0, 0.0, 0.0};
+        if (delta > d->ct_pdepth[p]) d->ct_pdepth[p] = delta;
+        if (delta > 0.0) {
+            double v[3], vb[3] = {0.0, 0.0, 0.0};        /* a's material point at x, relative */
+            cross3(Va, x, v);
+            if (Vb) cross3(Vb, x, vb);
+            for (int r = 0; r < 3; r++) v[r] += Va[3 + r] - vb[r] - (Vb ? Vb[3 + r] : 0.0);
+            contact_law(law, c->m, delta, v, F);
+            keep(d, i, c->m, v, law);
+        }
+        record(m, d, i, a, b, x, delta, F);
+    }
+}
+
+/* An empty manifold for a pair the broad phase set apart: the gap lower bound gap > 0 at x. */
+static void apart(soa_manifold *c, double gap, const double *x)
+{
+    c->n = 1;
+    c->depth[0] = -gap;
+    for (int r = 0; r < 3; r++) c->x[0][r] = x[r];
 }
 
 void soa_contact_forces(const soa_model *m, soa_data *d)
 {
     SOA_SIZES(m);
+    soa_manifold c;
     for (int i = 0; i < 6 * nb; i++) d->ct_fw[i] = 0.0;
     for (int i = 0; i < 3 * nsph; i++) d->sp_force[i] = 0.0;
     for (int s = 0; s < nsph; s++) d->sp_depth[s] = 0.0;
-    for (int s = 0; s < nsph; s++) {       /* the centres; sphere-plane pairs, p = s npln + j */
-        double *c = d->sp_x + 3 * s, law[SOA_CT_NLAW];
-        const double *V = d->V + 6 * m->sp_body[s];
-        body_point(d, m->sp_body[s], m->sp_center + 3 * s, c);
+    for (int s = 0; s < nsph; s++) {       /* the geometries placed: origin, axes (world) */
+        const double *Rb = d->Rw + 9 * m->sp_body[s], *Rs = m->sp_rot + 9 * s;
+        double *R = d->sp_R + 9 * s;
+        body_point(d, m->sp_body[s], m->sp_center + 3 * s, d->sp_x + 3 * s);
+        for (int i = 0; i < 3; i++)
+            for (int j = 0; j < 3; j++)
+                R[3 * i + j] = Rb[3 * i] * Rs[j] + Rb[3 * i + 1] * Rs[3 + j] + Rb[3 * i + 2] * Rs[6 + j];
+    }
+    for (int s = 0; s < nsph; s++) {       /* geometry-plane pairs, p = s npln + j */
+        const soa_shape sh = shape_of(m, d, s);
+        const double *o = d->sp_x + 3 * s;
         for (int j = 0; j < npln; j++) {
             const double *n = m->pl_normal + 3 * j;
-            const double dist = n[0] * c[0] + n[1] * c[1] + n[2] * c[2] - m->pl_offset[j];
-            const double delta = m->sp_radius[s] - dist, mn[3] = {-n[0], -n[1], -n[2]};
-            double x[3], F[3] = {0.0, 0.0, 0.0};
-            for (int i = 0; i < 3; i++) x[i] = c[i] - dist * n[i];     /* on the plane */
-            if (delta > 0.0) {
-                double vx[3];                                /* a's material point at x */
-                cross3(V, x, vx);
-                for (int i = 0; i < 3; i++) vx[i] += V[3 + i];
-                pair_law(m, s, m->pl_set[j], m->pl_law + SOA_CT_NLAW * j, law);
-                contact_law(law, mn, delta, vx, F);
-                keep(d, s * npln + j, mn, vx, law);
+            const double dist = n[0] * o[0] + n[1] * o[1] + n[2] * o[2] - m->pl_offset[j];
+            if (dist > m->sp_bound[s]) {   /* broad phase: its bounding sphere above the plane */
+                double x[3];
+                for (int i = 0; i < 3; i++) x[i] = o[i] - dist * n[i];
+                apart(&c, dist - m->sp_bound[s], x);
+            } else {
+                soa_collide_plane(&sh, n, m->pl_offset[j], &c);
             }
-            record(m, d, s * npln + j, s, -1, -1, x, delta, F);
+            apply(m, d, s * npln + j, s, -1, &c, m->pl_set[j], m->pl_law + SOA_CT_NLAW * j);
         }
     }
-    for (int p = 0; p < nssp; p++) {                     /* sphere-sphere pairs */
+    for (int p = 0; p < nssp; p++) {       /* geometry pairs */
         const int a = m->ss_pair[2 * p], b = m->ss_pair[2 * p + 1];
-        const int ka = m->sp_body[a], kb = m->sp_body[b];
-        const double *ca = d->sp_x + 3 * a, *cb = d->sp_x + 3 * b;
-        double mn[3] = {0.0, 0.0, 1.0}, x[3], F[3] = {0.0, 0.0, 0.0};
-        const double e[3] = {cb[0] - ca[0], cb[1] - ca[1], cb[2] - ca[2]};
+        const double *oa = d->sp_x + 3 * a, *ob = d->sp_x + 3 * b;
+        const double e[3] = {ob[0] - oa[0], ob[1] - oa[1], ob[2] - oa[2]};
         const double dist = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
-        if (dist > 0.0)
-            for (int i = 0; i < 3; i++) mn[i] = e[i] / dist;
-        const double delta = m->sp_radius[a] + m->sp_radius[b] - dist;
-        for (int i = 0; i < 3; i++) x[i] = ca[i] + (m->sp_radius[a] - 0.5 * delta) * mn[i];
-        if (delta > 0.0) {
-            const double *Va = d->V + 6 * ka, *Vb = d->V + 6 * kb;
-            double va[3], vb[3], v[3], law[SOA_CT_NLAW];
-            cross3(Va, x, va);
-            cross3(Vb, x, vb);
-            for (int i = 0; i < 3; i++) v[i] = va[i] + Va[3 + i] - vb[i] - Vb[3 + i];
-            pair_law(m, a, m->sp_set[b], m->sp_law + SOA_CT_NLAW * b, law);
-            contact_law(law, mn, delta, v, F);
-            keep(d, nsph * npln + p, mn, v, law);
+        const double gap = dist - m->sp_bound[a] - m->sp_bound[b];
+        if (gap > 0.0) {                   /* broad phase: bounding spheres apart */
+            double x[3];
+            for (int i = 0; i < 3; i++) x[i] = oa[i] + (m->sp_bound[a] + 0.5 * gap) * e[i] / dist;
+            apart(&c, gap, x);
+        } else {
+            const soa_shape sa = shape_of(m, d, a), sb = shape_of(m, d, b);
+            soa_collide(&sa, &sb, &c);
         }
-        record(m, d, nsph * npln + p, a, kb, b, x, delta, F);
+        apply(m, d, nsph * npln + p, a, b, &c, m->sp_set[b], m->sp_law + SOA_CT_NLAW * b);
     }
+}
+
+/* The geometries (a, b; b = -1: a plane) of contact point i. */
+static void point_geometries(const soa_model *m, int i, int *a, int *b)
+{
+    const int p = i / SOA_MANIFOLD, q = p - m->nsph * m->npln;
+    *a = q >= 0 ? m->ss_pair[2 * q] : p / m->npln;
+    *b = q >= 0 ? m->ss_pair[2 * q + 1] : -1;
 }
 
 soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
@@ -244,12 +321,13 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
     /* ct_fext = f_ext + the contact forces in body frames, at the body origins (the input of
      * soa_aba's f_ext: the Python Simulator's step) */
     for (int i = 0; i < 6 * m->nb; i++) d->ct_fext[i] = use_fext ? d->fext[i] : 0.0;
-    for (int p = 0; p < m->nsph * m->npln + m->nssp; p++) {
-        if (!(d->ct_depth[p] > 0.0)) continue;
-        const int ss = p >= m->nsph * m->npln, j = p - m->nsph * m->npln;
-        const double *x = d->ct_point + 3 * p, *F = d->ct_force + 3 * p;
-        add_point_force(d, d->ct_fext, m->sp_body[ss ? m->ss_pair[2 * j] : p / m->npln], x, F, 1.0);
-        if (ss) add_point_force(d, d->ct_fext, m->sp_body[m->ss_pair[2 * j + 1]], x, F, -1.0);
+    for (int i = 0; i < SOA_MANIFOLD * (m->nsph * m->npln + m->nssp); i++) {
+        if (!(d->ct_depth[i] > 0.0)) continue;
+        int a, b;
+        point_geometries(m, i, &a, &b);
+        const double *x = d->ct_point + 3 * i, *F = d->ct_force + 3 * i;
+        add_point_force(d, d->ct_fext, m->sp_body[a], x, F, 1.0);
+        if (b >= 0) add_point_force(d, d->ct_fext, m->sp_body[b], x, F, -1.0);
     }
     return st;
 }
@@ -258,8 +336,8 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
  * Over a step h the contact forces of the touching pairs are stiff: Hunt-Crossley's damping
  * k delta^n d delta-dot, the friction's mu f_n v_t / s near stiction (a damping mu f_n / v_s) and,
  * on light bodies, the spring itself.  Linearized backward Euler treats them implicitly: with the
- * pair's B = -dF/dv and K = -dF/dx (relative velocity v and displacement x of the sphere's point,
- * F the force on it; file comment):
+ * point's B = -dF/dv and K = -dF/dx (relative velocity v and displacement x of the first
+ * geometry's point, F the force on it; file comment):
  *
  *     B = k delta^n d (m + mu v_t / s) m* + (mu f_n / s) (P - v_t v_t* / s^2)
  *     K = n k delta^(n-1) (1 + d delta-dot) (m + mu v_t / s) m*
@@ -394,7 +472,7 @@ static void rows_times_3(const double *A, int lda, int n, int m, const double *x
  * point x of body k is B = [x~; I] at the world origin (6 x 3, inertial frame: seed 004 sec. 5),
  * and psi(j, k) B, zero unless j is k or an ancestor of it, is carried inward as
  * Z <- tau-bar(j) Z = Z - G(j) Y(j) (seed 000 eq. 3.2, A.1).  A pair's relative rows are its
- * sphere's point minus the other sphere's (signs in Z; a plane's point is the world's and
+ * first geometry's point minus the other's (signs in Z; a plane's point is the world's and
  * carries nothing).  One inward sweep over the bodies on the points' paths only, 6 x 3 columns
  * per point, a 3 x 3 product per two points at each body their paths share: no 6 x 6 blocks.
  * Also N = D^-1 H psi B (nv x 3 na, row-major): the innovations nu = N g of the bias-free filter
@@ -487,12 +565,13 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
     static const double zero6[6] = {0, 0, 0, 0, 0, 0};
     SOA_SIZES(m);
     int na = 0;
-    for (int p = 0; p < npair && na < nimp; p++) {     /* the touching pairs, up to nimp */
+    for (int p = 0; p < npt && na < nimp; p++) {       /* the touching points, up to nimp */
         const double *F = d->ct_force + 3 * p;
         if (!(d->ct_depth[p] > 0.0) || (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0)) continue;
-        const int ss = p >= nsph * npln, q = p - nsph * npln;
-        d->ci_body[2 * na] = m->sp_body[ss ? m->ss_pair[2 * q] : p / npln];
-        d->ci_body[2 * na + 1] = ss ? m->sp_body[m->ss_pair[2 * q + 1]] : -1;
+        int a, b;
+        point_geometries(m, p, &a, &b);
+        d->ci_body[2 * na] = m->sp_body[a];
+        d->ci_body[2 * na + 1] = b >= 0 ? m->sp_body[b] : -1;
         pair_jacobians(d, p, F, h, secant, d->ci_B + 9 * na, d->ci_K + 9 * na);
         d->ci_pair[na++] = p;
     }

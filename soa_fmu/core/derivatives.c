@@ -217,7 +217,6 @@ static void minv_times(int nv, const double *Minv, const double *T, int ldt, dou
 soa_status soa_rnea_derivatives(const soa_model *m, soa_data *d, const double *q, const double *qd,
                                 const double *qdd, int use_fext, double *dq, double *dv, int ld)
 {
-    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_state(m, q, qd);
     if (st.kind != SOA_OK) return st;
     const int i = soa_first_nonfinite(qdd, m->nv);
@@ -226,6 +225,7 @@ soa_status soa_rnea_derivatives(const soa_model *m, soa_data *d, const double *q
         st.index = i;
         return st;
     }
+    if (m->nm) return soa_flex_rnea_derivatives(m, d, q, qd, qdd, use_fext, dq, dv, ld);
     soa_inertial_kinematics(m, d, q, qd);
     inertial_accelerations(m, d, qdd);
     inertial_forces(m, d, use_fext);
@@ -246,9 +246,9 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
                                const double *tau, int use_fext, double *ddq, double *ddv, int ld,
                                double *Minv)
 {
-    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     const soa_status st = soa_aba(m, d, q, qd, tau, use_fext, d->lin_qdd);
     if (st.kind != SOA_OK) return st;
+    if (m->nm) return soa_flex_aba_derivatives(m, d, q, qd, tau, use_fext, ddq, ddv, ld, Minv);
     soa_inertias_to_world(m, d);                      /* M_I (soa_aba forms it in compact form) */
     soa_minv_columns(m, d, Minv);
     inertial_forces(m, d, use_fext);

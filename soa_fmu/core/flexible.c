@@ -613,12 +613,14 @@ FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double
 }
 
 /* Body k's inward step: the modal then the joint innovations step on P(k)'s V block A (it becomes
- * P+), and the hand-over to the parent; 0 if D(k) is not positive definite. */
-FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *tau, flex_dims dm)
+ * P+), and the hand-over to the parent; diag (nv: the armature, or what an implicit stage adds)
+ * on D(k)'s diagonal; 0 if D(k) is not positive definite. */
+FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *tau,
+                          const double *diag, flex_dims dm)
 {
     const int p = m->parent[k], nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], nx = 6 + dm.nm;
     const double *P = (m->fl_kids[k] ? d->fl_P : m->fl_M) + nx * nx * k;   /* a leaf's P is M */
-    const double *z = d->fl_z + nx * k, *arm = m->armature + v0;
+    const double *z = d->fl_z + nx * k, *arm = diag + v0;
     double *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k;
     double A[36], zv[6];
     for (int i = 0; i < 6; i++) {
@@ -654,13 +656,15 @@ FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *
     return 1;
 }
 
-/* Body k's accelerations: alpha' inherited, the joint's beta-dot, alpha(k), then eta-ddot. */
-FLEX_INLINE void fd_accel(const soa_model *m, soa_data *d, int k, double *qdd, flex_dims dm)
+/* Body k's accelerations: alpha' inherited (with_a: with the velocity product a(k); 0: the
+ * bias-free smoother), the joint's beta-dot, alpha(k), then eta-ddot. */
+FLEX_INLINE void fd_accel(const soa_model *m, soa_data *d, int k, double *qdd, int with_a,
+                          flex_dims dm)
 {
     const int nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], nx = 6 + dm.nm;
     const double *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k, *L = d->fl_L + nx * nx * k;
     double *al = d->alpha + 6 * k, *x = qdd + v0;
-    inherited_acceleration(m, d, k, qdd, 1, al, dm);
+    inherited_acceleration(m, d, k, qdd, with_a, al, dm);
     if (nj) {
         const int ax = hinge_axis(m, k);
         ldl_solve(L + nx * mk + mk, nj, nx, W + 6 * mk, w + mk, al, x);
@@ -710,6 +714,14 @@ static int uniform_modes(const soa_model *m, int k)
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd)
 {
+    return soa_flex_fd_diag(m, d, q, qd, tau, use_fext, m->armature, qdd);
+}
+
+/* The same with diag (nv) in place of the armature on D(k)'s diagonal (seed 001 eq. 35): the
+ * sweep of a linearly implicit stage, diag = a + g B + g^2 K (integrators.c). */
+soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                            const double *tau, int use_fext, const double *diag, double *qdd)
+{
     const int nb = m->nb;
     soa_status st = {SOA_OK, 0};
     int all = nb ? uniform_modes(m, 0) : 0;                /* M if every body runs M's kernels */
@@ -726,10 +738,10 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
     for (int k = nb - 1; k >= 0; k--) {
         int ok;
         switch (all ? all : uniform_modes(m, k)) {
-#define FLEX_IN(M) case M: ok = fd_inward(m, d, k, tau, FLEX_DIMS(M)); break;
+#define FLEX_IN(M) case M: ok = fd_inward(m, d, k, tau, diag, FLEX_DIMS(M)); break;
         FLEX_UNROLLED(FLEX_IN)
 #undef FLEX_IN
-        default: ok = fd_inward(m, d, k, tau, dims_of(m, k));
+        default: ok = fd_inward(m, d, k, tau, diag, dims_of(m, k));
         }
         if (!ok) {
             st.kind = SOA_SINGULAR;
@@ -739,12 +751,171 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
     }
     for (int k = 0; k < nb; k++) {
         switch (all ? all : uniform_modes(m, k)) {
-#define FLEX_ACC(M) case M: fd_accel(m, d, k, qdd, FLEX_DIMS(M)); break;
+#define FLEX_ACC(M) case M: fd_accel(m, d, k, qdd, 1, FLEX_DIMS(M)); break;
         FLEX_UNROLLED(FLEX_ACC)
 #undef FLEX_ACC
-        default: fd_accel(m, d, k, qdd, dims_of(m, k));
+        default: fd_accel(m, d, k, qdd, 1, dims_of(m, k));
         }
     }
+    return st;
+}
+
+/* ------------------------------------------------------------------ M^-1 in factored form */
+/* The filter half of ldl_step on its held factors: w <- L^-1 w, z <- z + sum_c W_c* w_c / delta_c
+ * (seed 001 eqs. 49-51 with the body's D = L Delta L*). */
+static void ldl_forward(const double *L, int n, int ld, const double *W, double *w, double *z)
+{
+    for (int i = 0; i < n; i++) {
+        double x = w[i];
+        for (int c = 0; c < i; c++) x -= L[ld * i + c] * w[c];
+        w[i] = x;
+        const double s = x * L[ld * i + i];
+        for (int r = 0; r < 6; r++) z[r] += W[6 * i + r] * s;
+    }
+}
+
+/* x = M^-1 (T + J* f_ext) = [I - H psi K]* D^-1 [I - H psi K] (T + J* f_ext) (seed 001 Identity 6,
+ * eq. 46, with (V, eta-dot) per body; seed 000 A.6 for the forces): the bias-free filter (z(k) =
+ * -f_ext(k) + sum_c Phi(k, c) z+(c), u = T - H z through the held LDL* factors of the modal and
+ * the joint steps) and the bias-free smoother (fd_accel without a(k)), on the factors and
+ * placements of the last soa_flex_fd (soa_flex_factor).  fext: body forces (NULL: none).  O(N). */
+static void flex_solve_one(const soa_model *m, soa_data *d, const double *T, const double *fext,
+                           double *x)
+{
+    const int nb = m->nb, nx = 6 + m->nm;
+    for (int k = 0; k < nb; k++) {
+        double *z = d->fl_z + nx * k;
+        for (int i = 0; i < 6 + m->nmod[k]; i++) z[i] = (i < 6 && fext) ? -fext[6 * k + i] : 0.0;
+    }
+    for (int k = nb - 1; k >= 0; k--) {
+        const flex_dims dm = dims_of(m, k);
+        const int p = m->parent[k], nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], ax = hinge_axis(m, k);
+        const double *z = d->fl_z + nx * k, *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k;
+        double *w = d->fl_u + nx * k, zv[6];
+        for (int i = 0; i < 6; i++) zv[i] = z[i];
+        if (mk) {                                          /* the modal step, H = [0 I] */
+            for (int i = 0; i < mk; i++) w[i] = T[v0 + nj + i] - z[6 + i];
+            ldl_forward(L, mk, nx, W, w, zv);
+        }
+        for (int j = 0; j < nj; j++)                       /* the joint's, H = [H_j 0] */
+            w[mk + j] = T[v0 + j] - (ax >= 0 ? zv[ax] : dot6(m->S + 6 * (v0 + j), zv));
+        if (nj) ldl_forward(L + nx * mk + mk, nj, nx, W + 6 * mk, w + mk, zv);
+        if (p >= 0) add_to_parent(m, d, k, zv, d->fl_z + nx * p, dm);
+    }
+    for (int k = 0; k < nb; k++) fd_accel(m, d, k, x, 0, dims_of(m, k));
+}
+
+/* The articulated factors of theta (soa_flex_fd at beta = 0, T = 0: P, D's LDL* factors and the
+ * placements depend on theta alone), for soa_flex_solve. */
+soa_status soa_flex_factor(const soa_model *m, soa_data *d, const double *q)
+{
+    for (int i = 0; i < m->nv; i++) d->zerov[i] = 0.0;
+    return soa_flex_fd(m, d, q, d->zerov, d->zerov, 0, d->tau_j);
+}
+
+/* X <- M^-1 X for ncols columns (nv rows of stride ld), and x = M^-1 (T + J* f_ext) for one
+ * right-hand side (fext NULL: none), after soa_flex_factor: O(N) per column. */
+void soa_flex_solve(const soa_model *m, soa_data *d, double *X, int ncols, int ld)
+{
+    const int nv = m->nv;
+    for (int c = 0; c < ncols; c++) {
+        for (int i = 0; i < nv; i++) d->dv[i] = X[i * ld + c];
+        flex_solve_one(m, d, d->dv, NULL, d->tau_j);
+        for (int i = 0; i < nv; i++) X[i * ld + c] = d->tau_j[i];
+    }
+}
+
+void soa_flex_solve_forces(const soa_model *m, soa_data *d, const double *T, const double *fext,
+                           double *x)
+{
+    flex_solve_one(m, d, T, fext, x);
+}
+
+/* M^-1 with flexible bodies, column by column from the factored form (flex_solve_one on e_j):
+ * O(N nv), exactly symmetric. */
+soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, double *Minv)
+{
+    const int nv = m->nv;
+    soa_status st = soa_flex_factor(m, d, q);
+    if (st.kind != SOA_OK) return st;
+    for (int i = 0; i < nv; i++) d->dv[i] = 0.0;
+    for (int j = 0; j < nv; j++) {
+        d->dv[j] = 1.0;
+        flex_solve_one(m, d, d->dv, NULL, d->tau_j);
+        d->dv[j] = 0.0;
+        for (int i = 0; i < nv; i++) Minv[i * nv + j] = d->tau_j[i];
+    }
+    for (int i = 0; i < nv; i++)
+        for (int j = 0; j < i; j++)
+            Minv[i * nv + j] = Minv[j * nv + i] = 0.5 * (Minv[i * nv + j] + Minv[j * nv + i]);
+    return soa_check_result(Minv, nv, nv);
+}
+
+/* ------------------------------------------------------------------ derivatives */
+/* (dT/dtheta, dT/dbeta) of T = inverse dynamics with flexible bodies (nv x nv, row stride ld),
+ * along the velocity directions as derivatives.c.  T is a quadratic polynomial in beta (V, a, b,
+ * the node rates and the damping are), so the central difference of unit steps,
+ * (T(beta + e_i) - T(beta - e_i)) / 2, is dT/dbeta_i exactly (to rounding); in theta, Richardson's
+ * fourth-order central difference along theta (+) s e_i (steps h and h / 2, truncation O(h^4)).
+ * 2 + 4 Newton-Euler passes per dof: O(N nv), as the rigid derivatives. */
+#define FLEX_DIFF_STEP 1e-3
+soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const double *q,
+                                     const double *qd, const double *qdd, int use_fext,
+                                     double *dq, double *dv, int ld)
+{
+    const int nv = m->nv;
+    double *tp = d->tprime, *tm = d->tbias, *dir = d->dv, *qs = d->qs, *vs = d->vs;
+    for (int i = 0; i < nv; i++) {
+        dir[i] = 0.0;
+        vs[i] = qd[i];
+    }
+    for (int i = 0; i < nv; i++) {                         /* dT/dbeta: exact differences */
+        vs[i] = qd[i] + 1.0;
+        soa_flex_rnea(m, d, q, vs, qdd, use_fext, tp);
+        vs[i] = qd[i] - 1.0;
+        soa_flex_rnea(m, d, q, vs, qdd, use_fext, tm);
+        vs[i] = qd[i];
+        for (int r = 0; r < nv; r++) dv[r * ld + i] = 0.5 * (tp[r] - tm[r]);
+    }
+    for (int i = 0; i < nv; i++) {                         /* dT/dtheta: Richardson */
+        for (int r = 0; r < nv; r++) dq[r * ld + i] = 0.0;
+        for (int level = 0; level < 2; level++) {
+            const double h = level ? 0.5 * FLEX_DIFF_STEP : FLEX_DIFF_STEP;
+            const double w = (level ? 4.0 : -1.0) / (3.0 * 2.0 * h);  /* (4 D(h/2) - D(h)) / 3 */
+            for (int sgn = -1; sgn <= 1; sgn += 2) {
+                dir[i] = sgn * h;
+                soa_integrate_configuration(m, q, dir, qs);
+                soa_flex_rnea(m, d, qs, qd, qdd, use_fext, tp);
+                for (int r = 0; r < nv; r++) dq[r * ld + i] += sgn * w * tp[r];
+            }
+            dir[i] = 0.0;
+        }
+    }
+    return soa_check_result(dq, nv, nv).kind != SOA_OK ? soa_check_result(dq, nv, nv)
+                                                        : soa_check_result(dv, nv, nv);
+}
+
+/* (d beta-dot/dtheta, d beta-dot/dbeta) and M^-1 with flexible bodies: beta-dot by soa_flex_fd,
+ * dT at it (soa_flex_rnea_derivatives), then d beta-dot = -M^-1 dT through the factored form
+ * (soa_flex_solve): O(N nv). */
+soa_status soa_flex_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
+                                    const double *qd, const double *tau, int use_fext, double *ddq,
+                                    double *ddv, int ld, double *Minv)
+{
+    const int nv = m->nv;
+    soa_status st = soa_flex_fd(m, d, q, qd, tau, use_fext, d->lin_qdd);
+    if (st.kind != SOA_OK) return st;
+    st = soa_flex_rnea_derivatives(m, d, q, qd, d->lin_qdd, use_fext, ddq, ddv, ld);
+    if (st.kind != SOA_OK) return st;
+    st = soa_flex_minv(m, d, q, Minv);                     /* (re-factors at theta) */
+    if (st.kind != SOA_OK) return st;
+    for (int r = 0; r < nv; r++)
+        for (int c = 0; c < nv; c++) {
+            ddq[r * ld + c] = -ddq[r * ld + c];
+            ddv[r * ld + c] = -ddv[r * ld + c];
+        }
+    soa_flex_solve(m, d, ddq, nv, ld);
+    soa_flex_solve(m, d, ddv, nv, ld);
     return st;
 }
 
@@ -752,16 +923,17 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
 /* Newton-Euler with flexible bodies (seed 001 eq. 25 with (V, eta-dot)): outward
  * alpha(k) = phi*(k, p) alpha(p) + Gamma eta-ddot(p) + H* beta-dot(k) + a(k); inward
  * F(k) = M(k) (alpha; eta-ddot) + (b; 0) - Q(k) + sum_c Phi(k, c) F_V(c);  T = H F.
- * full = 0: no velocity terms, gravity, elasticity or f_ext (the mass matrix's columns); needs
- * placements and soa_flex_velocities. */
+ * velocity = 0: no velocity products a(k), b(k); applied = 0: no gravity, elasticity, damping or
+ * f_ext (velocity = applied = 0: the mass matrix's columns; velocity = 1, applied = 0: the
+ * velocity-product forces alone).  Needs placements and soa_flex_velocities. */
 static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const double *qd,
-                         const double *qdd, int use_fext, int full, double *tau)
+                         const double *qdd, int use_fext, int velocity, int applied, double *tau)
 {
     SOA_SIZES(m);
     for (int k = 0; k < nb; k++) {
         const int nj = m->nvj[k], v0 = m->v0[k];
         double *al = d->alpha + 6 * k;
-        inherited_acceleration(m, d, k, qdd, full, al, dims_of(m, k));
+        inherited_acceleration(m, d, k, qdd, velocity, al, dims_of(m, k));
         for (int j = 0; j < nj; j++) {
             const double *s = m->S + 6 * (v0 + j);
             for (int c = 0; c < 6; c++) al[c] += s[c] * qdd[v0 + j];
@@ -771,8 +943,8 @@ static void flex_inverse(const soa_model *m, soa_data *d, const double *q, const
         const int mk = m->nmod[k];
         const double *M = m->fl_M + nx * nx * k, *etadd = qdd + m->v0[k] + m->nvj[k];
         double *F = d->fl_z + nx * k;
-        applied_force(m, d, k, q, qd, full ? d->b + 6 * k : NULL, use_fext && full, full, F,
-                      dims_of(m, k));
+        applied_force(m, d, k, q, qd, velocity ? d->b + 6 * k : NULL, use_fext && applied, applied,
+                      F, dims_of(m, k));
         for (int i = 0; i < 6 + mk; i++) {
             double x = F[i];
             for (int j = 0; j < 6; j++) x += M[nx * i + j] * d->alpha[6 * k + j];
@@ -794,13 +966,33 @@ soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const
 {
     soa_outward_placements(m, d, q);
     soa_flex_velocities(m, d, qd);
-    flex_inverse(m, d, q, qd, qdd, use_fext, 1, tau);
+    flex_inverse(m, d, q, qd, qdd, use_fext, 1, 1, tau);
     for (int i = 0; i < m->nv; i++) tau[i] += m->armature[i] * qdd[i];   /* rotors: M + diag(a) */
     return soa_check_result(tau, m->nv, 1);
 }
 
+/* y = M x + diag(a) x, the mass matrix (rotors included) applied to x: one Newton-Euler pass at
+ * zero velocity without gravity and elasticity (seed 000 eq. 4.3's M^f).  Needs placements. */
+void soa_flex_mass_apply(const soa_model *m, soa_data *d, const double *q, const double *x,
+                         double *y)
+{
+    flex_inverse(m, d, q, d->zerov, x, 0, 0, 0, y);
+    for (int i = 0; i < m->nv; i++) y[i] += m->armature[i] * x[i];
+}
+
+/* tau = the velocity-product forces at velocity x alone, ID(theta, x, 0) without gravity,
+ * elasticity, damping and f_ext: C(theta, x) x, a quadratic form in x (seed 000 eqs. 4.1-4.3:
+ * a(k) and b(k) are quadratic in the body velocities, which are linear in x).  Needs placements;
+ * overwrites the velocity sweep's V, a, b. */
+void soa_flex_bias(const soa_model *m, soa_data *d, const double *q, const double *x, double *tau)
+{
+    for (int i = 0; i < m->nv; i++) d->zerov[i] = 0.0;
+    soa_flex_velocities(m, d, x);
+    flex_inverse(m, d, q, x, d->zerov, 0, 1, 0, tau);
+}
+
 /* The mass matrix column by column, M e_j = T(theta, 0, e_j) without gravity and elasticity
- * (seed 000 eq. 4.3's M^f; n Newton-Euler passes over the one set of placements). */
+ * (soa_flex_mass_apply: n Newton-Euler passes over the one set of placements). */
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M)
 {
     const int nv = m->nv;
@@ -809,10 +1001,9 @@ soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, doubl
     soa_flex_velocities(m, d, d->zerov);
     for (int j = 0; j < nv; j++) {
         d->dv[j] = 1.0;
-        flex_inverse(m, d, q, d->zerov, d->dv, 0, 0, d->tau_j);
+        soa_flex_mass_apply(m, d, q, d->dv, d->tau_j);
         d->dv[j] = 0.0;
         for (int i = 0; i < nv; i++) M[i * nv + j] = d->tau_j[i];
-        M[j * nv + j] += m->armature[j];                   /* rotors: M + diag(a) */
     }
     for (int i = 0; i < nv; i++)                           /* exactly symmetric */
         for (int j = 0; j < i; j++) M[i * nv + j] = M[j * nv + i] = 0.5 * (M[i * nv + j] + M[j * nv + i]);
@@ -855,8 +1046,8 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
 }
 
 /* {SOA_UNSUPPORTED, the first flexible body} for a model with flexible bodies, else SOA_OK: the
- * answer of the algorithm families not extended to them (closures, sensitivities, derivatives,
- * operational space, the M^-1 sweeps). */
+ * answer of the algorithm families not extended to them (closures, operational space's
+ * inertia, Algorithm 2). */
 soa_status soa_flex_unsupported(const soa_model *m)
 {
     soa_status st = {SOA_OK, 0};

@@ -11,8 +11,8 @@
 #include "soa.h"
 
 /* beta-dot of the tree (seed 001 Algorithm 3 in the inertial frame) with the held inputs of a
- * soa_tree_inputs, the joints' dissipation (soa_joint_forces) and the contact forces (contact.c);
- * time-invariant.  At the state
+ * soa_tree_inputs, the joints' dissipation (soa_joint_forces), the contact forces (contact.c) and
+ * the mimic couplings (mimic.c); time-invariant.  At the state
  * whose factors the data holds (q_factored, qd_factored: the reported beta-dot of the last step is
  * the first stage of the next) only the filter and smoother run; the result is the same to the
  * bit. */
@@ -29,6 +29,7 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
         && memcmp(qd, in->qd_factored, sizeof(double) * m->nv) == 0) {
         in->q_factored = in->qd_factored = NULL;          /* once: the stages move on */
         soa_tree_acceleration_refilter(m, in->d, tau, use, qdd);
+        soa_mimic_couple(m, in->d, qdd);                  /* mimic.c (no-op without) */
         return st;
     }
     in->q_factored = in->qd_factored = NULL;
@@ -36,6 +37,8 @@ soa_status soa_tree_accel(void *ctx, const double *q, const double *qd, double t
     if (k >= 0) {
         st.kind = SOA_SINGULAR;
         st.index = k;
+    } else {
+        soa_mimic_couple(m, in->d, qdd);
     }
     return st;
 }
@@ -174,8 +177,8 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
  * secants and the stops the step reaches, dissipation.c, contact.c):
  * forward dynamics with the diagonal in D(k) of the Riccati sweep
  * (seed 001 eqs. 34-36), its filter and smoother (eqs. 49-54, 60-65), ONE sweep, then the
- * contact's Woodbury correction through Lambda^-1 (contact.c).  use: the use_fext bits of the
- * sweep.  Returns -1, or the body whose D is singular. */
+ * contact's Woodbury correction through Lambda^-1 (contact.c) and the mimic couplings (mimic.c).
+ * use: the use_fext bits of the sweep.  Returns -1, or the body whose D is singular. */
 static int implicit_stage(const soa_model *m, soa_data *d, const double *q, const double *qd,
                           const double *tau, int use, double g, const double *r, const double *s,
                           double ahead, double *x)
@@ -184,6 +187,7 @@ static int implicit_stage(const soa_model *m, soa_data *d, const double *q, cons
     soa_implicit_terms(m, d, q, qd, T, g, r, s, ahead);
     const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, x);
     if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead > 0.0, x);    /* contact.c */
+    if (k < 0) soa_mimic_couple(m, d, x);     /* mimic.c: the coupled solve of the same matrix */
     return k;
 }
 

@@ -12,6 +12,9 @@
  * and the rate of R_I, Rdot(k) = sum_{c >= k} (V_I x* M_I - M_I V_I x~)(c) (eq. 3.19 for a body).
  * "a above b" (a < b in the kernels' comments) compares the BODIES of dofs along the tree: the body
  * of a is an ancestor of the body of b; the dofs of one joint count as equal. */
+#include <math.h>
+#include <stddef.h>
+
 #include "soa.h"
 #include "spatial.h"
 
@@ -84,6 +87,102 @@ static void store_up(const soa_model *m, const soa_data *d, int jb, const double
             out[j * nv + c] = out[c * nv + j] = dot6(d->Sw + 6 * j, y);
 }
 
+/* ------------------------------------------------------------------ flexible models */
+/* w = the coordinates of x in the n velocity directions S (rows of 6) of one joint, S* w = x for
+ * x in their span (a Lie bracket of them): the normal equations S S* w = S x by Cholesky, n <= 6.
+ * w = 0 if S's rows are dependent. */
+static void joint_coordinates(const double *S, int n, const double *x, double *w)
+{
+    double N[36], y[6];
+    for (int i = 0; i < n; i++) {
+        w[i] = 0.0;
+        for (int j = 0; j <= i; j++) {
+            double s = dot6(S + 6 * i, S + 6 * j);
+            for (int c = 0; c < j; c++) s -= N[6 * i + c] * N[6 * j + c];
+            if (i == j && !(s > 0.0)) return;
+            N[6 * i + j] = i == j ? sqrt(s) : s / N[7 * j];
+        }
+    }
+    for (int i = 0; i < n; i++) {
+        double s = dot6(S + 6 * i, x);
+        for (int c = 0; c < i; c++) s -= N[6 * i + c] * y[c];
+        y[i] = s / N[7 * i];
+    }
+    for (int i = n - 1; i >= 0; i--) {
+        double s = y[i];
+        for (int c = i + 1; c < n; c++) s -= N[6 * c + i] * w[c];
+        w[i] = s / N[7 * i];
+    }
+}
+
+/* C(theta, beta) of a model with flexible bodies (seed 000 sec. 4), the same connection as the
+ * rigid kernel's, from the Newton-Euler velocity-product forces c(x) = C(theta, x) x =
+ * x* CC_a x (soa_flex_bias; CC the quasi-velocity Christoffel symbols of soa_fmu.sensitivities),
+ * a quadratic form in x: the part of Koszul's formula symmetric in (b, c) gives 1/2 dc/dbeta_b,
+ * and its structure-constant part antisymmetric in (b, c), 1/2 sum_{c,e} gamma^e_cb beta_c M(e, a),
+ * is 1/2 M w(b), with w(b) the coordinates of (H*_J beta_J) x~ H*(b) in the directions of b's
+ * joint J (zero for 1-dof joints and for modal coordinates):
+ *     C(:, b) = [c(beta + t e_b) - c(beta - t e_b)] / (4 t) + 1/2 M w(b),
+ * the polarization exact for a quadratic form (t = max |beta| keeps its terms of one size).  Two
+ * O(N) Newton-Euler passes per column (one more per dof of a multi-dof joint): O(N nv).  Needs the
+ * placements; beta must not be d->cor_fl's first row. */
+static void flex_connection(const soa_model *m, soa_data *d, const double *q, const double *beta,
+                            double *C)
+{
+    const int nv = m->nv;
+    double *x = d->cor_fl, *cp = x + nv, *cm = x + 2 * nv, t = 0.0;
+    for (int i = 0; i < nv; i++) {
+        x[i] = beta[i];
+        t = fabs(beta[i]) > t ? fabs(beta[i]) : t;
+    }
+    if (t == 0.0) t = 1.0;
+    for (int b = 0; b < nv; b++) {
+        x[b] = beta[b] + t;
+        soa_flex_bias(m, d, q, x, cp);
+        x[b] = beta[b] - t;
+        soa_flex_bias(m, d, q, x, cm);
+        x[b] = beta[b];
+        for (int a = 0; a < nv; a++) C[a * nv + b] = (cp[a] - cm[a]) / (4.0 * t);
+    }
+    for (int k = 0; k < m->nb; k++) {                     /* the structure-constant term */
+        const int n = m->nvj[k], v0 = m->v0[k];
+        if (n < 2) continue;
+        double vr[6] = {0, 0, 0, 0, 0, 0}, br[6];
+        for (int j = 0; j < n; j++)
+            for (int c = 0; c < 6; c++) vr[c] += m->S[6 * (v0 + j) + c] * beta[v0 + j];
+        for (int b = v0; b < v0 + n; b++) {
+            cross_motion(vr, m->S + 6 * b, br);
+            if (br[0] == 0.0 && br[1] == 0.0 && br[2] == 0.0 && br[3] == 0.0 && br[4] == 0.0
+                && br[5] == 0.0)
+                continue;
+            for (int i = 0; i < nv; i++) x[i] = 0.0;
+            joint_coordinates(m->S + 6 * v0, n, br, x + v0);
+            soa_flex_mass_apply(m, d, q, x, cp);
+            for (int a = 0; a < nv; a++) C[a * nv + b] += 0.5 * cp[a];
+        }
+    }
+}
+
+/* dM/dtheta_i = C(theta, e_i) + C(theta, e_i)* for a model with flexible bodies: the connection
+ * is metric (Mdot = C + C* along any motion, soa_fmu.sensitivities), and Mdot is linear in the
+ * velocity.  O(N nv) per i, O(N nv^2) for all: the size of the answer, as the rigid form. */
+static void flex_mass_matrix_derivative(const soa_model *m, soa_data *d, const double *q,
+                                        const int *slot, double *dM)
+{
+    const int nv = m->nv;
+    double *e = d->cor_fl + 3 * nv;
+    for (int i = 0; i < nv; i++) e[i] = 0.0;
+    for (int i = 0; i < nv; i++) {
+        if (slot[i] < 0) continue;
+        double *X = dM + (size_t)slot[i] * nv * nv;
+        e[i] = 1.0;
+        flex_connection(m, d, q, e, X);
+        e[i] = 0.0;
+        for (int a = 0; a < nv; a++)
+            for (int b = 0; b <= a; b++) X[a * nv + b] = X[b * nv + a] = X[a * nv + b] + X[b * nv + a];
+    }
+}
+
 /* dM[slot[i]] = dM/dtheta_i (nv x nv) for every dof i with slot[i] >= 0, by the composite-body
  * form of seed 004 Lemma 5.3, eq. 5.52: for a pair j <= k (j's body an ancestor of, or k's),
  *     dM(j, k)/dtheta_i = H_I(j) HH_I(i) R_I(k) H*_I(k)                        j < i <= k
@@ -94,7 +193,6 @@ static void store_up(const soa_model *m, const soa_data *d, int jb, const double
 soa_status soa_mass_matrix_derivative(const soa_model *m, soa_data *d, const double *q,
                                       const int *slot, int count, double *dM)
 {
-    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_configuration(m, q);
     if (st.kind != SOA_OK) return st;
     const int nb = m->nb, nv = m->nv;
@@ -105,6 +203,10 @@ soa_status soa_mass_matrix_derivative(const soa_model *m, soa_data *d, const dou
             return st;
         }
     soa_outward_placements(m, d, q);
+    if (m->nm) {                                       /* flexible bodies */
+        flex_mass_matrix_derivative(m, d, q, slot, dM);
+        return soa_check_result(dM, count * nv, nv);
+    }
     soa_world_placements(m, d);
     soa_joint_maps_to_world(m, d);
     soa_inertias_to_world(m, d);
@@ -148,11 +250,14 @@ soa_status soa_mass_matrix_derivative(const soa_model *m, soa_data *d, const dou
 soa_status soa_coriolis_matrix(const soa_model *m, soa_data *d, const double *q, const double *qd,
                                double *C)
 {
-    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_state(m, q, qd);
     if (st.kind != SOA_OK) return st;
     const int nb = m->nb, nv = m->nv;
     soa_outward_placements(m, d, q);
+    if (m->nm) {                                       /* flexible bodies */
+        flex_connection(m, d, q, qd, C);
+        return soa_check_result(C, nv, nv);
+    }
     soa_world_placements(m, d);
     soa_joint_maps_to_world(m, d);
     soa_inertias_to_world(m, d);

@@ -73,6 +73,10 @@ typedef enum {
     SOA_BAD_CONTACT,    /* a contact constant is out of its domain; index: SOA_CONTACT_ROWS * e + c,
                            e = 0 the model's law, 1 + s sphere s, 1 + nsph + j plane j,
                            1 + nsph + npln + p sphere pair p; c the constant (SOA_CT_*) */
+    /* ---- mimic.c ---- */
+    SOA_BAD_MIMIC,      /* the mimic coupling of velocity dof index: its driver is not another,
+                           independent 1-dof revolute / prismatic dof, or the multiplier or offset
+                           is not finite; index nv: mimic couplings on a model with flexible bodies */
     SOA_NSTATUS
 } soa_kind;
 
@@ -94,8 +98,9 @@ typedef struct {
 enum { SOA_CT_STIFFNESS, SOA_CT_EXPONENT, SOA_CT_DISSIPATION, SOA_CT_FRICTION, SOA_CT_STICTION,
        SOA_CT_GEOMETRY, SOA_CONTACT_ROWS };
 #define SOA_CT_NLAW 5
-#define SOA_CONTACT_MAX_IMPLICIT 32   /* touching pairs whose damping is implicit (more: explicit) */
+#define SOA_CONTACT_MAX_IMPLICIT 32   /* touching points whose damping is implicit (more: explicit) */
 #define SOA_ROS_MAX_STAGES 2          /* stages of the Rosenbrock tableau (integrators.c) */
+#include "collision.h"              /* the shapes (SOA_SHAPE_*, SOA_HULL_MAX, SOA_MANIFOLD) */
 
 /* ------------------------------------------------------------------ sizes */
 /* What a model's buffers are sized by.  Other families add their counts here. */
@@ -105,9 +110,9 @@ typedef struct {
     int nv;     /* velocity coordinates */
     int nc;     /* closure constraints (closures.c) */
     int nm;     /* flexible.c: the most modal coordinates of one body (0: every body rigid) */
-    int nsph;   /* contact.c: contact spheres on bodies */
+    int nsph;   /* contact.c: contact geometries on bodies (spheres and the other shapes) */
     int npln;   /* contact.c: contact planes fixed in world */
-    int nssp;   /* contact.c: sphere-sphere pairs that may touch */
+    int nssp;   /* contact.c: geometry pairs that may touch */
 } soa_sizes;
 
 /* Declares the sizes of model m as local constants, so the table expressions below evaluate. */
@@ -115,10 +120,11 @@ typedef struct {
     const int nb = (m)->nb, nq = (m)->nq, nv = (m)->nv, nc = (m)->nc, nm = (m)->nm;             \
     const int nbf = nm ? nb : 0, nx = 6 + nm;  /* flexible tables: bodies, 6 + modes */          \
     const int nsph = (m)->nsph, npln = (m)->npln, nssp = (m)->nssp;                              \
-    const int npair = nsph * npln + nssp;      /* contact pairs: sphere-plane, then sphere-sphere */ \
-    const int nimp = npair < SOA_CONTACT_MAX_IMPLICIT ? npair : SOA_CONTACT_MAX_IMPLICIT;     \
+    const int npair = nsph * npln + nssp;      /* contact pairs: geometry-plane, then pairs */  \
+    const int npt = SOA_MANIFOLD * npair;      /* their contact points (SOA_MANIFOLD a pair) */ \
+    const int nimp = npt < SOA_CONTACT_MAX_IMPLICIT ? npt : SOA_CONTACT_MAX_IMPLICIT;         \
     (void)nb; (void)nq; (void)nv; (void)nc; (void)nm; (void)nbf; (void)nx;                      \
-    (void)nsph; (void)npln; (void)nssp; (void)npair; (void)nimp
+    (void)nsph; (void)npln; (void)nssp; (void)npair; (void)npt; (void)nimp
 
 /* X(name, ndim, d0, d1, d2): one buffer, dims d0 x d1 x d2 (only the first ndim used). */
 
@@ -149,6 +155,9 @@ typedef struct {
     X(stop_on, 1, nv, 0, 0)   /* per velocity dof: 1 lower stop, 2 upper, 3 both, 0 none (only \
                                  revolute / prismatic dofs) */                                   \
     X(stop_qi, 1, nv, 0, 0)   /* the dof's configuration index (derived by soa_model_finish) */ \
+    /* ---- mimic.c: URDF <mimic> couplings q_m = k q_j + c between 1-dof joints ---- */        \
+    X(mim_drv, 1, nv, 0, 0)   /* per velocity dof m: 1 + the driving dof j it mimics, 0: none */ \
+    X(mim_dof, 1, nv, 0, 0)   /* the mimicking dofs, first nmim (soa_model_finish) */           \
     X(stops,   1, 1, 0, 0)    /* 1: the joint stops act (the switch stops_enabled) */          \
     /* ---- flexible.c: flexible bodies (seed 000 sec. 4); sized 0 when every body is rigid ---- */ \
     X(nmod,    1, nbf, 0, 0)  /* modal coordinates eta(k) of body k, in q and qd right after its \
@@ -160,11 +169,14 @@ typedef struct {
                                  bit 2 on the node (Xp = at_r) (soa_model_finish) */             \
     X(fl_diag, 1, nbf, 0, 0)  /* 1: fl_K(k) and fl_D(k) are diagonal (normal modes; derived by \
                                  soa_model_finish) */                                            \
-    /* ---- contact.c: spheres on bodies, planes in world, sphere pairs ---- */                  \
-    X(sp_body, 1, nsph, 0, 0) /* body carrying sphere s */                                      \
-    X(sp_set,  1, nsph, 0, 0) /* bit c: the sphere overrides law constant c (SOA_CT_*) */       \
+    /* ---- contact.c: geometries on bodies ("spheres", sp_: every shape), planes in world, \
+       geometry pairs ---- */                                                                    \
+    X(sp_body, 1, nsph, 0, 0) /* body carrying geometry s */                                    \
+    X(sp_set,  1, nsph, 0, 0) /* bit c: the geometry overrides law constant c (SOA_CT_*) */     \
+    X(sp_shape, 1, nsph, 0, 0) /* its shape SOA_SHAPE_* (collision.h) */                        \
+    X(sp_nvert, 1, nsph, 0, 0) /* a mesh: its hull's vertices in sp_hull (1..SOA_HULL_MAX) */    \
     X(pl_set,  1, npln, 0, 0) /* bit c: the plane overrides law constant c */                   \
-    X(ss_pair, 2, nssp, 2, 0) /* the two spheres (a, b) of each sphere-sphere pair */ \
+    X(ss_pair, 2, nssp, 2, 0) /* the two geometries (a, b) of each pair that may touch */       \
     /* ---- model.c: fixed links folded into their parents' rigid bodies (soa_model_finish) ---- */ \
     X(order,   1, nb, 0, 0)   /* the moving bodies ascending (first nmov), then the folded ones */ \
     X(spar,    1, nb, 0, 0)   /* sweep parent: a moving body's nearest moving ancestor; a folded \
@@ -216,6 +228,8 @@ typedef struct {
     X(stop_hi,  1, nv, 0, 0)                                                                     \
     X(stop_k,   1, nv, 0, 0)  /* stop stiffness k (N.m/rad or N/m) */                           \
     X(stop_b,   1, nv, 0, 0)  /* stop damping b (N.m.s/rad or N.s/m) */                         \
+    X(mim_k,    1, nv, 0, 0)  /* mimic multiplier k of dof m (where mim_drv[m] > 0) */          \
+    X(mim_c,    1, nv, 0, 0)  /* ... and offset c (rad or m) */                                 \
     /* ---- closures.c: placements of the constraint frames, rows A (seed 000 eq. 2.16) ---- */ \
     X(cn_Ra,   3, nc, 3, 3)   /* frame_a in its body (x_body = Ra x_frame) */                   \
     X(cn_pa,   2, nc, 3, 0)   /* frame_a origin in its body */                                   \
@@ -234,9 +248,14 @@ typedef struct {
                                   translation), parent frame */ \
     /* ---- contact.c: the law's constants (SOA_CT_* order) and the geometry ---- */             \
     X(ct_law,    1, SOA_CT_NLAW, 0, 0)  /* model-wide k, n, d, mu, v_s */                       \
-    X(sp_center, 2, nsph, 3, 0)         /* sphere centre in its body frame */                   \
-    X(sp_radius, 1, nsph, 0, 0)         /* radius (0: a point) */                               \
-    X(sp_law,    2, nsph, SOA_CT_NLAW, 0) /* the sphere's constants (used where sp_set) */       \
+    X(sp_center, 2, nsph, 3, 0)         /* geometry's origin (a sphere's centre), body frame */ \
+    X(sp_radius, 1, nsph, 0, 0)         /* radius: sphere (0: a point), capsule, cylinder */    \
+    X(sp_rot,    3, nsph, 3, 3)         /* its axes in the body frame (x_body = R x + centre) */ \
+    X(sp_size,   2, nsph, 3, 0)         /* box: half-extents; capsule, cylinder: half-length */ \
+    X(sp_hull,   3, nsph, SOA_HULL_MAX, 3) /* mesh: its convex hull's vertices, its frame */   \
+    X(sp_bound,  1, nsph, 0, 0)         /* radius of a sphere about the origin that holds it \
+                                           (soa_contact_finish): the broad phase */            \
+    X(sp_law,    2, nsph, SOA_CT_NLAW, 0) /* the geometry's constants (used where sp_set) */    \
     X(pl_normal, 2, npln, 3, 0)         /* plane unit normal n, world, out of the solid */      \
     X(pl_offset, 1, npln, 0, 0)         /* o: the plane is n.x = o */                           \
     X(pl_law,    2, npln, SOA_CT_NLAW, 0) /* the plane's constants (used where pl_set) */
@@ -302,6 +321,8 @@ typedef struct {
     /* ---- operational_space.c: the Omega recursion (inertial frame; seed 000 A.3-A.5) ---- */   \
     X(os_Ups,   3, nb, 6, 6)  /* Upsilon(k) = Omega(k, k) on the paths of the points */          \
     X(os_Psi,   3, nb, 6, 6)  /* psi(c, k) for a body k carrying points, c where it has got to */ \
+    X(os_J,     2, 6, nv, 0)  /* flexible models: a point's rows J (6 x nv) ... */               \
+    X(os_X,     2, nv, 6, 0)  /* ... and M^-1 J* (nv x 6) */                                     \
     /* ---- closures.c: per-call arrays of the closure constraints (steps B-F) ---- */          \
     X(cl_R,     3, 2 * nc, 3, 3)  /* closure points (frame_a side, frame_b side) in their body:  \
                                      axes (frame_a's) ... */                                      \
@@ -340,6 +361,7 @@ typedef struct {
     X(cor_u,   2, nv, 6, 0)   /* Coriolis: u(a) = s(a) x~ V_I(A), A the body of a */             \
     X(cor_X,   2, nv, 6, 0)   /* Coriolis: C(a, b) = s(a) . X(b), a above b */                   \
     X(cor_Y,   2, nv, 6, 0)   /* Coriolis: C(b, a) = s(a) . Y(b) - F(b) . u(a) */                \
+    X(cor_fl,  2, 4, nv, 0)   /* flexible models' connection: velocity, two biases, a bracket */ \
     X(lin_s,   2, 6, nv, 0)   /* derivatives, component-major (6 x nv): s(i) = H*_I */           \
     X(lin_u,   2, 6, nv, 0)   /* ... u(i) = s(i) x~ V_I(parent) */                               \
     X(lin_y,   2, 6, nv, 0)   /* ... y(i) = s x~ alpha_I(parent) - u x~ V_I(parent) */           \
@@ -368,15 +390,19 @@ typedef struct {
     X(ct_fext,  2, nb, 6, 0)     /* f_ext plus the contact forces, body frames (contact_state) */ \
     X(ct_fw,    2, nb, 6, 0)     /* the contact forces on the sweeps' bodies, world axes at the \
                                     world origin (a folded link's on its carrier) */              \
-    X(ct_force, 2, npair, 3, 0)  /* force on the pair's sphere (pair's first), world axes, N */  \
-    X(ct_point, 2, npair, 3, 0)  /* contact point, world */                                      \
-    X(ct_depth, 1, npair, 0, 0)  /* signed penetration delta, m (< 0: the gap) */                \
-    X(sp_force, 2, nsph, 3, 0)   /* total contact force on each sphere, world axes */            \
+    X(ct_force, 2, npt, 3, 0)    /* per contact point (SOA_MANIFOLD per pair, pair-major): force \
+                                    on the pair's first geometry, world axes, N */               \
+    X(ct_point, 2, npt, 3, 0)    /* contact point, world */                                      \
+    X(ct_depth, 1, npt, 0, 0)    /* its penetration delta, m (<= 0: not touching) */            \
+    X(ct_pdepth, 1, npair, 0, 0) /* per pair: the deepest penetration, m (< 0: the gap or a \
+                                    lower bound of it, the event indicator) */                   \
+    X(sp_force, 2, nsph, 3, 0)   /* total contact force on each geometry, world axes */          \
     X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
-    X(sp_x,     2, nsph, 3, 0)   /* its centre, world */                                         \
-    X(ct_normal, 2, npair, 3, 0) /* unit normal m from the sphere towards the other */           \
-    X(ct_vrel,  2, npair, 3, 0)  /* velocity of the sphere's point relative to the other's */   \
-    X(ct_law_p, 2, npair, SOA_CT_NLAW, 0) /* the pair's constants */                             \
+    X(sp_x,     2, nsph, 3, 0)   /* its origin, world */                                         \
+    X(sp_R,     3, nsph, 3, 3)   /* its axes, world */                                           \
+    X(ct_normal, 2, npt, 3, 0)   /* unit normal m from the first geometry towards the other */   \
+    X(ct_vrel,  2, npt, 3, 0)    /* velocity of the first's point relative to the other's */    \
+    X(ct_law_p, 2, npt, SOA_CT_NLAW, 0) /* the point's constants (its pair's) */                 \
     /* ---- contact.c: the implicit contact damping (the touching pairs, at most nimp) ---- */  \
     X(ci_B,     2, nimp, 9, 0)   /* C = h B + h^2 K of each (B = -dF/dv, K = -dF/dx; 3 x 3) */   \
     X(ci_K,     2, nimp, 9, 0)   /* K */                                                         \
@@ -385,7 +411,11 @@ typedef struct {
                                  Z and Y of the 2 nimp points, N (nv x 3 nimp): contact.c */    \
     X(ci_A,     2, 3 * nimp, 3 * nimp, 0)   /* I + h B Lambda_rel^-1, then its LU factors */     \
     X(ci_y,     1, 3 * nimp, 0, 0) /* C (J beta-dot + Lambda^-1 u), then z, then g = u - z */   \
-    X(ci_dqdd,  1, nv, 0, 0)     /* M^-1 J* g */
+    X(ci_dqdd,  1, nv, 0, 0)     /* M^-1 J* g */                                             \
+    /* ---- mimic.c: the coupling rows G (nmim of them, at most nv) ---- */                     \
+    X(mim_Y,    2, nv, nv, 0)    /* Y = M^-1 G* (nv x nmim, row stride nmim) */                  \
+    X(mim_S,    2, nv, nv, 0)    /* G M^-1 G* (nmim x nmim), then its Cholesky factor */         \
+    X(mim_l,    1, nv, 0, 0)     /* the coupling forces lambda */
 
 /* Integer per-call arrays (same X(name, ndim, d0, d1, d2) form). */
 #define SOA_DATA_INTS(X)                                                                      \
@@ -400,7 +430,7 @@ typedef struct {
     X(cl_info,  1, 3, 0, 0)   /* last solve: rank, active rows, 1 if redundant (min-norm forces) */ \
     X(cl_eigen, 1, 1, 0, 0)   /* 1: the last factorization is the eigen-decomposition (dependent rows) */ \
     /* ---- contact.c: the implicit contact damping ---- */                                    \
-    X(ci_pair,  1, nimp, 0, 0) /* the touching pairs treated implicitly */                      \
+    X(ci_pair,  1, nimp, 0, 0) /* the touching points treated implicitly */                     \
     X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of their points (-1: world) */                 \
     X(ci_piv,   1, 4 * nimp, 0, 0) /* pivots of the LU factors (before: the points' lists) */ \
     /* ---- kinematics.c: the fold (model.c) ---- */                                           \
@@ -420,6 +450,7 @@ typedef struct soa_model {
     int stopped;            /* some joint stop exists and stops[0] is on (soa_model_finish) */
     int nmov, nfix;         /* moving bodies (order), moving bodies of fixr */
     int nquat;              /* bodies of quatb */
+    int nmim;               /* mimicking dofs (mim_dof; soa_model_finish) */
     int qlinear;            /* no quaternion or planar joint: theta-dot = beta, theta (+) dv =
                              * theta + dv, coordinate by coordinate (soa_model_finish) */
     void *buffer;           /* the one allocation behind every array above */
@@ -559,17 +590,36 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
- * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics and the integrators call these when
- * m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
+ * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
+ * call these when m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
 void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd);
+soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                            const double *tau, int use_fext, const double *diag, double *qdd);
 soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
                          const double *qdd, int use_fext, double *tau);
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M);
+void soa_flex_mass_apply(const soa_model *m, soa_data *d, const double *q, const double *x,
+                         double *y);
+void soa_flex_bias(const soa_model *m, soa_data *d, const double *q, const double *x, double *tau);
 soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, const double *qd,
                            double *kinetic, double *potential);
+/* M^-1 in factored form: the factors of theta (soa_flex_factor), then X <- M^-1 X column by
+ * column, or x = M^-1 (T + J* f_ext) (fext: body forces, NULL: none), O(N) each. */
+soa_status soa_flex_factor(const soa_model *m, soa_data *d, const double *q);
+void soa_flex_solve(const soa_model *m, soa_data *d, double *X, int ncols, int ld);
+void soa_flex_solve_forces(const soa_model *m, soa_data *d, const double *T, const double *fext,
+                           double *x);
+soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
+/* The derivatives of soa_rnea_derivatives / soa_aba_derivatives with flexible bodies. */
+soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const double *q,
+                                     const double *qd, const double *qdd, int use_fext,
+                                     double *dq, double *dv, int ld);
+soa_status soa_flex_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
+                                    const double *qd, const double *tau, int use_fext, double *ddq,
+                                    double *ddv, int ld, double *Minv);
 soa_status soa_flex_unsupported(const soa_model *m);   /* SOA_OK for rigid models */
 
 /* ------------------------------------------------------------------ dissipation.c */
@@ -592,13 +642,14 @@ void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const 
 
 /* ------------------------------------------------------------------ contact.c */
 /* Compliant contact (docs/contact.md): Hunt-Crossley normal force and regularized Coulomb
- * friction between spheres on bodies and planes in world, and between sphere pairs. */
+ * friction at the contact points of geometries on bodies (collision.c) against planes in world,
+ * and of geometry pairs. */
 #define SOA_USE_FEXT 1      /* use_fext bits of the tree acceleration: the held d->fext ... */
 #define SOA_USE_CONTACT 2   /* ... and the contact forces (d->ct_fw, inertial frame) */
 #define SOA_CONTACT_HELD 4  /* ... those held in d: the last evaluation's, at this very state */
-soa_status soa_contact_finish(const soa_model *m);
+soa_status soa_contact_finish(soa_model *m);
 /* The contact forces at the inertial-frame kinematics held in d (Rw, pw, V of
- * soa_tree_acceleration_inertial): ct_force, ct_point, ct_depth, sp_force, sp_depth and ct_fw
+ * soa_tree_acceleration_inertial): ct_force, ct_point, ct_depth, ct_pdepth, sp_force, sp_depth and ct_fw
  * (world axes at the world origin, on the bodies of the inertial sweeps). */
 void soa_contact_forces(const soa_model *m, soa_data *d);
 /* The same from a state (the placements and velocities computed first), and ct_fext = f_ext
@@ -647,6 +698,14 @@ extern long soa_sweep_counts[2];
 #define SOA_COUNT_SWEEP(i) (soa_sweep_counts[i]++)
 #else
 #define SOA_COUNT_SWEEP(i) ((void)0)
+/* ------------------------------------------------------------------ mimic.c */
+/* URDF <mimic> couplings q_m = k q_j + c (mim_drv, mim_k, mim_c): holonomic joint-space rows
+ * G = e_m* - k e_j* enforced on beta-dot after any inertial-frame forward dynamics whose factors
+ * the data holds (soa_tree_accel, soa_implicit, the FMU's outputs); a no-op without couplings. */
+soa_status soa_mimic_finish(soa_model *m);
+void soa_mimic_couple(const soa_model *m, soa_data *d, double *qdd);
+void soa_mimic_project(const soa_model *m, double *q, double *qd);
+
 #endif
 
 /* nsub fixed steps of size h from time t, (q, qd) in place; qdd <- beta-dot at the end. */
@@ -788,5 +847,13 @@ soa_status soa_closure_solve(const soa_model *m, soa_data *d, const int *active)
 soa_status soa_relative_pose(const soa_model *m, soa_data *d, const double *q, int j, double *T);
 soa_status soa_advance_anchor(const soa_model *m, int j, const double *T0, const double *u,
                               double dt, double *T);
+
+/* ------------------------------------------------------------------ mimic.c */
+/* URDF <mimic> couplings q_m = k q_j + c (mim_drv, mim_k, mim_c): holonomic joint-space rows
+ * G = e_m* - k e_j* enforced on beta-dot after any inertial-frame forward dynamics whose factors
+ * the data holds (soa_tree_accel, soa_implicit, the FMU's outputs); a no-op without couplings. */
+soa_status soa_mimic_finish(soa_model *m);
+void soa_mimic_couple(const soa_model *m, soa_data *d, double *qdd);
+void soa_mimic_project(const soa_model *m, double *q, double *qd);
 
 #endif

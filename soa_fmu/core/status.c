@@ -149,16 +149,30 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
                  "(with max_step below the explicit bound, see docs/joints.md)",
                  i == 0 ? "flexible bodies" : "closure constraints");
         break;
+    case SOA_BAD_MIMIC:
+        if (i >= nv)
+            snprintf(buf, n, "mimic couplings on a model with flexible bodies are not supported");
+        else
+            snprintf(buf, n, "the mimic coupling of dof %d (%s): its driver must be another 1-dof "
+                     "revolute or prismatic joint that mimics nothing, with a finite multiplier "
+                     "and offset", i + 1, name(nm, SOA_NAME_VELOCITY, i, nv));
+        break;
     case SOA_BAD_CONTACT: {   /* contact.c: element e (0: the model's law), constant c */
         static const char *const what[SOA_CONTACT_ROWS] = {
             "stiffness must be finite and \xe2\x89\xa5 0", "exponent must be finite and > 0",
             "dissipation must be finite and \xe2\x89\xa5 0", "friction must be finite and \xe2\x89\xa5 0",
             "stiction_velocity must be finite and > 0",
-            "its body, centre, radius (\xe2\x89\xa5 0), unit normal, offset or spheres are invalid"};
+            "its body, centre, radius (\xe2\x89\xa5 0), shape, sizes, axes, hull, unit normal, "
+            "offset or geometries are invalid"};
+        static const char *const shape[SOA_NSHAPES] = {"contact sphere", "contact capsule",
+                                                        "contact cylinder", "contact box",
+                                                        "contact mesh"};
         const int e = i / SOA_CONTACT_ROWS, c = i % SOA_CONTACT_ROWS;
         const int ns = m->nsph, np = m->npln;
-        const char *kind = e == 0 ? "contact" : e <= ns ? "contact sphere"
-                           : e <= ns + np ? "contact plane" : "contact sphere pair";
+        const int t = e >= 1 && e <= ns ? m->sp_shape[e - 1] : 0;
+        const char *kind = e == 0 ? "contact" : e <= ns ? (t >= 0 && t < SOA_NSHAPES ? shape[t]
+                                                            : "contact geometry")
+                           : e <= ns + np ? "contact plane" : "contact pair";
         if (i < 0)
             snprintf(buf, n, "contact: invalid constant");
         else if (e == 0)

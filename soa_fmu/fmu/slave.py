@@ -42,8 +42,8 @@ from .. import _core
 from ..contact import LAW, contact_forces
 from ..energy import total_energy
 from ..integrators import MIN_MAX_STEP, IntegrationError, Simulator
-from ..io import load_model
 from ..kinematics import forward_kinematics
+from . import load_bundled_model
 from .variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
 
 CONFIG_FILE = "fmu.json"
@@ -123,10 +123,7 @@ class SoaSlave(Fmi2Slave):
         _guard_pythonfmu_exit(resources, cfg["identifier"])
         with warnings.catch_warnings(record=True) as caught:    # reported when the FMU was built
             warnings.simplefilter("always")
-            self.model = load_model(resources / cfg["model_file"],
-                                    floating_base=cfg["floating_base"],
-                                    strict=cfg.get("strict", True))
-        self.model.stops_enabled = cfg.get("stops", True)      # --no-stops
+            self.model = load_bundled_model(resources, cfg)
         self.table = table = build_table(self.model, cfg["integrator"], cfg["max_step"])
         if table.digest() != cfg["table_digest"]:
             raise RuntimeError("the variable table built from the bundled model differs from the one "

@@ -540,17 +540,17 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
     add("integrator_used", "Real", "output", "discrete", "calculated", "1", None,
         "the integrator run (decided once, at initialization; integrator = auto picks rk4 or "
         "ros2): 0 rk4, 1 euler, 2 dop853, 3 implicit, 4 ros2", "integrator_used", 0)
-    # ---------------- contact outputs (of the state): force on each sphere, its penetration
+    # ---------------- contact outputs (of the state): force on each geometry, its penetration
     if model.contact_spheres:
-        snames = [structured_name(sp.name, "contact sphere") for sp in model.contact_spheres]
+        snames = [structured_name(sp.name, "contact geometry") for sp in model.contact_spheres]
         for s_, sp in enumerate(model.contact_spheres):
             for k, c in enumerate("xyz"):
                 add(f"{snames[s_]}.force[{k + 1}]", "Real", "output", "continuous", "calculated",
-                    "N", None, f"contact force on sphere '{sp.name}', world {c}", "contact_force",
+                    "N", None, f"contact force on {sp.shape} '{sp.name}', world {c}", "contact_force",
                     3 * s_ + k)
         for s_, sp in enumerate(model.contact_spheres):
             add(f"{snames[s_]}.depth", "Real", "output", "continuous", "calculated", "m", None,
-                f"deepest penetration of sphere '{sp.name}' (0 when free)", "contact_depth", s_)
+                f"deepest penetration of {sp.shape} '{sp.name}' (0 when free)", "contact_depth", s_)
 
     # ---------------- state derivatives (Model Exchange): der(q) = f(q) qd
     q_first = 0 if not states else next(v.value_reference for v in rows if v.group == "q")
@@ -577,9 +577,10 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
         pairs = [(a.name, b.name) for a in sp for b in pl] + [
             tuple(n.split("/")) for n in names[len(sp) + len(pl):]]
         for p_, (a, b) in enumerate(pairs):
-            add(f"contact.{structured_name(a, 'contact sphere')}.{structured_name(b, 'contact')}"
+            add(f"contact.{structured_name(a, 'contact geometry')}.{structured_name(b, 'contact')}"
                 ".depth", "Real", "local", "continuous", "calculated", "m", None,
-                f"signed penetration of sphere '{a}' into '{b}' (< 0: the gap): the event "
+                f"signed penetration of '{a}' into '{b}' (its deepest point; < 0: the gap or a lower "
+                "bound of it): the event "
                 "indicator of their touch-down and lift-off", "pair_depth", p_)
 
     # ---------------- outputs computed on demand
@@ -703,7 +704,8 @@ class ControllerTable(VariableTable):
 
 def controller_problem(model: Model) -> str | None:
     """Why the computed-torque controller cannot be built for ``model`` (None: it can): it needs
-    coordinates that are the velocities (nq = nv, every dof actuated by tau), a tree, rigid links."""
+    coordinates that are the velocities (nq = nv, every dof actuated by tau), a tree, rigid
+    links."""
     for b in model.bodies:
         if b.joint.nq != b.joint.nv:
             return (f"joint {b.joint_name!r} is {b.joint.type_name}: its coordinates are not its "
@@ -715,6 +717,10 @@ def controller_problem(model: Model) -> str | None:
     if model.constraints:
         return (f"the model has closure constraints ({model.constraints[0].name!r}, ...): the "
                 "controller inverts the tree's dynamics and needs a tree")
+    mimics = model.mimics
+    if mimics:
+        return (f"joint {mimics[0].joint!r} mimics {mimics[0].driver!r}: the controller inverts "
+                "the tree's dynamics without couplings (a mimic joint is not actuated on its own)")
     return None
 
 

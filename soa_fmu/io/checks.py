@@ -1,8 +1,9 @@
 """What both model-file readers (:mod:`soa_fmu.io.urdf`, :mod:`soa_fmu.io.toml`) share.
 
 The bounded file read, number parsing, the inertia checks with their ``strict=False`` warning
-(:class:`ModelWarning`), the check that no moving joint carries a massless subtree (a singular D), and
-the parents-first ordering of bodies.
+(:class:`ModelWarning`), the checks that no moving joint carries a massless subtree or has a
+degenerate axis (a singular D; ``strict=False`` adds armature to the latter), and the parents-first
+ordering of bodies.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Callable, Iterable, TypeVar
 
 import numpy as np
 
+from .. import _core
 from ..model import Model, ModelError, check_inertia
 from ..spatial import phi_matrix, spatial_inertia
 
@@ -36,7 +38,7 @@ def cli_error(message: str, path: str | os.PathLike, floating_base: bool, lenien
     inertia that fails the physical checks (as in some published robot files)."""
     from . import load_model
     text = " ".join(message.split())
-    if not lenient and "inerti" in text:
+    if not lenient and "inerti" in text and "strict=False" not in text:   # (else it says so)
         try:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
@@ -49,7 +51,8 @@ def cli_error(message: str, path: str | os.PathLike, floating_base: bool, lenien
 
 
 class ModelWarning(UserWarning):
-    """A model file construct that was read with a simplification (e.g. a URDF ``mimic`` joint)."""
+    """A model file construct read with a simplification or an addition (``strict=False``: a
+    non-physical inertia accepted, a massless joint locked, armature added to a degenerate axis)."""
 
 
 def read_bounded(path: str | os.PathLike) -> bytes:
@@ -131,6 +134,61 @@ def singular_joint(model: Model) -> tuple[int, str] | None:
         if lam <= 1e-12 * scale:
             return k, ("has no inertia along one of its dofs (the joint-space inertia of its subtree "
                        "is singular at the neutral configuration: point masses on the joint axis?)")
+    return None
+
+
+SINGULAR_D = 1e-9      # D(k) below this fraction of the joint's rigid-subtree inertia: degenerate
+WELL_CONDITIONED = 1e-4   # ... and the fraction the armature of strict=False brings it up to
+
+
+def degenerate_axes(model: Model, strict: bool) -> tuple[int, str] | None:
+    """Check the articulated inertia D(k) of every 1-dof joint at the neutral configuration (the
+    Riccati sweep, tip to base) against its subtree's rigid inertia about the axis, M_kk.  D(k) <
+    SINGULAR_D M_kk is a degenerate axis (e.g. bodies with no rotational inertia lined up on it:
+    icub's neck), singular for every forward dynamics.  ``strict``: returns (body index, reason)
+    of the first; else adds to each, tip first, the smallest armature that lifts D(k) to
+    WELL_CONDITIONED M_kk, and returns None after one ModelWarning naming them."""
+    if not model.nv or model.flexible:
+        return None
+    q = model.neutral_configuration()
+    zero = np.zeros(model.nv)
+    added: list[str] = []
+    for _ in range(model.nv):
+        Mkk = np.diag(_core.crba(model.data, q)) + model.joint_armature
+        try:
+            _core.aba(model.data, q, zero, zero, False)
+            failed = -1
+        except _core.StatusError as e:
+            failed = e.args[2]
+        Dinv = model.workspace().Dinv
+        bad = None
+        for k in range(model.nbodies - 1, max(failed, 0) - 1, -1):   # the sweep's order: tip first
+            b = model.bodies[k]
+            if b.joint.nv != 1:
+                continue
+            i = b.v_index
+            D = 0.0 if k == failed else 1.0 / Dinv[k][0][0]
+            if not D >= SINGULAR_D * Mkk[i]:
+                bad = (k, i, max(D, 0.0))
+                break
+        if bad is None:
+            break
+        k, i, D = bad
+        b = model.bodies[k]
+        what = (f"articulated inertia about its axis {D:.3g} at the neutral configuration, "
+                f"against {Mkk[i]:.3g} for its subtree held rigid (kg·m² or kg): D is singular "
+                f"(links with no inertia about the axis lined up on it?)")
+        if strict:
+            return k, (f"has a degenerate axis: {what}; strict=False adds the smallest armature "
+                       "that makes D well-conditioned")
+        a = model.joint_armature
+        a[i] += WELL_CONDITIONED * Mkk[i] - D
+        model.joint_armature = a
+        added.append(f"{b.joint_name!r} {a[i]:.3g} ({what.split(' at ')[0]})")
+    if added:
+        warnings.warn(f"armature added to {len(added)} joint{'s' if len(added) > 1 else ''} with a "
+                      f"degenerate axis, to make D well-conditioned (accepted with strict=False): "
+                      + "; ".join(added), ModelWarning, stacklevel=3)
     return None
 
 

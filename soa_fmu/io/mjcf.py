@@ -43,7 +43,8 @@ from .checks import LENIENT_NOTE, MAX_FILE_BYTES, ModelWarning, inertia_problem,
 EXTRA = "mjcf"                       # pip install 'soa_fmu[mjcf]'
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3          # mjtJoint
 CONNECT, WELD = 0, 1                            # mjtEq
-PLANE_GEOM, SPHERE_GEOM = 0, 2                  # mjtGeom
+PLANE_GEOM = 0                                  # mjtGeom -> our contact shapes
+SHAPE_OF_GEOM = {2: "sphere", 3: "capsule", 5: "cylinder", 6: "box", 7: "mesh"}
 ROOT_JOINT = "root_joint"
 
 
@@ -294,25 +295,62 @@ def colliding_geoms(m) -> np.ndarray:
     return np.flatnonzero(pairs.any(axis=1))
 
 
+def _geom_filter(m) -> "np.ndarray":
+    """MuJoCo's pair filter over geoms (True: the pair may collide): contype/conaffinity bits,
+    never within one weld body, not parent and child weld bodies unless the parent is the world
+    (filterparent), not the body pairs of <exclude>."""
+    ct, ca = np.asarray(m.geom_contype), np.asarray(m.geom_conaffinity)
+    ok = ((ct[:, None] & ca[None, :]) | (ca[:, None] & ct[None, :])) != 0
+    weld = np.asarray(m.body_weldid)[np.asarray(m.geom_bodyid)]
+    pweld = np.asarray(m.body_weldid)[np.asarray(m.body_parentid)[weld]]
+    ok &= weld[:, None] != weld[None, :]
+    if not disabled(m, "FILTERPARENT"):
+        child = ((weld[:, None] == pweld[None, :]) | (weld[None, :] == pweld[:, None]))
+        ok &= ~(child & (weld[:, None] != 0) & (weld[None, :] != 0))
+    body = np.asarray(m.geom_bodyid)
+    for sig in np.asarray(m.exclude_signature, dtype=np.int64).ravel():
+        b1, b2 = int(sig) >> 16, int(sig) & 0xFFFF
+        pair = ((body[:, None] == b1) & (body[None, :] == b2)) | ((body[:, None] == b2)
+                                                                    & (body[None, :] == b1))
+        ok &= ~pair
+    return ok
+
+
 def _add_contacts(model: Model, mj: MjcfModel, bnames, offset, R0, t0, prefix: str) -> None:
-    """Colliding sphere geoms of moving or welded bodies -> contact spheres, colliding planes of
-    MuJoCo's world -> contact planes (when the engine has contact: ``Model.add_contact_sphere``),
-    each with the geom's sliding friction and the model's other law constants; one warning names
-    every colliding geom left out."""
+    """Colliding geoms of moving or welded bodies -> contact geometries (sphere, capsule, cylinder,
+    box, mesh: its hull), colliding planes of MuJoCo's world -> contact planes (when the engine has
+    contact: ``Model.add_contact_geom``), each with the geom's sliding friction and the model's
+    other law constants; the pairs MuJoCo's filter refuses (_geom_filter) are excluded.  One
+    warning names every colliding geom left out (ellipsoids, height fields, the world's non-plane
+    geoms)."""
     m, path = mj.m, mj.path
     names = _names(m, "geom", m.ngeom, "geom")
     colliding = colliding_geoms(m)
     if disabled(m, "CONTACT", "CONSTRAINT"):      # the file itself has no contact
         return
-    has_contact = hasattr(model, "add_contact_sphere")
+    has_contact = hasattr(model, "add_contact_geom") and not model.constraints
     left, read = [], []
+    allowed = _geom_filter(m)
     for g in colliding if has_contact else ():
         b, kind, friction = int(m.geom_bodyid[g]), int(m.geom_type[g]), float(m.geom_friction[g][0])
         name = prefix + names[g]
+        size = np.asarray(m.geom_size[g], dtype=float)
         try:
-            if kind == SPHERE_GEOM and b != 0:
-                model.add_contact_sphere(name, bnames[b], center=m.geom_pos[g] - offset[b],
-                                         radius=float(m.geom_size[g][0]), friction=friction)
+            if kind in SHAPE_OF_GEOM and b != 0:
+                shape = SHAPE_OF_GEOM[kind]
+                kw = dict(center=m.geom_pos[g] - offset[b], rotation=quat_to_matrix(m.geom_quat[g]),
+                          friction=friction,
+                          exclude={prefix + names[h] for h in colliding
+                                   if h != g and not allowed[g, h]})
+                if shape in ("sphere", "capsule", "cylinder"):
+                    kw.update(radius=size[0], half_length=size[1] if shape != "sphere" else 0.0)
+                elif shape == "box":
+                    kw.update(half_extents=size)
+                else:
+                    i = int(m.geom_dataid[g])
+                    a, n = int(m.mesh_vertadr[i]), int(m.mesh_vertnum[i])
+                    kw.update(vertices=np.asarray(m.mesh_vert[a:a + n], dtype=float))
+                model.add_contact_geom(name, bnames[b], shape, **kw)
             elif kind == PLANE_GEOM and b == 0:
                 normal = R0 @ quat_to_matrix(m.geom_quat[g])[:, 2]
                 model.add_contact_plane(name, point=t0 + R0 @ m.geom_pos[g], normal=normal,
@@ -325,14 +363,15 @@ def _add_contacts(model: Model, mj: MjcfModel, bnames, offset, R0, t0, prefix: s
         read.append(names[g])
     if not has_contact:
         _warn(path, "", "contact geoms", [names[g] for g in colliding],
-              "no contact in this engine; their mass is in the bodies' inertias")
+              "contact on a model with closure constraints is not supported" if model.constraints
+              else "no contact in this engine; their mass is in the bodies' inertias")
         return
-    _warn(path, "", "contact geoms", left, "only spheres on bodies and planes of the world are "
-          "contact elements; their mass is in the bodies' inertias")
+    _warn(path, "", "contact geoms", left, "ellipsoids, height fields and the world's geoms other "
+          "than planes are not contact elements; their mass is in the bodies' inertias")
     if read:
-        warnings.warn(f"{path}: {len(read)} contact geoms read as contact spheres and planes with "
-                      "the engine's compliant law (MuJoCo's solref/solimp are not mapped; friction "
-                      "from each geom): " + ", ".join(repr(n) for n in read[:6])
+        warnings.warn(f"{path}: {len(read)} contact geoms read as contact geometries and planes "
+                      "with the engine's compliant law (MuJoCo's solref/solimp are not used: "
+                      "docs/mjcf.md; friction from each geom): " + ", ".join(repr(n) for n in read[:6])
                       + (f" and {len(read) - 6} more" if len(read) > 6 else ""),
                       ModelWarning, stacklevel=3)
 

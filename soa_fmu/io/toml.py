@@ -25,24 +25,27 @@ from .. import joints as J
 from ..contact import LAW
 from ..model import CONSTRAINT_KINDS, WORLD, Model, ModelError
 from ..spatial import rpy_to_matrix
-from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
-                     parents_first, read_bounded, singular_joint)
+from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, degenerate_axes, finite_numbers,
+                     inertia_problem, parents_first, read_bounded, singular_joint)
 from .mjcf import MjcfModel, add_mjcf, parse_mjcf, warn_unsupported
 from .urdf import UrdfRobot, add_urdf, parse_urdf, warn_unphysical
 
 KEYS = {
     "top": {"name", "gravity", "urdf", "floating_base", "strict", "include", "bodies", "frames",
             "constraints", "initial", "contact"},
-    "include": {"urdf", "mjcf", "prefix", "parent", "xyz", "rpy", "floating_base", "contact_spheres"},
+    "include": {"urdf", "mjcf", "prefix", "parent", "xyz", "rpy", "floating_base", "contact_spheres",
+                "contact_geometry"},
     "body": {"name", "parent", "mass", "com", "inertia", "joint", "flexible", "node",
              "visual"},     # visual: drawn by soa_fmu.view (checked there), no dynamics
     "frame": {"name", "body", "xyz", "rpy", "node"},
     "flexible": {"kind", "modes", "damping_ratio"},
     "constraint": {"name", "kind", "frame_a", "frame_b", "axis", "active"},
     "initial": {"q", "qd"},
-    "contact": set(LAW) | {"planes", "spheres"},
+    "contact": set(LAW) | {"planes", "spheres", "geoms"},
     "contact.planes": set(LAW) | {"name", "point", "normal"},
     "contact.spheres": set(LAW) | {"name", "body", "center", "radius", "collide"},
+    "contact.geoms": set(LAW) | {"name", "body", "shape", "center", "rpy", "radius", "half_length",
+                                 "half_extents", "mesh", "scale", "collide", "exclude"},
     "limits": {"lower", "upper", "velocity", "effort", "damping", "friction", "armature",
                "stop_stiffness", "stop_damping"},
 }
@@ -147,16 +150,19 @@ class _Reader:
         R, t = self.placement(spec, where)
         floating = self.get(spec, "floating_base", where, bool, False)
         spheres = self.get(spec, "contact_spheres", where, bool, False)
+        geometry = self.get(spec, "contact_geometry", where, bool, False)
         place = dict(prefix=spec.get("prefix", ""), parent=item.parent, rotation=R, translation=t,
                      floating_base=floating)
         try:
             if isinstance(item.robot, MjcfModel):
-                if spheres:
-                    raise ValueError("contact_spheres applies to a URDF include (an MJCF include's "
-                                     "geoms are read by soa_fmu.io.mjcf)")
+                if spheres or geometry:
+                    raise ValueError(f"{'contact_spheres' if spheres else 'contact_geometry'} "
+                                     "applies to a URDF include (an MJCF include's geoms are read "
+                                     "by soa_fmu.io.mjcf)")
                 add_mjcf(model, item.robot, strict=self.strict, **place)
             else:
-                add_urdf(model, item.robot, contact_spheres=spheres, **place)
+                add_urdf(model, item.robot, contact_spheres=spheres, contact_geometry=geometry,
+                         **place)
         except ValueError as e:
             raise self.error(where, str(e)) from None
         for name in item.names:
@@ -370,7 +376,7 @@ def _load_native(path: str, floating_base: bool, strict: bool) -> Model:
         rd.frame(model, spec, where)
     for where, spec in rd.tables(doc, "constraints", KEYS["constraint"]):
         rd.constraint(model, spec, where)
-    bad = singular_joint(model)
+    bad = singular_joint(model) or degenerate_axes(model, rd.strict)
     if bad is not None:
         b = model.bodies[bad[0]]
         raise rd.error(rd.where_of_body.get(b.name, b.name),
@@ -384,7 +390,8 @@ def _load_native(path: str, floating_base: bool, strict: bool) -> Model:
 
 def _contact(rd: _Reader, model: Model, spec) -> None:
     """``[contact]`` (the law's model-wide constants), ``[[contact.planes]]``,
-    ``[[contact.spheres]]`` (docs/contact.md)."""
+    ``[[contact.spheres]]``, ``[[contact.geoms]]`` (new geometries, or overrides of an included
+    one's law, ``collide`` and ``exclude``; docs/contact.md)."""
     spec = rd.table(spec, "contact", KEYS["contact"])
 
     def law(t: dict, where: str) -> dict:
@@ -400,7 +407,7 @@ def _contact(rd: _Reader, model: Model, spec) -> None:
         return out
 
     model.contact_law = law(spec, "contact")
-    for kind in ("planes", "spheres"):
+    for kind in ("planes", "spheres", "geoms"):
         items = spec.get(kind, [])
         if not isinstance(items, list):
             raise rd.error(f"contact.{kind}", f"expected an array of tables ([[contact.{kind}]]), "
@@ -409,6 +416,9 @@ def _contact(rd: _Reader, model: Model, spec) -> None:
             where = f"contact.{kind}[{i}]"
             t = rd.table(t, where, KEYS[f"contact.{kind}"])
             name, lw = rd.name(t, "name", where), law(t, where)
+            if kind == "geoms":
+                _geom(rd, model, t, where, name, lw)
+                continue
             if kind == "planes":
                 args = (rd.vector(t, "point", where), rd.axis(t, "normal", where, (0.0, 0.0, 1.0)))
             else:
@@ -422,6 +432,50 @@ def _contact(rd: _Reader, model: Model, spec) -> None:
                     model.add_contact_sphere(name, *args, **lw)
             except ModelError as e:
                 raise _contact_error(rd, where, None, str(e)) from None
+
+
+def _geom(rd: _Reader, model: Model, t: dict, where: str, name: str, lw: dict) -> None:
+    """One ``[[contact.geoms]]``: a new geometry (with ``body``), or the overrides of an existing
+    one (an included URDF's: its law constants, ``collide``, ``exclude``)."""
+    exclude = rd.get(t, "exclude", where, list, [])
+    if not all(isinstance(x, str) for x in exclude):
+        raise _contact_error(rd, where, "exclude", "expected a list of geometry names")
+    if "body" not in t:
+        g = next((g for g in model.contact_geoms if g.name == name), None)
+        if g is None:
+            raise _contact_error(rd, where, "name", f"no contact geometry {name!r} to override "
+                                                   "(a new one needs a body)")
+        extra = set(t) - set(LAW) - {"name", "collide", "exclude"}
+        if extra:
+            raise _contact_error(rd, where, sorted(extra)[0], "an override sets only the law's "
+                                 "constants, collide and exclude (a new geometry needs a body)")
+        g.law = g.law | lw
+        g.collide = rd.get(t, "collide", where, bool, g.collide)
+        g.exclude = g.exclude | frozenset(exclude)
+        model._invalidate()
+        return
+    shape = rd.get(t, "shape", where, str, "sphere")
+    kw = dict(center=rd.vector(t, "center", where), radius=rd.get(t, "radius", where, float, 0.0),
+              half_length=rd.get(t, "half_length", where, float, 0.0),
+              half_extents=rd.vector(t, "half_extents", where),
+              collide=rd.get(t, "collide", where, bool, True), exclude=exclude, **lw)
+    if "rpy" in t:
+        kw["rotation"] = rpy_to_matrix(rd.vector(t, "rpy", where))
+    if shape == "mesh":
+        from .urdf import UrdfCollision, add_collision
+        c = UrdfCollision("mesh", kw.pop("rotation", np.eye(3)), kw.pop("center"), 0,
+                          mesh=rd.get(t, "mesh", where, str),
+                          scale=rd.vector(t, "scale", where, (1.0, 1.0, 1.0)))
+        try:
+            add_collision(model, name, rd.name(t, "body", where), c, Path(rd.path).parent,
+                          collide=kw["collide"], exclude=exclude, **lw)
+        except ModelError as e:
+            raise _contact_error(rd, where, None, str(e)) from None
+        return
+    try:
+        model.add_contact_geom(name, rd.name(t, "body", where), shape, **kw)
+    except ModelError as e:
+        raise _contact_error(rd, where, None, str(e)) from None
 
 
 def _contact_error(rd: _Reader, where: str, key: str | None, problem: str) -> ModelError:

@@ -4,15 +4,17 @@ Read: ``<link>`` ``<inertial>`` (mass, origin xyz/rpy, full inertia tensor about
 the inertial rpy rotates the tensor into the link frame, J = R J' Rᵀ), ``<joint>`` of type revolute,
 continuous (a revolute joint, one coordinate), prismatic, fixed, floating (free joint) and planar
 (``axis`` = plane normal), its ``origin`` (xyz, rpy) and ``axis`` (default 1 0 0).  ``<limit>``,
-``<dynamics>`` and ``<safety_controller>`` are kept as metadata in ``Body.limits``.  A ``mimic`` joint
-is read as an independent joint with a :class:`~soa_fmu.io.checks.ModelWarning`.  Geometry, materials,
-transmissions and simulator tags carry no dynamics and are ignored.
+``<dynamics>`` and ``<safety_controller>`` are kept as metadata in ``Body.limits``.  A ``<mimic joint
+multiplier offset>`` becomes a coupling q = k q_driver + c of the model (``Model.add_mimic``), enforced
+by the simulator and the FMUs.  Geometry, materials, transmissions and simulator tags carry no
+dynamics and are ignored.
 
 ``strict=False`` reads a link whose inertia fails only the physical checks (not positive
 semi-definite, or principal moments breaking the triangle inequality; several published robot files
 have such links) with one :class:`~soa_fmu.io.checks.ModelWarning` per link naming file, line, link and
-problem; the body is added with ``Model.add_body(..., physical=False)``.  Every other problem is still
-an error.
+problem; the body is added with ``Model.add_body(..., physical=False)``.  It also locks (reads as
+fixed) the joints that move only massless links, with one warning naming them.  Every other problem
+is still an error.
 
 Bodies are named by their links, joints by their URDF names.  The root link hangs from world by a
 fixed joint, or by a free joint ``root_joint`` when ``floating_base=True``.  **Joint order** (hence the
@@ -30,6 +32,7 @@ import os
 import re
 import warnings
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import numpy as np
 from lxml import etree
@@ -37,8 +40,8 @@ from lxml import etree
 from .. import joints as J
 from ..model import WORLD, Model, ModelError
 from ..spatial import rpy_to_matrix
-from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
-                     parents_first, read_bounded, singular_joint)
+from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, degenerate_axes, finite_numbers,
+                     inertia_problem, parents_first, read_bounded, singular_joint)
 
 JOINT_TYPES = ("revolute", "continuous", "prismatic", "fixed", "floating", "planar")
 LIMIT_ATTRIBUTES = {"limit": ("lower", "upper", "velocity", "effort"),
@@ -56,7 +59,24 @@ class UrdfLink:
     com: np.ndarray = field(default_factory=lambda: np.zeros(3))
     inertia: np.ndarray = field(default_factory=lambda: np.zeros((3, 3)))  # about the com, link axes
     unphysical: str = ""    # strict=False: why the inertia fails the physical checks (located)
-    spheres: list = field(default_factory=list)   # <collision> spheres: (centre, radius), link frame
+    collisions: list = field(default_factory=list)   # its <collision> elements (UrdfCollision)
+
+
+@dataclass
+class UrdfCollision:
+    """A ``<collision>`` geometry: its shape (sphere, box, cylinder, capsule, mesh), placement in
+    the link frame and sizes (``size``: a box's full sizes; ``length``: a cylinder's or capsule's;
+    ``mesh``, ``scale``: a mesh file's name and scale)."""
+
+    shape: str
+    rotation: np.ndarray
+    translation: np.ndarray
+    line: int
+    radius: float = 0.0
+    length: float = 0.0
+    size: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    mesh: str = ""
+    scale: np.ndarray = field(default_factory=lambda: np.ones(3))
 
 
 @dataclass
@@ -81,6 +101,8 @@ class UrdfRobot:
     root: str
     links: dict[str, UrdfLink]
     joints: list[UrdfJoint]
+    locked: list[UrdfJoint] = field(default_factory=list)  # strict=False: massless, read as fixed
+    unmimicked: list[UrdfJoint] = field(default_factory=list)  # strict=False: <mimic> of no joint
 
 
 class _Located:
@@ -167,14 +189,31 @@ def _parse_xml(path: str, data: bytes):
 
 def _parse_link(loc: _Located, el, strict: bool) -> UrdfLink:
     link = UrdfLink(loc.attr(el, "name"), el.sourceline)
-    for col in el.iterchildren("collision"):      # spheres only (contact: soa_fmu/contact.py)
+    for col in el.iterchildren("collision"):      # contact geometry (soa_fmu/contact.py)
         geometry = loc.one(col, "geometry")
-        sphere = loc.one(geometry, "sphere") if geometry is not None else None
-        if sphere is not None:
-            r = loc.number(sphere, "radius")
-            if r < 0:
-                raise loc.error(sphere, f"negative sphere radius {r}", "radius")
-            link.spheres.append((loc.origin(col)[1], r))
+        shape = next((g for g in geometry.iterchildren() if isinstance(g.tag, str)), None) \
+            if geometry is not None else None
+        if shape is None or shape.tag not in ("sphere", "box", "cylinder", "capsule", "mesh"):
+            continue
+        R, t = loc.origin(col)
+        c = UrdfCollision(shape.tag, R, t, col.sourceline)
+        if shape.tag in ("sphere", "cylinder", "capsule"):
+            c.radius = loc.number(shape, "radius")
+            if c.radius < 0 or (c.radius == 0 and shape.tag != "sphere"):
+                raise loc.error(shape, f"{'negative' if c.radius < 0 else 'zero'} {shape.tag} "
+                                       f"radius {c.radius}", "radius")
+        if shape.tag in ("cylinder", "capsule"):
+            c.length = loc.number(shape, "length")
+            if c.length < 0:
+                raise loc.error(shape, f"negative {shape.tag} length {c.length}", "length")
+        if shape.tag == "box":
+            c.size = loc.numbers(shape, "size", 3, None)
+            if (c.size < 0).any():
+                raise loc.error(shape, f"negative box size {list(c.size)}", "size")
+        if shape.tag == "mesh":
+            c.mesh = loc.attr(shape, "filename")
+            c.scale = loc.numbers(shape, "scale", 3, "1 1 1")
+        link.collisions.append(c)
     inertial = loc.one(el, "inertial")
     if inertial is None:
         return link
@@ -233,15 +272,15 @@ def parse_urdf(path: str | os.PathLike, strict: bool = True) -> UrdfRobot:
     root = _parse_xml(path, read_bounded(path))
     if root.tag != "robot":
         raise loc.error(root, "the root element must be <robot>")
-    name = loc.attr(root, "name")
     links: dict[str, UrdfLink] = {}
     for el in root.iterchildren("link"):
         link = _parse_link(loc, el, strict)
         if link.name in links:
             raise loc.error(el, f"duplicate link name (first defined on line {links[link.name].line})")
         links[link.name] = link
-    if not links:
-        raise loc.error(root, "no <link> elements")
+    if not links:                  # (e.g. ur3.urdf of example-robot-data: an empty <robot>)
+        raise loc.error(root, "no <link> elements: an empty robot")
+    name = loc.attr(root, "name")
     joints: list[UrdfJoint] = []
     seen: dict[str, UrdfJoint] = {}
     parent_joint: dict[str, UrdfJoint] = {}
@@ -266,8 +305,47 @@ def parse_urdf(path: str | os.PathLike, strict: bool = True) -> UrdfRobot:
     ordered = parents_first(joints, lambda j: j.parent, lambda j: (j.child,), roots)
     if len(ordered) < len(joints):
         raise _cycle_error(path, joints, parent_joint, {j.name for j in ordered})
-    _warn_mimic(path, ordered)
-    return UrdfRobot(path, name, roots[0], links, ordered)
+    robot = UrdfRobot(path, name, roots[0], links, ordered)
+    by_name = {j.name: j for j in ordered}
+    for j in ordered:
+        driver = j.limits.get("mimic", {}).get("joint")
+        if driver is not None and driver not in by_name:
+            if strict:
+                raise ModelError(f"{path}:{j.line}: joint {j.name!r} <mimic>: unknown joint "
+                                 f"{driver!r}; strict=False reads the joint as an independent one")
+            robot.unmimicked.append(j)
+    if not strict:
+        _lock_massless(robot)
+    return robot
+
+
+def _lock_massless(robot: UrdfRobot) -> None:
+    """strict=False: read as fixed every moving joint whose child subtree has no mass (its D would
+    be singular), and a mimic joint whose driver is so locked (fixed at its offset)."""
+    mass = {name: link.mass for name, link in robot.links.items()}
+    for j in reversed(robot.joints):                    # children after parents: sum inward
+        mass[j.parent] += mass[j.child]
+    moving = [j for j in robot.joints if j.type != "fixed"]
+    locked = {j.name for j in moving if mass[j.child] <= 0.0}
+    for j in moving:
+        driver = j.limits.get("mimic", {}).get("joint")
+        if driver in locked and j.name not in locked:
+            locked.add(j.name)
+            c = j.limits["mimic"]["offset"]           # q = k 0 + c: the joint frame at c
+            if j.type in ("revolute", "continuous"):
+                j.rotation = j.rotation @ _axis_rotation(j.axis, c)
+            elif j.type == "prismatic":
+                j.translation = j.translation + j.rotation @ (j.axis * c / np.linalg.norm(j.axis))
+    for j in moving:
+        if j.name in locked:
+            j.type = "fixed"
+            robot.locked.append(j)
+
+
+def _axis_rotation(axis: np.ndarray, angle: float) -> np.ndarray:
+    n = axis / np.linalg.norm(axis)
+    K = np.array([[0.0, -n[2], n[1]], [n[2], 0.0, -n[0]], [-n[1], n[0], 0.0]])
+    return np.eye(3) + math.sin(angle) * K + (1.0 - math.cos(angle)) * K @ K
 
 
 def _cycle_error(path: str, joints, parent_joint, placed: set[str]) -> ModelError:
@@ -281,22 +359,27 @@ def _cycle_error(path: str, joints, parent_joint, placed: set[str]) -> ModelErro
                       f"({' -> '.join(reversed(chain))}); a URDF must be a tree")
 
 
-def _warn_mimic(path: str, joints: list[UrdfJoint]) -> None:
-    mimics = [j for j in joints if "mimic" in j.limits]
-    if mimics:
-        listed = ", ".join(f"{j.name!r} (line {j.line}) mimics {j.limits['mimic']['joint']!r}"
-                           for j in mimics[:4])
-        more = f" and {len(mimics) - 4} more" if len(mimics) > 4 else ""
-        warnings.warn(f"{path}: mimic joints are read as independent joints (the coupling is not "
-                      f"enforced): {listed}{more}", ModelWarning, stacklevel=2)
-
-
 def warn_unphysical(robot: UrdfRobot, context: str = "") -> None:
-    """One ModelWarning per link read with a non-physical inertia (``strict=False``); ``context``
-    (e.g. the including native file and element) prefixes the message."""
+    """One ModelWarning per link read with a non-physical inertia (``strict=False``), and one
+    naming the joints locked for moving only massless links; ``context`` (e.g. the including native
+    file and element) prefixes the message."""
     for link in robot.links.values():
         if link.unphysical:
             warnings.warn(f"{context}{link.unphysical}{LENIENT_NOTE}", ModelWarning, stacklevel=2)
+    if robot.unmimicked:
+        listed = ", ".join(f"{j.name!r} (line {j.line}) mimics {j.limits['mimic']['joint']!r}"
+                           for j in robot.unmimicked[:4])
+        more = f" and {len(robot.unmimicked) - 4} more" if len(robot.unmimicked) > 4 else ""
+        warnings.warn(f"{context}{robot.path}: <mimic> of an unknown joint, read as an independent "
+                      f"joint (accepted with strict=False): {listed}{more}", ModelWarning,
+                      stacklevel=2)
+    if robot.locked:
+        listed = ", ".join(f"{j.name!r} (line {j.line})" for j in robot.locked[:4])
+        more = f" and {len(robot.locked) - 4} more" if len(robot.locked) > 4 else ""
+        warnings.warn(f"{context}{robot.path}: {len(robot.locked)} joint"
+                      f"{'s' if len(robot.locked) > 1 else ''} moving only massless links locked "
+                      f"(read as fixed; accepted with strict=False): {listed}{more}", ModelWarning,
+                      stacklevel=2)
 
 
 # ---------------------------------------------------------------- Model building
@@ -314,11 +397,13 @@ def _joint(j: UrdfJoint) -> J.Joint:
 
 def add_urdf(model: Model, robot: UrdfRobot, *, prefix: str = "", parent: str = WORLD,
              rotation=None, translation=(0.0, 0.0, 0.0), floating_base: bool = False,
-             contact_spheres: bool = False) -> None:
+             contact_spheres: bool = False, contact_geometry: bool = False) -> None:
     """Add the robot's links as bodies of ``model`` (names prefixed by ``prefix``), its root placed
     at (rotation, translation) in ``parent``, by a fixed joint or a free joint ``<prefix>root_joint``.
-    ``contact_spheres``: every ``<collision>`` sphere of a link becomes a contact sphere named after
-    the link (``<link>_<i>`` when it has several)."""
+    ``contact_geometry``: every ``<collision>`` of a link (sphere, box, cylinder, capsule, mesh:
+    its convex hull) becomes a contact geometry named after the link (``<link>_<i>`` when it has
+    several); ``contact_spheres``: its spheres only.  The spheres meet each other (``collide``),
+    the other shapes only the planes (a robot's collision meshes overlap at its joints)."""
     R0 = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float)
     t0 = np.asarray(translation, dtype=float)
     root = robot.links[robot.root]
@@ -348,30 +433,71 @@ def add_urdf(model: Model, robot: UrdfRobot, *, prefix: str = "", parent: str = 
         at, R, t = placed.get(j.parent, (prefix + j.parent, np.eye(3), np.zeros(3)))
         add(robot.links[j.child], _joint(j), prefix + j.name, at, R @ j.rotation, t + R @ j.translation,
             j.limits, j.line)
-    for link in robot.links.values() if contact_spheres else ():
-        for i, (center, radius) in enumerate(link.spheres):
-            if link.name == WORLD and robot.root == WORLD:
-                continue
-            name = prefix + link.name + (f"_{i + 1}" if len(link.spheres) > 1 else "")
+    skip = {j.name for j in robot.locked + robot.unmimicked}
+    for j in robot.joints:                   # <mimic>: q = k q_driver + c (core/mimic.c)
+        mimic = j.limits.get("mimic")
+        if mimic is None or j.type == "fixed" or j.name in skip:
+            continue
+        try:
+            model.add_mimic(prefix + j.name, prefix + mimic["joint"], mimic["multiplier"],
+                            mimic["offset"])
+        except ValueError as e:
+            raise ModelError(f"{robot.path}:{j.line}: {e}") from None
+    for link in robot.links.values() if contact_spheres or contact_geometry else ():
+        cols = [c for c in link.collisions if contact_geometry or c.shape == "sphere"]
+        if link.name == WORLD and robot.root == WORLD:
+            continue
+        for i, c in enumerate(cols):
+            name = prefix + link.name + (f"_{i + 1}" if len(cols) > 1 else "")
             try:
-                model.add_contact_sphere(name, prefix + link.name, center, radius)
+                add_collision(model, name, prefix + link.name, c, Path(robot.path).parent)
             except ValueError as e:
-                raise ModelError(f"{robot.path}:{link.line}: {e}") from None
+                raise ModelError(f"{robot.path}:{c.line}: {e}") from None
+
+
+def add_collision(model: Model, name: str, body: str, c: UrdfCollision, base: Path,
+                  **options) -> None:
+    """A ``<collision>`` as the contact geometry ``name`` of ``body`` (a mesh: the convex hull of
+    its file's vertices, found as soa-view finds it, relative to ``base`` or a ROS package);
+    ``options``: Model.add_contact_geom's (collide, exclude, the law's constants)."""
+    kw = dict(center=c.translation, rotation=c.rotation, collide=c.shape == "sphere") | options
+    if c.shape == "sphere":
+        kw.update(radius=c.radius)
+    elif c.shape in ("cylinder", "capsule"):
+        kw.update(radius=c.radius, half_length=c.length / 2)
+    elif c.shape == "box":
+        kw.update(half_extents=c.size / 2)
+    else:
+        try:
+            from ..view.geometry import load_mesh, resolve_uri
+        except ImportError as e:
+            raise ModelError(f"collision mesh {c.mesh!r}: reading meshes needs trimesh "
+                             f"(pip install 'soa_fmu[view]'): {e}") from None
+        file = resolve_uri(c.mesh, base)
+        mesh = load_mesh(file) if file is not None else None
+        if mesh is None:
+            raise ModelError(f"collision mesh {c.mesh!r} {'not found' if file is None else 'unreadable'}"
+                             f" (searched from {base} and ROS_PACKAGE_PATH)")
+        kw.update(vertices=np.asarray(mesh.vertices, dtype=float) * c.scale, mesh=str(file))
+    model.add_contact_geom(name, body, c.shape, **kw)
 
 
 def load_urdf(path: str | os.PathLike, floating_base: bool = False, strict: bool = True,
               contact_floor: float | None = None) -> Model:
     """Read a URDF file into a new Model named after the robot (``model.source = path``);
     ``strict=False``: see the module docstring.  ``contact_floor``: the height of a floor plane
-    (``floor``, normal +z), and every ``<collision>`` sphere becomes a contact sphere."""
+    (``floor``, normal +z), and every ``<collision>`` becomes contact geometry (add_urdf)."""
     robot = parse_urdf(path, strict)
     warn_unphysical(robot)
     model = Model(robot.name)
     model.source = robot.path
-    add_urdf(model, robot, floating_base=floating_base, contact_spheres=contact_floor is not None)
+    add_urdf(model, robot, floating_base=floating_base, contact_geometry=contact_floor is not None)
     if contact_floor is not None:
         model.add_contact_plane("floor", (0.0, 0.0, float(contact_floor)))
     bad = singular_joint(model)
+    if bad is not None and "massless" in bad[1]:
+        bad = bad[0], f"{bad[1]}; strict=False locks such joints (reads them as fixed)"
+    bad = bad or degenerate_axes(model, strict)
     if bad is not None:
         b = model.bodies[bad[0]]
         line = next((j.line for j in robot.joints if j.name == b.joint_name), robot.links[b.name].line)

@@ -1,41 +1,19 @@
 """``soa-view MODEL RESULT -o OUT.html``: a result as a 3-D animation in one offline HTML file.
 
 MODEL: a model file (URDF, native TOML, or whatever ``sf.load_model`` reads) or an FMU built by
-``soa-build-fmu`` (its ``resources/model`` holds the model file).  RESULT: see
+``soa-build-fmu`` (its ``resources/model`` holds the model file and its meshes, ``resources/fmu.json``
+the options it is loaded with; :mod:`soa_fmu.view.bundle`).  RESULT: see
 :mod:`soa_fmu.view.results`.  Any problem: one line on stderr, exit status 1, no HTML written.
 """
 from __future__ import annotations
 
 import argparse
 import sys
-import tempfile
 import warnings
-import zipfile
 from pathlib import Path
 
-from ..io import load_model
-from ..model import Model
-
-
-def model_from_fmu(path: Path, tmp: str) -> Model:
-    """The model file inside an FMU's ``resources/model/`` (with its includes), loaded."""
-    try:
-        with zipfile.ZipFile(path) as z:
-            names = [n for n in z.namelist() if n.startswith("resources/model/") and not n.endswith("/")]
-            z.extractall(tmp, names)
-    except zipfile.BadZipFile:
-        raise ValueError(f"{path}: not an FMU (not a zip archive)") from None
-    top = sorted((n for n in names if n.count("/") == 2), key=lambda n: (not n.endswith(".toml"), n))
-    if not top:
-        raise ValueError(f"{path}: no model file under resources/model/ (not built by soa-build-fmu?)")
-    return load_model(Path(tmp) / top[0])
-
-
-def load_any_model(path: str | Path, tmp: str, floating_base: bool = False) -> Model:
-    path = Path(path)
-    if path.suffix.lower() == ".fmu":
-        return model_from_fmu(path, tmp)
-    return load_model(path, floating_base=floating_base)
+from .bundle import opened_model
+from ..io.checks import for_cli
 
 
 def view_sample(fmu, result, sample: int, out=None) -> Path:
@@ -44,8 +22,7 @@ def view_sample(fmu, result, sample: int, out=None) -> Path:
     from .scene import animate
     result = Path(result)
     out = Path(out) if out else result.with_name(f"{result.stem}.sample{sample}.html")
-    with tempfile.TemporaryDirectory() as tmp:
-        return animate(model_from_fmu(Path(fmu), tmp), result, out, sample=sample)
+    return animate(Path(fmu), result, out, sample=sample)
 
 
 class _Parser(argparse.ArgumentParser):
@@ -62,7 +39,11 @@ def main(argv=None) -> int:
     ap.add_argument("result", help="result: .csv, .npz, or a soa-sweep .nc/.zarr with --sample")
     ap.add_argument("-o", "--out", required=True, help="the HTML file to write")
     ap.add_argument("--sample", type=int, default=None, help="sample K of a soa-sweep result")
-    ap.add_argument("--floating-base", action="store_true", help="URDF: a free-flyer root joint")
+    ap.add_argument("--floating-base", action="store_true", help="URDF: a free-flyer root joint (an FMU "
+                    "records its own)")
+    ap.add_argument("--lenient", action="store_true", help="read the model file as soa-build-fmu "
+                    "--lenient does (non-physical inertias, massless joints locked, armature on "
+                    "degenerate axes; a warning each; an FMU records its own)")
     ap.add_argument("--fps", type=float, default=30.0, help="keyframes kept per second of result "
                     "(the rest interpolated; default %(default)g)")
     args = ap.parse_args(argv)
@@ -72,14 +53,14 @@ def main(argv=None) -> int:
         if args.sample is not None and Path(args.result).suffix.lower() not in (".nc", ".zarr"):
             raise ValueError(f"--sample applies to soa-sweep results (.nc, .zarr), not {args.result}")
         from .scene import animate
-        with tempfile.TemporaryDirectory() as tmp, warnings.catch_warnings(record=True) as caught:
+        with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = load_any_model(args.model, tmp, args.floating_base)
-            out = animate(model, args.result, args.out, sample=args.sample, max_fps=args.fps)
+            with opened_model(args.model, args.floating_base, not args.lenient) as model:
+                out = animate(model, args.result, args.out, sample=args.sample, max_fps=args.fps)
         for w in caught:
-            print(f"soa-view: warning: {w.message}", file=sys.stderr)
+            print(f"soa-view: warning: {for_cli(' '.join(str(w.message).split()))}", file=sys.stderr)
     except Exception as e:     # noqa: BLE001 — one readable line, exit 1
-        msg = " ".join(str(e).split()) or type(e).__name__
+        msg = for_cli(" ".join(str(e).split()) or type(e).__name__)
         print(f"soa-view: error: {msg}", file=sys.stderr)
         return 1
     print(f"wrote {out} ({out.stat().st_size / 1e6:.2f} MB)")

@@ -208,6 +208,27 @@ def _toml_visual(spec, where: str, base: Path) -> Visual:
     return v
 
 
+def urdf_includes(doc: dict) -> list[tuple[str, str]]:
+    """(file as written, prefix) of the URDFs a native model file includes, in the file's order:
+    the top-level ``urdf``, then each ``[[include]]`` with ``urdf``."""
+    includes = list(doc.get("include", [])) if isinstance(doc.get("include", []), list) else []
+    if "urdf" in doc:
+        includes.insert(0, {"urdf": doc["urdf"]})
+    return [(inc["urdf"], str(inc.get("prefix", ""))) for inc in includes
+            if isinstance(inc, dict) and isinstance(inc.get("urdf"), str)]
+
+
+def toml_mesh_files(doc: dict) -> list[str]:
+    """The mesh files of a native model file's body visuals, as written (relative to the file)."""
+    out = []
+    for body in doc.get("bodies", []) if isinstance(doc.get("bodies", []), list) else []:
+        spec = body.get("visual", []) if isinstance(body, dict) else []
+        for v in spec if isinstance(spec, list) else [spec]:
+            if isinstance(v, dict) and v.get("shape") == "mesh" and isinstance(v.get("file"), str):
+                out.append(v["file"])
+    return out
+
+
 def toml_visuals(path: str | os.PathLike) -> dict[str, list[Visual]]:
     """{body name: visuals} of a native model file: its bodies' ``visual`` entries and the visuals
     of the URDFs it includes (prefixed)."""
@@ -215,12 +236,8 @@ def toml_visuals(path: str | os.PathLike) -> dict[str, list[Visual]]:
     where0 = str(path)
     doc = tomllib.loads(path.read_text(encoding="utf-8"))
     out: dict[str, list[Visual]] = {}
-    includes = list(doc.get("include", []))
-    if "urdf" in doc:
-        includes.insert(0, {"urdf": doc["urdf"]})
-    for inc in includes:
-        if isinstance(inc, dict) and isinstance(inc.get("urdf"), str):
-            out.update(urdf_visuals(path.parent / inc["urdf"], inc.get("prefix", "")))
+    for ref, prefix in urdf_includes(doc):
+        out.update(urdf_visuals(path.parent / ref, prefix))
     for i, body in enumerate(doc.get("bodies", [])):
         if not isinstance(body, dict) or "visual" not in body:
             continue
@@ -262,6 +279,8 @@ def _cache_file(file: Path) -> Path:
 def load_mesh(file: Path) -> Mesh | None:
     """A mesh file's triangles (cached by path, size and modification time: a DAE file takes
     trimesh and pycollada a good fraction of a second to read), None when unreadable."""
+    if file.suffix.lower() == ".glb":     # what an FMU carries (soa_fmu.view.bundle): read directly
+        return read_mesh(file)
     try:
         cached = _cache_file(file)
         with np.load(cached) as z:
@@ -281,7 +300,8 @@ def load_mesh(file: Path) -> Mesh | None:
 
 
 def read_mesh(file: Path) -> Mesh | None:
-    """A mesh file's triangles through trimesh (STL, DAE via pycollada, OBJ), None when unreadable."""
+    """A mesh file's triangles through trimesh (STL, DAE via pycollada, OBJ, binary glTF), None when
+    unreadable."""
     import trimesh
     try:
         loaded = trimesh.load(str(file), force="scene", process=False)
@@ -298,9 +318,11 @@ def read_mesh(file: Path) -> Mesh | None:
     mesh = trimesh.util.concatenate(geoms) if len(geoms) > 1 else geoms[0]
     color = DEFAULT_COLOR
     try:
-        c = np.asarray(mesh.visual.main_color, dtype=float) / 255.0
+        glb = file.suffix.lower() == ".glb"               # glTF: the material's base colour
+        c = np.asarray(mesh.visual.material.baseColorFactor if glb else mesh.visual.main_color,
+                       dtype=float) / 255.0
         if c.shape == (4,) and not np.allclose(c[:3], 102 / 255.0):     # trimesh's default grey
-            color = tuple(c)
+            color = tuple(float(x) for x in c)
     except Exception:  # noqa: BLE001 — a mesh without colour information
         pass
     try:

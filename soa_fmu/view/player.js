@@ -69,13 +69,24 @@ window.soaPlay = function (scene) {
     animations.push({path: path, clip: {fps: 1, name: "default", tracks: tracks}});
   });
 
-  // camera: orbiting the mechanism's centre.  MeshCat's scene is three.js' y-up world turned to
-  // z-up (world (x, y, z) -> three.js (x, z, -y)); its camera sits in that y-up frame and
-  // OrbitControls' target is in it too
-  var c = scene.camera.target, p = scene.camera.position;
+  // camera: the model's bounding box at t0 fills the view (a sphere of its half diagonal inside
+  // the narrower of the two fields of view), seen from scene.camera.direction.  MeshCat's scene is
+  // three.js' y-up world turned to z-up (world (x, y, z) -> three.js (x, z, -y)); its camera sits
+  // in that y-up frame and OrbitControls' target is in it too
+  var cam = scene.camera, c = cam.target, d = cam.direction;
+  var vfov = viewer.camera.fov * Math.PI / 180;          // as MeshCat sizes its pane (set_3d_pane_size)
+  var aspect = viewer.dom_element.offsetWidth / Math.max(window.innerHeight, 1);
+  var fov = Math.min(vfov, 2 * Math.atan(Math.tan(vfov / 2) * aspect));
+  var dist = cam.radius / Math.sin(fov / 2);
+  var p = [c[0] + dist * d[0], c[1] + dist * d[1], c[2] + dist * d[2]];
   viewer.set_property(["Cameras", "default", "rotated", "<object>"], "position", [p[0], p[2], -p[1]]);
   viewer.controls.target.set(c[0], c[2], -c[1]);
   viewer.controls.update();
+  // the floor grid, sized to the model, at the contact floor (or under the lowest point of the result)
+  var g = cam.grid, grid = new THREE.GridHelper(g.cell * g.cells, g.cells);
+  grid.rotateX(Math.PI / 2);
+  viewer.set_object(["Grid"], grid);
+  viewer.set_transform(["Grid"], [1, 0, 0, 0, 0, 1, 0, 0, 0, 0, 1, 0, g.centre[0], g.centre[1], g.centre[2], 1]);
 
   if (animations.length === 0 && scene.duration > 0) {   // nothing moves: the clock still runs
     animations.push({path: ["soa"], clip: {fps: 1, name: "default", tracks: [{name: ".position",
@@ -84,7 +95,7 @@ window.soaPlay = function (scene) {
   viewer.set_animation(animations, {play: scene.duration > 0, loopMode: THREE.LoopRepeat,
                                     repetitions: Infinity});
   var animator = viewer.animator;
-  viewer.gui.open();                           // the Animations panel: play, pause, time, speed
+  viewer.gui.close();             // the controls (Animations: play, pause, time, speed) start closed
   if (scene.duration === 0) animator.seek(0);
 
   var clock = document.getElementById("soa-clock");

@@ -35,6 +35,7 @@ COM_COLOR = (0.15, 0.45, 0.85, 1.0)
 FLEX_COLOR = (0.20, 0.65, 0.35, 1.0)
 CONTACT_COLOR = (0.95, 0.45, 0.05, 0.6)
 FORCE_COLORS = {"constraint": (0.85, 0.15, 0.15, 1.0), "contact": (0.95, 0.45, 0.05, 1.0)}
+GRID_CELLS = 20                 # the floor grid: this many cells a side, each about a quarter of the model's size
 _RX90 = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # three.js y axis -> z
 
 
@@ -286,24 +287,61 @@ class SceneBuilder:
                 self.arrow(kind, name, np.asarray(at, float), F, fmax or 1.0)
 
     # ---- output
-    def extent_points(self) -> np.ndarray:
-        """World points the camera must see: node origins, bodies' CoMs and frames."""
-        pts = [np.broadcast_to(n.position, (len(self.t), 3)) for n in self.nodes]
-        for k, b in enumerate(self.model.bodies):
-            pts.append(self.pw[:, k] + self.Rw[:, k] @ b.com)
-        for name in self.model.frames:
-            k, _, p = self.model.frame_placement(name)
-            if k >= 0:
-                pts.append(self.pw[:, k] + self.Rw[:, k] @ p)
-        return np.concatenate(pts) if pts else np.zeros((1, 3))
+    def item_corners(self, it: dict) -> np.ndarray | None:
+        """(8, 3) corners of an item's bounding box in its node's frame (None: a force arrow,
+        not part of the model's shape)."""
+        kind, size = it["kind"], np.asarray(it.get("size", [0.0]), dtype=float)
+        if kind == "mesh":
+            v = self.meshes[it["mesh"]].vertices
+            lo, hi = v.min(axis=0), v.max(axis=0)
+        elif kind in ("box", "sphere", "cylinder"):         # cylinder: along y, centred
+            hi = {"box": size / 2, "sphere": np.full(3, size[0]),
+                  "cylinder": np.array([size[0], size[-1] / 2, size[0]])}[kind]
+            lo = -hi
+        elif kind == "axes":
+            lo, hi = np.zeros(3), np.full(3, size[0])
+        else:
+            return None
+        corners = np.array(np.meshgrid(*zip(lo, hi), indexing="ij")).reshape(3, -1).T
+        M = np.asarray(it["matrix"], dtype=float).reshape(4, 4).T       # column-major
+        return corners @ M[:3, :3].T + M[:3, 3]
+
+    def shape_points(self) -> np.ndarray:
+        """(K, n, 3): the corners of every drawn shape of the model (bodies, flexible segments) in
+        world at each keyframe — what the camera frames and the floor lies under."""
+        K, out = len(self.t), []
+        for n in self.nodes:
+            if n.group not in ("bodies", "flexible"):
+                continue
+            local = [c for c in (self.item_corners(it) for it in n.items) if c is not None]
+            if not local:
+                continue
+            x = np.concatenate(local)[None] * (1.0 if n.scale is None else np.asarray(n.scale)[:, None])
+            R, p = np.broadcast_to(n.rotation, (K, 3, 3)), np.broadcast_to(n.position, (K, 3))
+            out.append(np.einsum("kab,knb->kna", R, np.broadcast_to(x, (K, *x.shape[1:]))) + p[:, None])
+        if not out:                                  # nothing drawn: the bodies' origins
+            out = [self.pw]
+        return np.concatenate(out, axis=1)
 
     def camera(self) -> dict:
-        pts = self.extent_points()
-        lo, hi = pts.min(axis=0), pts.max(axis=0)
-        c = (lo + hi) / 2
-        r = max(0.5 * float(np.linalg.norm(hi - lo)), 0.25)
-        d = np.array([1.0, 0.75, 0.55])
-        return {"target": c.tolist(), "position": (c + 1.5 * r * d / np.linalg.norm(d)).tolist()}
+        """The first view: the model's bounding box at t0 (its centre, the half diagonal), looked at
+        across its longer horizontal side from 35° aside and 25° above; the floor: the contact plane
+        facing up, else the lowest point of the result."""
+        pts = self.shape_points()
+        lo, hi = pts[0].min(axis=0), pts[0].max(axis=0)
+        ext = hi - lo
+        main, side = (np.array([0.0, -1.0, 0.0]), np.array([1.0, 0.0, 0.0])) if ext[0] > ext[1] \
+            else (np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+        az, el = np.radians(35.0), np.radians(25.0)
+        d = np.cos(el) * (np.cos(az) * main + np.sin(az) * side) + np.sin(el) * np.array([0, 0, 1.0])
+        floors = [float(pl.offset) for pl in getattr(self.model, "contact_planes", None) or []
+                  if np.asarray(pl.normal, dtype=float)[2] > 0.999]
+        floor = max(floors) if floors else float(pts[..., 2].min())
+        radius = max(0.5 * float(np.linalg.norm(ext)), 0.05)
+        cell = _nice(radius / 2)                            # the grid: 20 x 20 cells under the model
+        centre = np.round((lo + hi)[:2] / 2 / cell) * cell
+        return {"target": ((lo + hi) / 2).tolist(), "radius": radius, "direction": d.tolist(),
+                "grid": {"centre": [*centre.tolist(), floor], "cell": cell, "cells": GRID_CELLS}}
 
     def payload(self, title: str) -> dict:
         K = len(self.t)
@@ -327,6 +365,12 @@ class SceneBuilder:
                             "indices": _b64(m.faces, np.uint16 if len(m.vertices) < 65536 else np.uint32),
                             "wide": len(m.vertices) >= 65536} for m in self.meshes],
                 "nodes": nodes}
+
+
+def _nice(x: float) -> float:
+    """The largest of 1, 2, 5 times a power of ten that is at most x."""
+    e = 10.0 ** np.floor(np.log10(x))
+    return float(max(m * e for m in (1.0, 2.0, 5.0) if m * e <= x * (1 + 1e-12)))
 
 
 def _contact_spheres(model: Model) -> list[tuple[str, object, np.ndarray, float]]:
@@ -412,13 +456,18 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def animate(model: Model, result, path, *, sample: int | None = None, max_fps: float = MAX_FPS,
-            title: str | None = None) -> Path:
+def animate(model: Model | str | os.PathLike, result, path, *, sample: int | None = None,
+            max_fps: float = MAX_FPS, title: str | None = None) -> Path:
     """Write ``path`` (.html): the 3-D animation of ``result`` (a ``sf.simulate`` result, an FMI
     host's CSV, an ``.npz`` of (t, q), or sample ``sample`` of a ``soa-sweep`` result) on
-    ``model``.  One self-contained file: it opens from ``file://`` with no network request and
-    plays on open.  Raises :class:`~soa_fmu.view.ResultError` (one line) on a result that does not
-    fit the model; nothing is written then."""
+    ``model`` (a Model, a model file, or an FMU built by soa-build-fmu: its model, meshes and
+    options are inside it).  One self-contained file: it opens from ``file://`` with no network
+    request and plays on open.  Raises :class:`~soa_fmu.view.ResultError` (one line) on a result
+    that does not fit the model; nothing is written then."""
+    if not isinstance(model, Model):
+        from .bundle import opened_model
+        with opened_model(model) as m:
+            return animate(m, result, path, sample=sample, max_fps=max_fps, title=title)
     res = load_result(result, model, sample)
     b = SceneBuilder(model, res, keyframe_rows(res.t, max_fps))
     b.add_bodies()

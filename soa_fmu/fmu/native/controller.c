@@ -10,9 +10,10 @@
  * the rotors' armature); the bracket feeds forward the joint dissipation the plant subtracts
  * (core/dissipation.c) along the reference rate: a feed-forward, not a feedback of the measured
  * rate, whose stiff friction law (f_c / v_s) a sampled loop would turn into a limit cycle
- * (docs/systems.md: 6.7 vs 0.38 mrad on the arm's wrist).  The reference (q_d, qd_d, qdd_d) is the inputs q_ref, qd_ref, qdd_ref, or
- * with the Boolean `trajectory` the quintic move q_from -> q_to over [move_start, move_start +
- * move_duration] (rest to rest: zero rate and acceleration at both ends).
+ * (docs/systems.md: 6.7 vs 0.38 mrad on the arm's wrist).  The reference (q_d, qd_d, qdd_d) is
+ * the inputs q_ref, qd_ref, qdd_ref, or with the Boolean `trajectory` the quintic move
+ * q_from -> q_to over [move_start, move_start + move_duration] (rest to rest: zero rate and
+ * acceleration at both ends).
  *
  * tau is a function of the inputs at the same instant (direct feedthrough, declared in
  * ModelStructure) and of time: recomputed when an output is read after an input, a parameter or

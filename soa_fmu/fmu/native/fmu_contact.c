@@ -1,8 +1,8 @@
 /* Contact in the native FMU (core/contact.c; docs/contact.md): the tunable law constants and plane
- * offsets into the instance's model, the per-sphere outputs <sphere>.force[1..3] and
- * <sphere>.depth, the checks of the constants (the variable named), and the Model Exchange event
- * indicators: the signed penetration of each sphere-plane and sphere-sphere pair, so that an
- * importer locates touch-down and lift-off. */
+ * offsets into the instance's model, the per-geometry outputs <geom>.force[1..3] and
+ * <geom>.depth, the checks of the constants (the variable named), and the Model Exchange event
+ * indicators: the signed penetration of each geometry-plane and geometry-geometry pair (its
+ * deepest point, ct_pdepth), so that an importer locates touch-down and lift-off. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
@@ -45,13 +45,13 @@ soa_status fmu_put_contact_outputs(Instance *c, const double *q, int recompute)
     memcpy(c->real + D.vr_contact_force, c->d->sp_force, sizeof(double) * 3 * D.nsph);
     memcpy(c->real + D.vr_contact_depth, c->d->sp_depth, sizeof(double) * D.nsph);
     if (D.vr_pair_depth >= 0)
-        memcpy(c->real + D.vr_pair_depth, c->d->ct_depth,
+        memcpy(c->real + D.vr_pair_depth, c->d->ct_pdepth,
                sizeof(double) * (size_t)fmu_contact_pair_count());
     return st;
 }
 
-/* The contact pairs: sphere-plane, then sphere-sphere (their event indicators follow the joint
- * stops', model_exchange.c). */
+/* The contact pairs: geometry-plane, then geometry-geometry (their event indicators follow the
+ * joint stops', model_exchange.c). */
 int fmu_contact_pair_count(void)
 {
     return D.nsph * D.npln + D.nssp;
@@ -74,6 +74,6 @@ int fmu_contact_indicators(Instance *c, double *z, const char *fn)
         fmu_log(c, FMU_ERROR, "%s: %s", fn, msg);
         return FMU_ERROR;
     }
-    memcpy(z, c->d->ct_depth, sizeof(double) * (size_t)nz);
+    memcpy(z, c->d->ct_pdepth, sizeof(double) * (size_t)nz);
     return FMU_OK;
 }

@@ -226,10 +226,12 @@ static soa_status update_outputs(Instance *c)
             st.kind = SOA_SINGULAR;
             st.index = k;
         }
+        if (st.kind == SOA_OK) soa_mimic_couple(c->m, c->d, c->qdds);   /* mimic.c */
         if (st.kind == SOA_OK) st = fmu_put_contact_outputs(c, q, 0);
         if (st.kind == SOA_OK) hold_contact(c, q, qd);
     } else {
         st = soa_aba(c->m, c->d, q, qd, tau, use, c->qdds);
+        if (st.kind == SOA_OK) soa_mimic_couple(c->m, c->d, c->qdds);   /* mimic.c */
         for (int i = 0; i < 6 * D.nc; i++) c->forces[i] = 0.0;
         for (int j = 0; j < D.nc; j++) c->residuals[j] = 0.0;
         if (st.kind == SOA_OK && D.nm == 0) hold_factors(c, q, qd);
@@ -367,6 +369,7 @@ int fmu_build(Instance *c, char *msg, size_t n)
         }
         for (int j = 0; j < 4; j++) e[j] /= norm;
     }
+    soa_mimic_project(c->m, q, qd);          /* mimic joints follow their drivers (mimic.c) */
     for (int i = D.vr_max_step; i <= D.vr_atol; i++)
         if (!(c->real[i] > 0.0) || (i == D.vr_max_step && c->real[i] < SOA_MIN_MAX_STEP)) {
             snprintf(msg, n, "%s must be > 0%s, got %.17g", D.vars[i].name,

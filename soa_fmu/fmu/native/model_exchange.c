@@ -171,7 +171,7 @@ int fmu_me_get_states(Instance *c, double *x, size_t nx, const char *fn)
     if (!fmu_me_require(c, fn, AFTER_INIT) || !check_nx(c, x, nx, fn)
         || !fmu_refresh(c, 0, 0, 0, fn))
         return FMU_ERROR;
-    memcpy(x, c->real + D.vr_q, sizeof(double) * nx);
+    if (nx) memcpy(x, c->real + D.vr_q, sizeof(double) * nx);      /* (a controller: none) */
     return FMU_OK;
 }
 
@@ -186,7 +186,7 @@ int fmu_me_set_states(Instance *c, const double *x, size_t nx, const char *fn)
                 fmu_named(D.vr_q + i, nm, sizeof nm));
         return FMU_ERROR;
     }
-    memcpy(c->real + D.vr_q, x, sizeof(double) * nx);
+    if (nx) memcpy(c->real + D.vr_q, x, sizeof(double) * nx);
     fmu_invalidate(c);
     return FMU_OK;
 }
@@ -521,9 +521,11 @@ int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const
         fmu_log(c, FMU_ERROR, "%s: the controller provides no directional derivatives", fn);
         return FMU_ERROR;
     }
-    if (D.nsph > 0) {        /* the contact forces' derivatives are not formed: declared false */
-        fmu_log(c, FMU_ERROR, "%s: this FMU has contact; it provides no directional derivatives "
-                "(providesDirectionalDerivative=\"false\")", fn);
+    if (D.nsph > 0 || c->m->nmim > 0) {   /* the contact forces' derivatives, the mimic
+                                            couplings' (mimic.c) are not formed: declared false */
+        fmu_log(c, FMU_ERROR, "%s: this FMU has %s; it provides no directional derivatives "
+                "(providesDirectionalDerivative=\"false\")", fn,
+                D.nsph > 0 ? "contact" : "mimic joints");
         return FMU_ERROR;
     }
     fmu_data_used(c);                   /* (the kernels below reuse the data) */

@@ -1,0 +1,705 @@
+/* Collision geometry (collision.h; docs/contact.md): sphere, capsule, cylinder, box and convex
+ * mesh (its hull's vertices) against world planes and against each other.
+ *
+ * A shape is given by its support function h(d) = max over the shape of x . d and its support
+ * point (soa_shape_support).  Spheres and capsules are a core (a point, a segment) swept by a
+ * radius r: their gap to anything is the core's distance less r, in closed form between two of
+ * them (the closest points of two segments, Ericson 2005, sec. 5.1.9).  Between the other shapes:
+ *
+ *   - the gap by GJK (Gilbert, Johnson & Keerthi 1988, IEEE J. Robotics Autom. 4(2)): the point v
+ *     of the Minkowski difference A - B closest to the origin, found over simplices of support
+ *     points w = s_A(-v) - s_B(v), each reduced to the face closest to the origin (the distance
+ *     sub-algorithm; its regions as in Ericson sec. 5.1.5-5.1.6), stopped when
+ *     |v|^2 - v . w <= eps |v|^2 (van den Bergen 1999, J. Graphics Tools 4(2), eq. 4);
+ *   - the penetration by MPR, Minkowski portal refinement (Snethen 2008, "XenoCollide", Game
+ *     Programming Gems 7): a ray from an interior point v0 of A - B through the origin, a portal
+ *     triangle of support points it crosses, refined until the portal lies on the boundary; the
+ *     origin's closest point w on that portal gives the normal m = w / |w| (from A towards B) and
+ *     the depth |w|.
+ *
+ * The manifold: with the normal m, the features of each shape that lead into the other (corners of
+ * a box, hull vertices, three rim points per cylinder cap, a capsule's two ends, a sphere's deepest
+ * point) are kept where they lie past the other's flat face along m (penetration
+ * delta_i = x_i . m + h_B(-m) > 0) and over it (the line through x_i along m meets B: GJK), and
+ * at most SOA_MANIFOLD of them spanning the largest area are reported.  A box or a cylinder on a
+ * plane or on a box then rests on its face's corners, still and level.  Against a plane
+ * n . x <= o the same features give closed forms: delta_i = o - n . x_i. */
+#include <math.h>
+
+#include "collision.h"
+
+#define GJK_ITER 64
+#define MPR_ITER 100
+#define NCAND (SOA_HULL_MAX > 8 ? SOA_HULL_MAX : 8)
+
+static double dot(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
+
+static void cross(const double *a, const double *b, double *c)
+{
+    c[0] = a[1] * b[2] - a[2] * b[1];
+    c[1] = a[2] * b[0] - a[0] * b[2];
+    c[2] = a[0] * b[1] - a[1] * b[0];
+}
+
+/* c = a + s b */
+static void axpy(const double *a, double s, const double *b, double *c)
+{
+    for (int i = 0; i < 3; i++) c[i] = a[i] + s * b[i];
+}
+
+/* x = R xl + p */
+static void to_world(const soa_shape *s, const double *xl, double *x)
+{
+    const double *R = s->R;
+    for (int i = 0; i < 3; i++) x[i] = s->p[i] + R[3 * i] * xl[0] + R[3 * i + 1] * xl[1] + R[3 * i + 2] * xl[2];
+}
+
+/* dl = R* d */
+static void to_local(const soa_shape *s, const double *d, double *dl)
+{
+    const double *R = s->R;
+    for (int i = 0; i < 3; i++) dl[i] = R[i] * d[0] + R[3 + i] * d[1] + R[6 + i] * d[2];
+}
+
+/* The radius swept about the core (sphere, capsule), else 0. */
+static double margin(const soa_shape *s)
+{
+    return s->type == SOA_SHAPE_SPHERE || s->type == SOA_SHAPE_CAPSULE ? s->r : 0.0;
+}
+
+double soa_shape_bound(const soa_shape *s)
+{
+    const double *e = s->size;
+    switch (s->type) {
+    case SOA_SHAPE_CAPSULE: return e[0] + s->r;
+    case SOA_SHAPE_CYLINDER: return sqrt(e[0] * e[0] + s->r * s->r);
+    case SOA_SHAPE_BOX: return sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    case SOA_SHAPE_MESH: {
+        double b = 0.0;
+        for (int i = 0; i < s->nv; i++) {
+            const double r2 = dot(s->v + 3 * i, s->v + 3 * i);
+            if (r2 > b) b = r2;
+        }
+        return sqrt(b);
+    }
+    default: return s->r;
+    }
+}
+
+/* The support point of the core (without the swept radius) along d. */
+static void core_support(const soa_shape *s, const double *d, double *out)
+{
+    double dl[3], xl[3] = {0.0, 0.0, 0.0};
+    const double *e = s->size;
+    to_local(s, d, dl);
+    switch (s->type) {
+    case SOA_SHAPE_CAPSULE: xl[2] = dl[2] >= 0.0 ? e[0] : -e[0]; break;
+    case SOA_SHAPE_CYLINDER: {
+        const double w = sqrt(dl[0] * dl[0] + dl[1] * dl[1]);
+        xl[2] = dl[2] >= 0.0 ? e[0] : -e[0];
+        if (w > 0.0) {
+            xl[0] = s->r * dl[0] / w;
+            xl[1] = s->r * dl[1] / w;
+        }
+        break;
+    }
+    case SOA_SHAPE_BOX:
+        for (int i = 0; i < 3; i++) xl[i] = dl[i] >= 0.0 ? e[i] : -e[i];
+        break;
+    case SOA_SHAPE_MESH: {
+        double best = -HUGE_VAL;
+        for (int i = 0; i < s->nv; i++) {
+            const double h = dot(s->v + 3 * i, dl);
+            if (h > best) {
+                best = h;
+                for (int j = 0; j < 3; j++) xl[j] = s->v[3 * i + j];
+            }
+        }
+        break;
+    }
+    default: break;
+    }
+    to_world(s, xl, out);
+}
+
+void soa_shape_support(const soa_shape *s, const double *d, double *out)
+{
+    core_support(s, d, out);
+    const double r = margin(s), n = sqrt(dot(d, d));
+    if (r > 0.0 && n > 0.0) axpy(out, r / n, d, out);
+}
+
+/* A point inside the shape: its frame's origin, a mesh's hull centroid. */
+static void interior(const soa_shape *s, double *out)
+{
+    double c[3] = {0.0, 0.0, 0.0};
+    if (s->type == SOA_SHAPE_MESH && s->nv > 0) {
+        for (int i = 0; i < s->nv; i++)
+            for (int j = 0; j < 3; j++) c[j] += s->v[3 * i + j] / s->nv;
+    }
+    to_world(s, c, out);
+}
+
+/* A segment's ends: a sphere's (both its centre) or a capsule's. */
+static void segment(const soa_shape *s, double *p0, double *p1)
+{
+    const double h = s->type == SOA_SHAPE_CAPSULE ? s->size[0] : 0.0;
+    for (int i = 0; i < 3; i++) {
+        p0[i] = s->p[i] - h * s->R[3 * i + 2];
+        p1[i] = s->p[i] + h * s->R[3 * i + 2];
+    }
+}
+
+static double clamp01(double x) { return x < 0.0 ? 0.0 : (x > 1.0 ? 1.0 : x); }
+
+/* The closest points c1 on [p1, q1] and c2 on [p2, q2] (Ericson 2005, sec. 5.1.9). */
+static void segments_closest(const double *p1, const double *q1, const double *p2, const double *q2,
+                             double *c1, double *c2)
+{
+    double d1[3], d2[3], r[3], s = 0.0, t = 0.0;
+    for (int i = 0; i < 3; i++) {
+        d1[i] = q1[i] - p1[i];
+        d2[i] = q2[i] - p2[i];
+        r[i] = p1[i] - p2[i];
+    }
+    const double a = dot(d1, d1), e = dot(d2, d2), f = dot(d2, r), eps = 1e-30;
+    if (a <= eps && e <= eps) {
+        s = t = 0.0;
+    } else if (a <= eps) {
+        t = clamp01(f / e);
+    } else {
+        const double c = dot(d1, r);
+        if (e <= eps) {
+            s = clamp01(-c / a);
+        } else {
+            const double b = dot(d1, d2), den = a * e - b * b;
+            s = den > 0.0 ? clamp01((b * f - c * e) / den) : 0.0;
+            t = (b * s + f) / e;
+            if (t < 0.0) {
+                t = 0.0;
+                s = clamp01(-c / a);
+            } else if (t > 1.0) {
+                t = 1.0;
+                s = clamp01((b - c) / a);
+            }
+        }
+    }
+    axpy(p1, s, d1, c1);
+    axpy(p2, t, d2, c2);
+}
+
+/* ------------------------------------------------------------------ the manifold */
+/* The features of s that lead along m (unit; towards the other shape) into it: x (world). */
+static int features(const soa_shape *s, const double *m, double (*x)[3])
+{
+    const double *e = s->size, r = s->r;
+    double xl[3];
+    switch (s->type) {
+    case SOA_SHAPE_SPHERE: axpy(s->p, r, m, x[0]); return 1;
+    case SOA_SHAPE_CAPSULE:
+        segment(s, x[0], x[1]);
+        axpy(x[0], r, m, x[0]);
+        axpy(x[1], r, m, x[1]);
+        return 2;
+    case SOA_SHAPE_CYLINDER: {           /* three rim points per cap, the first the deepest */
+        double a[3] = {s->R[2], s->R[5], s->R[8]}, u[3], v[3];
+        axpy(m, -dot(m, a), a, u);
+        double nu = sqrt(dot(u, u));
+        if (nu < 1e-9) {                 /* m along the axis: any direction across it */
+            const double t[3] = {fabs(a[0]) < 0.9 ? 1.0 : 0.0, fabs(a[0]) < 0.9 ? 0.0 : 1.0, 0.0};
+            axpy(t, -dot(t, a), a, u);
+            nu = sqrt(dot(u, u));
+        }
+        for (int i = 0; i < 3; i++) u[i] /= nu;
+        cross(a, u, v);
+        for (int c = 0; c < 2; c++)
+            for (int k = 0; k < 3; k++) {
+                const double th = 2.0943951023931957 * k, cu = r * cos(th), sv = r * sin(th);
+                double *y = x[3 * c + k];
+                for (int i = 0; i < 3; i++)
+                    y[i] = s->p[i] + (c ? e[0] : -e[0]) * a[i] + cu * u[i] + sv * v[i];
+            }
+        return 6;
+    }
+    case SOA_SHAPE_BOX:
+        for (int k = 0; k < 8; k++) {
+            for (int i = 0; i < 3; i++) xl[i] = (k >> i & 1) ? e[i] : -e[i];
+            to_world(s, xl, x[k]);
+        }
+        return 8;
+    case SOA_SHAPE_MESH:
+        for (int k = 0; k < s->nv; k++) to_world(s, s->v + 3 * k, x[k]);
+        return s->nv;
+    default: return 0;
+    }
+}
+
+/* Of the n points x with penetration dep (n >= 1), at most SOA_MANIFOLD into c: the deepest, the
+ * farthest from it across m, the farthest from their line on either side (the largest area). */
+static void reduce(int n, double (*x)[3], const double *dep, const double *m, soa_manifold *c)
+{
+    int pick[SOA_MANIFOLD], np = 0, best = 0;
+    for (int i = 1; i < n; i++)
+        if (dep[i] > dep[best]) best = i;
+    pick[np++] = best;
+    double e01[3] = {0.0, 0.0, 0.0}, far = 1e-18;
+    int i1 = -1;
+    for (int i = 0; i < n; i++) {        /* farthest across m */
+        double d[3];
+        axpy(x[i], -1.0, x[best], d);
+        axpy(d, -dot(d, m), m, d);
+        if (dot(d, d) > far) {
+            far = dot(d, d);
+            i1 = i;
+        }
+    }
+    if (i1 >= 0) {
+        pick[np++] = i1;
+        axpy(x[i1], -1.0, x[best], e01);
+        double hi = 1e-18 * far, lo = -1e-18 * far;
+        int i2 = -1, i3 = -1;
+        for (int i = 0; i < n; i++) {    /* signed areas on either side of the line */
+            double d[3], w[3];
+            axpy(x[i], -1.0, x[best], d);
+            cross(e01, d, w);
+            const double a = dot(w, m);
+            if (a > hi) {
+                hi = a;
+                i2 = i;
+            }
+            if (a < lo) {
+                lo = a;
+                i3 = i;
+            }
+        }
+        if (i2 >= 0) pick[np++] = i2;
+        if (i3 >= 0) pick[np++] = i3;
+    }
+    c->n = np;
+    for (int k = 0; k < np; k++) {
+        for (int i = 0; i < 3; i++) c->x[k][i] = x[pick[k]][i];
+        c->depth[k] = dep[pick[k]];
+    }
+}
+
+void soa_collide_plane(const soa_shape *a, const double *n, double o, soa_manifold *c)
+{
+    double x[NCAND][3], dep[NCAND] = {0.0}, m[3] = {-n[0], -n[1], -n[2]};
+    const int nf = features(a, m, x);
+    int nt = 0, deep = 0;
+    for (int i = 0; i < nf; i++) {
+        dep[i] = o - dot(n, x[i]);
+        if (dep[i] > dep[deep]) deep = i;
+    }
+    for (int i = 0; i < nf; i++)         /* the touching ones first, on the plane */
+        if (dep[i] > 0.0) {
+            axpy(x[i], dep[i], n, x[nt]);
+            dep[nt++] = dep[i];
+        }
+    if (nt == 0) {                       /* apart: the deepest feature's point and gap */
+        axpy(x[deep], dep[deep], n, x[0]);
+        dep[0] = dep[deep];
+        nt = 1;
+    }
+    for (int i = 0; i < 3; i++) c->m[i] = m[i];
+    reduce(nt, x, dep, m, c);
+}
+
+/* ------------------------------------------------------------------ GJK */
+typedef struct {
+    double w[3], a[3], b[3];            /* w = a - b: a point of A - B and its two support points */
+} vert;
+
+/* v = s_A(d) - s_B(-d); the cores' (full = 0) or the whole shapes' (full = 1). */
+static void support_pair(const soa_shape *A, const soa_shape *B, const double *d, int full, vert *v)
+{
+    const double nd[3] = {-d[0], -d[1], -d[2]};
+    if (full) {
+        soa_shape_support(A, d, v->a);
+        soa_shape_support(B, nd, v->b);
+    } else {
+        core_support(A, d, v->a);
+        core_support(B, nd, v->b);
+    }
+    for (int i = 0; i < 3; i++) v->w[i] = v->a[i] - v->b[i];
+}
+
+/* The triangle (a, b, c)'s point closest to the origin, its barycentric weights l (Ericson 2005,
+ * sec. 5.1.5, with the query point at the origin). */
+static void triangle_closest(const double *a, const double *b, const double *c, double *l)
+{
+    double ab[3], ac[3];
+    axpy(b, -1.0, a, ab);
+    axpy(c, -1.0, a, ac);
+    const double d1 = -dot(ab, a), d2 = -dot(ac, a);
+    l[0] = 1.0;
+    l[1] = l[2] = 0.0;
+    if (d1 <= 0.0 && d2 <= 0.0) return;
+    const double d3 = -dot(ab, b), d4 = -dot(ac, b);
+    if (d3 >= 0.0 && d4 <= d3) {
+        l[0] = 0.0;
+        l[1] = 1.0;
+        return;
+    }
+    const double vc = d1 * d4 - d3 * d2;
+    if (vc <= 0.0 && d1 >= 0.0 && d3 <= 0.0) {
+        l[1] = d1 / (d1 - d3);
+        l[0] = 1.0 - l[1];
+        return;
+    }
+    const double d5 = -dot(ab, c), d6 = -dot(ac, c);
+    if (d6 >= 0.0 && d5 <= d6) {
+        l[0] = 0.0;
+        l[2] = 1.0;
+        return;
+    }
+    const double vb = d5 * d2 - d1 * d6;
+    if (vb <= 0.0 && d2 >= 0.0 && d6 <= 0.0) {
+        l[2] = d2 / (d2 - d6);
+        l[0] = 1.0 - l[2];
+        return;
+    }
+    const double va = d3 * d6 - d5 * d4;
+    if (va <= 0.0 && d4 - d3 >= 0.0 && d5 - d6 >= 0.0) {
+        l[2] = (d4 - d3) / ((d4 - d3) + (d5 - d6));
+        l[0] = 0.0;
+        l[1] = 1.0 - l[2];
+        return;
+    }
+    const double den = va + vb + vc;
+    if (!(den > 0.0)) return;            /* (degenerate: its first vertex) */
+    l[1] = vb / den;
+    l[2] = vc / den;
+    l[0] = 1.0 - l[1] - l[2];
+}
+
+/* The distance sub-algorithm: the point v of simplex s (n points) closest to the origin, s reduced
+ * to the points that carry it (weights l).  Returns the new n; 0 when the origin is inside a
+ * tetrahedron (v = 0). */
+static int simplex_closest(vert *s, int n, double *l, double *v)
+{
+    double lt[3];
+    if (n == 1) {
+        l[0] = 1.0;
+    } else if (n == 2) {                 /* a segment */
+        double e[3];
+        axpy(s[1].w, -1.0, s[0].w, e);
+        const double ee = dot(e, e);
+        const double t = ee > 0.0 ? clamp01(-dot(s[0].w, e) / ee) : 0.0;
+        l[0] = 1.0 - t;
+        l[1] = t;
+    } else if (n == 3) {
+        triangle_closest(s[0].w, s[1].w, s[2].w, l);
+    } else {                             /* a tetrahedron: the closest of the faces facing the origin */
+        static const int face[4][4] = {{0, 1, 2, 3}, {0, 1, 3, 2}, {0, 2, 3, 1}, {1, 2, 3, 0}};
+        double best = HUGE_VAL, lb[4] = {0.0, 0.0, 0.0, 0.0};
+        int outside = 0;
+        for (int f = 0; f < 4; f++) {
+            const double *A = s[face[f][0]].w, *B = s[face[f][1]].w, *C = s[face[f][2]].w;
+            const double *D = s[face[f][3]].w;
+            double ab[3], ac[3], nrm[3], ad[3];
+            axpy(B, -1.0, A, ab);
+            axpy(C, -1.0, A, ac);
+            cross(ab, ac, nrm);
+            axpy(D, -1.0, A, ad);
+            const double so = -dot(A, nrm), sd = dot(ad, nrm);
+            if (!(so * sd < 0.0) && fabs(sd) > 1e-14 * sqrt(dot(nrm, nrm)) * sqrt(dot(ad, ad)))
+                continue;                /* the origin on D's side of this face */
+            outside = 1;
+            triangle_closest(A, B, C, lt);
+            double p[3] = {0.0, 0.0, 0.0};
+            for (int k = 0; k < 3; k++) axpy(p, lt[k], s[face[f][k]].w, p);
+            if (dot(p, p) < best) {
+                best = dot(p, p);
+                for (int k = 0; k < 4; k++) lb[k] = 0.0;
+                for (int k = 0; k < 3; k++) lb[face[f][k]] = lt[k];
+            }
+        }
+        if (!outside) {
+            v[0] = v[1] = v[2] = 0.0;
+            return 0;
+        }
+        for (int k = 0; k < 4; k++) l[k] = lb[k];
+    }
+    int k = 0;
+    v[0] = v[1] = v[2] = 0.0;
+    for (int i = 0; i < n; i++) {
+        if (!(l[i] > 0.0)) continue;
+        axpy(v, l[i], s[i].w, v);
+        s[k] = s[i];
+        l[k++] = l[i];
+    }
+    if (k == 0) {                        /* (weights lost to rounding: the first point) */
+        l[0] = 1.0;
+        k = 1;
+        for (int i = 0; i < 3; i++) v[i] = s[0].w[i];
+    }
+    return k;
+}
+
+/* GJK on A - B (cores, or whole shapes): the distance and the closest points; 0 on overlap.
+ * Returns 0, or 1 when it did not converge in GJK_ITER iterations. */
+static int gjk(const soa_shape *A, const soa_shape *B, int full, double *dist, double *pa, double *pb)
+{
+    vert s[4];
+    double l[4] = {1.0, 0.0, 0.0, 0.0}, v[3], ca[3], cb[3];
+    int n = 0, conv = 0, overlap = 0;
+    interior(A, ca);
+    interior(B, cb);
+    axpy(ca, -1.0, cb, v);
+    if (dot(v, v) == 0.0) v[0] = 1.0;
+    for (int it = 0; it < GJK_ITER && !conv; it++) {
+        vert w;
+        const double nv[3] = {-v[0], -v[1], -v[2]}, vv = dot(v, v);
+        support_pair(A, B, nv, full, &w);
+        if (n > 0 && vv - dot(v, w.w) <= 1e-12 * vv + 1e-30) {   /* van den Bergen's test */
+            conv = 1;
+            break;
+        }
+        for (int i = 0; i < n; i++)      /* a point again: v is the closest */
+            if (s[i].w[0] == w.w[0] && s[i].w[1] == w.w[1] && s[i].w[2] == w.w[2]) conv = 1;
+        if (conv) break;
+        s[n++] = w;
+        n = simplex_closest(s, n, l, v);
+        if (n == 0 || dot(v, v) <= 1e-24) {
+            overlap = conv = 1;
+        } else if (it > 0 && dot(v, v) >= vv) {   /* no progress: v is the closest */
+            conv = 1;
+        }
+    }
+    *dist = overlap ? 0.0 : sqrt(dot(v, v));
+    double xa[3] = {0.0, 0.0, 0.0}, xb[3] = {0.0, 0.0, 0.0};
+    for (int i = 0; i < n; i++) {
+        axpy(xa, l[i], s[i].a, xa);
+        axpy(xb, l[i], s[i].b, xb);
+    }
+    for (int i = 0; i < 3 && pa; i++) pa[i] = xa[i];
+    for (int i = 0; i < 3 && pb; i++) pb[i] = xb[i];
+    return !conv;
+}
+
+int soa_shape_distance(const soa_shape *a, const soa_shape *b, double *dist, double *pa, double *pb)
+{
+    double xa[3], xb[3], d = 1.0;
+    const int st = gjk(a, b, 0, &d, xa, xb);
+    const double ra = margin(a), rb = margin(b);
+    double e[3];
+    axpy(xb, -1.0, xa, e);
+    const double ne = sqrt(dot(e, e));
+    *dist = d > ra + rb ? d - ra - rb : 0.0;
+    if (ne > 0.0) {                      /* the swept radii moved onto the cores' points */
+        axpy(xa, ra / ne, e, xa);
+        axpy(xb, -rb / ne, e, xb);
+    }
+    for (int i = 0; i < 3 && pa; i++) pa[i] = xa[i];
+    for (int i = 0; i < 3 && pb; i++) pb[i] = xb[i];
+    return st;
+}
+
+/* ------------------------------------------------------------------ MPR */
+static void portal_normal(const vert *v1, const vert *v2, const vert *v3, double *n)
+{
+    double e1[3], e2[3];
+    axpy(v2->w, -1.0, v1->w, e1);
+    axpy(v3->w, -1.0, v1->w, e2);
+    cross(e1, e2, n);
+    const double nn = sqrt(dot(n, n));
+    if (nn > 0.0)
+        for (int i = 0; i < 3; i++) n[i] /= nn;
+}
+
+/* MPR (Snethen 2008) on the whole shapes A, B: the normal m (A towards B), the depth and the
+ * point midway; returns -1 when they are apart, 0 when found, 1 when not converged. */
+static int mpr(const soa_shape *A, const soa_shape *B, double *m, double *depth, double *x)
+{
+    vert v0, v1, v2, v3, v4;
+    double n[3], t[3];
+    interior(A, v0.a);
+    interior(B, v0.b);
+    axpy(v0.a, -1.0, v0.b, v0.w);
+    if (dot(v0.w, v0.w) < 1e-24) v0.w[0] += 1e-9;
+    for (int i = 0; i < 3; i++) n[i] = -v0.w[i];
+    support_pair(A, B, n, 1, &v1);
+    if (dot(v1.w, n) <= 0.0) return -1;
+    cross(v0.w, v1.w, n);
+    if (dot(n, n) < 1e-24 * dot(v1.w, v1.w) * dot(v0.w, v0.w)) {   /* origin on the ray v0 v1 */
+        *depth = sqrt(dot(v1.w, v1.w));
+        for (int i = 0; i < 3; i++) {
+            m[i] = *depth > 0.0 ? v1.w[i] / *depth : (i == 2);
+            x[i] = 0.5 * (v1.a[i] + v1.b[i]);
+        }
+        return 0;
+    }
+    support_pair(A, B, n, 1, &v2);
+    if (dot(v2.w, n) <= 0.0) return -1;
+    {                                    /* the portal (v1, v2, v3) the ray crosses */
+        double e1[3], e2[3];
+        axpy(v1.w, -1.0, v0.w, e1);
+        axpy(v2.w, -1.0, v0.w, e2);
+        cross(e1, e2, n);
+    }
+    if (dot(n, v0.w) > 0.0) {
+        const vert tmp = v1;
+        v1 = v2;
+        v2 = tmp;
+        for (int i = 0; i < 3; i++) n[i] = -n[i];
+    }
+    int it = 0;
+    for (; it < MPR_ITER; it++) {
+        support_pair(A, B, n, 1, &v3);
+        if (dot(v3.w, n) <= 0.0) return -1;
+        double e1[3], e2[3];
+        cross(v1.w, v3.w, t);
+        if (dot(t, v0.w) < 0.0) {
+            v2 = v3;
+            axpy(v1.w, -1.0, v0.w, e1);
+            axpy(v3.w, -1.0, v0.w, e2);
+            cross(e1, e2, n);
+            continue;
+        }
+        cross(v3.w, v2.w, t);
+        if (dot(t, v0.w) < 0.0) {
+            v1 = v3;
+            axpy(v3.w, -1.0, v0.w, e1);
+            axpy(v2.w, -1.0, v0.w, e2);
+            cross(e1, e2, n);
+            continue;
+        }
+        break;
+    }
+    int inside = 0, conv = 0;
+    for (it = 0; it < MPR_ITER; it++) {  /* refine the portal onto the boundary */
+        portal_normal(&v1, &v2, &v3, n);
+        if (!inside && dot(v1.w, n) >= 0.0) inside = 1;     /* the origin behind the portal */
+        support_pair(A, B, n, 1, &v4);
+        const double h4 = dot(v4.w, n);
+        if (!inside && h4 < 0.0) return -1;
+        double gap = h4 - dot(v1.w, n);
+        if (h4 - dot(v2.w, n) < gap) gap = h4 - dot(v2.w, n);
+        if (h4 - dot(v3.w, n) < gap) gap = h4 - dot(v3.w, n);
+        if (gap <= 1e-10) {
+            conv = 1;
+            break;
+        }
+        cross(v4.w, v0.w, t);            /* the portal that the ray crosses among the three new */
+        if (dot(v1.w, t) > 0.0) {
+            if (dot(v2.w, t) > 0.0) v1 = v4;
+            else v3 = v4;
+        } else {
+            if (dot(v3.w, t) > 0.0) v2 = v4;
+            else v1 = v4;
+        }
+    }
+    if (!inside) return -1;
+    double l[3], w[3] = {0.0, 0.0, 0.0};
+    triangle_closest(v1.w, v2.w, v3.w, l);
+    axpy(w, l[0], v1.w, w);
+    axpy(w, l[1], v2.w, w);
+    axpy(w, l[2], v3.w, w);
+    *depth = sqrt(dot(w, w));
+    if (*depth > 0.0)
+        for (int i = 0; i < 3; i++) m[i] = w[i] / *depth;
+    else
+        for (int i = 0; i < 3; i++) m[i] = n[i];
+    for (int i = 0; i < 3; i++)          /* midway between the shapes' points at the closest */
+        x[i] = 0.5 * (l[0] * (v1.a[i] + v1.b[i]) + l[1] * (v2.a[i] + v2.b[i])
+                      + l[2] * (v3.a[i] + v3.b[i]));
+    return !conv;
+}
+
+/* ------------------------------------------------------------------ shape against shape */
+/* B's face at its points farthest along -m is flat (a box, a mesh, a cylinder's cap). */
+static int flat_towards(const soa_shape *B, const double *m)
+{
+    if (B->type == SOA_SHAPE_BOX || B->type == SOA_SHAPE_MESH) return 1;
+    if (B->type == SOA_SHAPE_CYLINDER) {
+        const double ca = m[0] * B->R[2] + m[1] * B->R[5] + m[2] * B->R[8];
+        return fabs(ca) > 0.9999;
+    }
+    return 0;
+}
+
+/* The line through x along m meets B. */
+static int over(const double *x, const double *m, double len, const soa_shape *B)
+{
+    double R[9], u[3], v[3];
+    const double t[3] = {fabs(m[0]) < 0.9 ? 1.0 : 0.0, fabs(m[0]) < 0.9 ? 0.0 : 1.0, 0.0};
+    cross(m, t, u);
+    const double nu = sqrt(dot(u, u));
+    for (int i = 0; i < 3; i++) u[i] /= nu;
+    cross(m, u, v);
+    for (int i = 0; i < 3; i++) {        /* columns u, v, m */
+        R[3 * i] = u[i];
+        R[3 * i + 1] = v[i];
+        R[3 * i + 2] = m[i];
+    }
+    const soa_shape line = {SOA_SHAPE_CAPSULE, R, x, 0.0, &len, 0, 0};
+    double d = 1.0;
+    gjk(&line, B, 0, &d, 0, 0);
+    return d <= 1e-7;
+}
+
+/* Adds to (x, dep) the features of A (sign +1; of B: -1 with A and B swapped by the caller) that
+ * lie past B's face along m and over it, the points midway into the overlap. */
+static int add_features(const soa_shape *A, const soa_shape *B, const double *m, double len,
+                        double (*x)[3], double *dep, int n)
+{
+    double f[NCAND][3], nm[3] = {-m[0], -m[1], -m[2]}, hb[3];
+    soa_shape_support(B, nm, hb);
+    const double h = -dot(hb, m);        /* h_B(-m) */
+    const int nf = features(A, m, f);
+    for (int i = 0; i < nf && n < 2 * NCAND; i++) {
+        const double d = dot(f[i], m) + h;
+        if (!(d > 0.0) || !over(f[i], m, len, B)) continue;
+        axpy(f[i], -0.5 * d, m, x[n]);
+        dep[n++] = d;
+    }
+    return n;
+}
+
+int soa_collide(const soa_shape *a, const soa_shape *b, soa_manifold *c)
+{
+    const double ra = margin(a), rb = margin(b);
+    double pa[3], pb[3], e[3], d = 1.0;
+    int st = 0;
+    c->n = 1;
+    if (ra > 0.0 || a->type == SOA_SHAPE_SPHERE) {
+        if (rb > 0.0 || b->type == SOA_SHAPE_SPHERE) {   /* spheres, capsules: closed form */
+            double a0[3], a1[3], b0[3], b1[3];
+            segment(a, a0, a1);
+            segment(b, b0, b1);
+            segments_closest(a0, a1, b0, b1, pa, pb);
+        } else {
+            st = gjk(a, b, 0, &d, pa, pb);
+        }
+    } else {
+        st = gjk(a, b, 0, &d, pa, pb);
+    }
+    axpy(pb, -1.0, pa, e);
+    const double dist = sqrt(dot(e, e));
+    double m[3] = {0.0, 0.0, 1.0}, delta = ra + rb - dist;
+    if (dist > 1e-12) {                  /* cores apart: the normal along their closest points */
+        for (int i = 0; i < 3; i++) m[i] = e[i] / dist;
+        for (int i = 0; i < 3; i++) c->x[0][i] = pa[i] + (ra - 0.5 * delta) * m[i];
+    } else if (ra > 0.0 && rb > 0.0) {
+        delta = ra + rb;                 /* spheres/capsules with crossing cores */
+        for (int i = 0; i < 3; i++) c->x[0][i] = pa[i];
+    } else {                             /* cores overlap: MPR on the whole shapes */
+        double x0[3];
+        const int r = mpr(a, b, m, &delta, x0);
+        if (r < 0) delta = 0.0;
+        if (r > 0) st = 1;
+        for (int i = 0; i < 3; i++) c->x[0][i] = x0[i];
+    }
+    for (int i = 0; i < 3; i++) c->m[i] = m[i];
+    c->depth[0] = delta;
+    if (!(delta > 0.0)) return st;
+    /* the manifold: the features of each shape past the other's flat face along m */
+    double x[2 * NCAND][3], dep[2 * NCAND], nm[3] = {-m[0], -m[1], -m[2]};
+    const double len = 2.0 * (soa_shape_bound(a) + soa_shape_bound(b)) + dist + delta;
+    int n = 0;
+    if (flat_towards(b, m)) n = add_features(a, b, m, len, x, dep, n);
+    if (flat_towards(a, nm)) n = add_features(b, a, nm, len, x, dep, n);
+    if (n > 0) reduce(n, x, dep, m, c);
+    return st;
+}

@@ -1,0 +1,51 @@
+/* Collision geometry (docs/contact.md): convex shapes placed in the world, their contacts with
+ * world planes and with each other as contact manifolds (a normal and up to SOA_MANIFOLD points
+ * with their penetrations).  Pure geometry, below contact.c: it knows no bodies, sweeps or laws;
+ * no allocation; C99, libc/libm only. */
+#ifndef SOA_COLLISION_H
+#define SOA_COLLISION_H
+
+enum { SOA_SHAPE_SPHERE, SOA_SHAPE_CAPSULE, SOA_SHAPE_CYLINDER, SOA_SHAPE_BOX, SOA_SHAPE_MESH,
+       SOA_NSHAPES };
+#define SOA_HULL_MAX 32     /* vertices of a convex mesh's hull (the model's table holds as many) */
+#define SOA_MANIFOLD 4      /* contact points of one pair */
+
+/* A convex shape in the world: x_world = R x + p (R row-major 3 x 3).  Sphere: radius r.
+ * Capsule and cylinder: radius r, axis the shape's z, half-length size[0].  Box: half-extents
+ * size[0..2].  Mesh: the hull's nv vertices v (shape frame, nv x 3). */
+typedef struct {
+    int type;
+    const double *R, *p;
+    double r;
+    const double *size;
+    const double *v;
+    int nv;
+} soa_shape;
+
+/* A contact: unit normal m from shape a towards the other (a plane: -n), n points x (world) with
+ * their penetrations depth (> 0: touching); a pair apart has one point and depth = -(its gap, or
+ * a lower bound of it). */
+typedef struct {
+    int n;
+    double m[3];
+    double x[SOA_MANIFOLD][3];
+    double depth[SOA_MANIFOLD];
+} soa_manifold;
+
+/* The radius of a sphere about p that holds the shape. */
+double soa_shape_bound(const soa_shape *s);
+/* out = the shape's point farthest along d (its support point; d need not be unit). */
+void soa_shape_support(const soa_shape *s, const double *d, double *out);
+/* Shape a against the half-space n.x <= o (n unit): the points on the plane under a's deepest
+ * features (file collision.c). */
+void soa_collide_plane(const soa_shape *a, const double *n, double o, soa_manifold *c);
+/* Shape a against shape b: closed forms for spheres and capsules, GJK for the gap of the others,
+ * MPR for their penetration; the points midway into the overlap.  Returns 0, or 1 when the
+ * iterations did not converge (the manifold then holds the last estimate). */
+int soa_collide(const soa_shape *a, const soa_shape *b, soa_manifold *c);
+/* The distance between shapes a and b (0 when they overlap), by GJK; closest points into pa, pb
+ * (either may be NULL).  Returns 0, or 1 when the iterations did not converge. */
+int soa_shape_distance(const soa_shape *a, const soa_shape *b, double *dist, double *pa,
+                       double *pb);
+
+#endif
