@@ -591,7 +591,7 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
  * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
- * call these when m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
+ * call these when m->nm > 0; Algorithm 2 (soa_aba_bias_free) returns SOA_UNSUPPORTED for such models. */
 void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,

@@ -127,7 +127,8 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
         break;
     case SOA_UNSUPPORTED:
         snprintf(buf, n, "this algorithm does not handle flexible bodies (body '%s'); forward and "
-                 "inverse dynamics, the mass matrix, energy, kinematics and simulation do",
+                 "inverse dynamics, M, M^-1, their derivatives, the sensitivities, operational "
+                 "space, energy, kinematics and simulation do",
                  name(nm, SOA_NAME_BODY, i, nb));
         break;
     case SOA_TOO_MANY_SUBSTEPS:

@@ -31,6 +31,11 @@ and the table adds their derivatives: the locals ``der(q[i])`` (θ̇ = f(θ)β) 
 outputs, and ``qdd`` becomes the derivative of ``qd`` (the FMI ``derivative`` attribute,
 :attr:`Variable.derivative`).
 
+The controller FMU (``soa-build-fmu --controller``, docs/systems.md) has its own table,
+:func:`build_controller_table` (a :class:`ControllerTable`): g and the physical parameters as
+above (the controller's model of the plant), the gains and the trajectory, the inputs q, qd,
+q_ref, qd_ref, qdd_ref, the outputs tau, q_des and three Booleans; no states.
+
 Units are SI; a coordinate's unit follows from its joint type (angle or length, quaternion
 components are "1"); generalized forces are N.m for rotational and N for translational dofs.
 """
