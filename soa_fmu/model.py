@@ -769,9 +769,6 @@ class Model:
 
     def _build_core(self) -> _core.Model:
         nb, nv, nc, nm = self.nbodies, self.nv, len(self.constraints), self.max_modes
-        if nm and nc:
-            raise ModelError(f"model {self.name!r}: closure constraints on a model with flexible "
-                             "bodies are not supported")
         if self.mimics and (nm or nc):
             raise ModelError(f"model {self.name!r}: mimic joints on a model with "
                              f"{'flexible bodies' if nm else 'closure constraints'} are not "

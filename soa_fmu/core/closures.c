@@ -267,6 +267,30 @@ static int closure_kinematics(const soa_model *m, soa_data *d, const int *active
     return row0[m->nc];
 }
 
+/* For models with flexible bodies: V_I(k) = phi(I, k) V(k) and alpha_I(k) = phi(I, k) alpha(k) +
+ * [0; -g] from the body-frame sweeps of flexible.c (seed 000 sec. 4), the inertial-frame motion
+ * closure_point reads.  One map carries both: d/dt [phi(I, k) V(k)] = phi(I, k) (alpha(k) + V x~ V)
+ * and V x~ V = 0; flexible.c applies gravity as a force, so the base acceleration of the inertial
+ * sweeps is added back (relative accelerations are unchanged by it).  Needs world placements. */
+static void flex_inertial_motion(const soa_model *m, soa_data *d, int with_acc)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
+        for (int which = 0; which <= with_acc; which++) {
+            double *x = (which ? d->alpha : d->V) + 6 * k, w[3], v[3], c[3];
+            for (int i = 0; i < 3; i++) {
+                w[i] = Rw[3 * i] * x[0] + Rw[3 * i + 1] * x[1] + Rw[3 * i + 2] * x[2];
+                v[i] = Rw[3 * i] * x[3] + Rw[3 * i + 1] * x[4] + Rw[3 * i + 2] * x[5];
+            }
+            cross3(pw, w, c);
+            for (int i = 0; i < 3; i++) {
+                x[i] = w[i];
+                x[3 + i] = v[i] + c[i] + (which ? m->a0[3 + i] : 0.0);
+            }
+        }
+    }
+}
+
 /* Right-hand sides of step (D), row by row (seed 000 eq. 3.11 with Baumgarte stabilization):
  * rhs_dyn = A alpha~f - U~dot,  rhs_stab = 2 alpha (A V~ - U~) + beta^2 e. */
 static void closure_rhs(const soa_model *m, soa_data *d, const int *active, const double *u,
@@ -651,11 +675,19 @@ static soa_status rccfd1(const soa_model *m, soa_data *d, const double *q, const
 {
     soa_status st = {SOA_OK, 0};
     /* (A) the free accelerations, alpha(k) at them, the articulated factors (inertial frame) */
-    const int k = soa_tree_acceleration_inertial(m, d, q, qd, tau, use_fext, d->cl_qfree);
-    if (k >= 0) {
-        st.kind = SOA_SINGULAR;
-        st.index = k;
-        return st;
+    if (m->nm) {                     /* flexible bodies: body-frame sweeps, factors in flexible.c */
+        st = soa_flex_fd(m, d, q, qd, tau, use_fext, d->cl_qfree);
+        if (st.kind != SOA_OK) return st;
+        soa_outward_placements(m, d, q);              /* + the node columns Gamma, for step (C) */
+        soa_world_placements(m, d);
+        flex_inertial_motion(m, d, 1);
+    } else {
+        const int k = soa_tree_acceleration_inertial(m, d, q, qd, tau, use_fext, d->cl_qfree);
+        if (k >= 0) {
+            st.kind = SOA_SINGULAR;
+            st.index = k;
+            return st;
+        }
     }
     /* (B) closure points, free relative accelerations, errors, right-hand sides */
     const int n = closure_kinematics(m, d, active, anchors, 1);
@@ -782,6 +814,7 @@ soa_status soa_constrained_fd_method(const soa_model *m, soa_data *d, int method
 {
     soa_status st = {SOA_BAD_ARG, 3};
     if (method != SOA_RCCFD1 && method != SOA_RCCFD2 && method != SOA_RCCFD3) return st;
+    if (m->nm && method != SOA_RCCFD1) return soa_flex_unsupported(m);   /* RCCFD1 only */
     st = check_fd_inputs(m, q, qd, tau, u, udot, anchors, alpha, beta);
     if (st.kind != SOA_OK) return st;
     if (method == SOA_RCCFD1)
@@ -814,15 +847,24 @@ soa_status soa_project_velocities(const soa_model *m, soa_data *d, const double 
     if (st.kind != SOA_OK) return st;
     st = check_closure_inputs(m, u, NULL, NULL, 0.0, 0.0);
     if (st.kind != SOA_OK) return st;
-    soa_outward_placements(m, d, q);
-    soa_world_placements(m, d);
-    const int k = soa_riccati_sweep(m, d, 1);             /* also Sw and Mw */
-    if (k >= 0) {
-        st.kind = SOA_SINGULAR;
-        st.index = k;
-        return st;
+    if (m->nm) {                                          /* flexible bodies (rccfd1) */
+        st = soa_flex_factor(m, d, q);
+        if (st.kind != SOA_OK) return st;
+        soa_outward_placements(m, d, q);
+        soa_world_placements(m, d);
+        soa_flex_velocities(m, d, qd);
+        flex_inertial_motion(m, d, 0);
+    } else {
+        soa_outward_placements(m, d, q);
+        soa_world_placements(m, d);
+        const int k = soa_riccati_sweep(m, d, 1);         /* also Sw and Mw */
+        if (k >= 0) {
+            st.kind = SOA_SINGULAR;
+            st.index = k;
+            return st;
+        }
+        soa_inertial_velocities(m, d, qd);
     }
-    soa_inertial_velocities(m, d, qd);
     closure_kinematics(m, d, active, NULL, 0);
     double scale = 1.0;                                    /* rhs_dyn = A V~ - U~ */
     for (int j = 0; j < m->nc; j++) {
@@ -857,8 +899,14 @@ soa_status soa_closure_state(const soa_model *m, soa_data *d, const double *q, c
     }
     st = check_closure_inputs(m, u, udot, anchors, alpha, beta);
     if (st.kind != SOA_OK) return st;
-    soa_inertial_kinematics(m, d, q, qd);
-    soa_inertial_accelerations(m, d, qdd, m->a0);
+    if (m->nm) {                     /* flexible bodies: Newton-Euler's outward sweep, converted */
+        soa_flex_rnea(m, d, q, qd, qdd, 0, d->tau_j);
+        soa_world_placements(m, d);
+        flex_inertial_motion(m, d, 1);
+    } else {
+        soa_inertial_kinematics(m, d, q, qd);
+        soa_inertial_accelerations(m, d, qdd, m->a0);
+    }
     closure_kinematics(m, d, active, anchors, 1);
     closure_rhs(m, d, active, u, udot, alpha, beta);
     return st;

@@ -613,12 +613,14 @@ FLEX_INLINE void fd_outward(const soa_model *m, soa_data *d, int k, const double
 }
 
 /* Body k's inward step: the modal then the joint innovations step on P(k)'s V block A (it becomes
- * P+), and the hand-over to the parent; 0 if D(k) is not positive definite. */
-FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *tau, flex_dims dm)
+ * P+), and the hand-over to the parent; diag (nv: the armature, or what an implicit stage adds)
+ * on D(k)'s diagonal; 0 if D(k) is not positive definite. */
+FLEX_INLINE int fd_inward(const soa_model *m, soa_data *d, int k, const double *tau,
+                          const double *diag, flex_dims dm)
 {
     const int p = m->parent[k], nj = m->nvj[k], mk = dm.mk, v0 = m->v0[k], nx = 6 + dm.nm;
     const double *P = (m->fl_kids[k] ? d->fl_P : m->fl_M) + nx * nx * k;   /* a leaf's P is M */
-    const double *z = d->fl_z + nx * k, *arm = m->armature + v0;
+    const double *z = d->fl_z + nx * k, *arm = diag + v0;
     double *L = d->fl_L + nx * nx * k, *W = d->fl_Y + 6 * nx * k, *w = d->fl_u + nx * k;
     double A[36], zv[6];
     for (int i = 0; i < 6; i++) {
@@ -712,6 +714,14 @@ static int uniform_modes(const soa_model *m, int k)
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd)
 {
+    return soa_flex_fd_diag(m, d, q, qd, tau, use_fext, m->armature, qdd);
+}
+
+/* The same with diag (nv) in place of the armature on D(k)'s diagonal (seed 001 eq. 35): the
+ * sweep of a linearly implicit stage, diag = a + g B + g^2 K (integrators.c). */
+soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                            const double *tau, int use_fext, const double *diag, double *qdd)
+{
     const int nb = m->nb;
     soa_status st = {SOA_OK, 0};
     int all = nb ? uniform_modes(m, 0) : 0;                /* M if every body runs M's kernels */
@@ -728,10 +738,10 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
     for (int k = nb - 1; k >= 0; k--) {
         int ok;
         switch (all ? all : uniform_modes(m, k)) {
-#define FLEX_IN(M) case M: ok = fd_inward(m, d, k, tau, FLEX_DIMS(M)); break;
+#define FLEX_IN(M) case M: ok = fd_inward(m, d, k, tau, diag, FLEX_DIMS(M)); break;
         FLEX_UNROLLED(FLEX_IN)
 #undef FLEX_IN
-        default: ok = fd_inward(m, d, k, tau, dims_of(m, k));
+        default: ok = fd_inward(m, d, k, tau, diag, dims_of(m, k));
         }
         if (!ok) {
             st.kind = SOA_SINGULAR;
@@ -1036,8 +1046,7 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
 }
 
 /* {SOA_UNSUPPORTED, the first flexible body} for a model with flexible bodies, else SOA_OK: the
- * answer of the algorithm families not extended to them (closures, operational space's
- * inertia, Algorithm 2). */
+ * answer of the algorithm families not extended to them (closures, Algorithm 2). */
 soa_status soa_flex_unsupported(const soa_model *m)
 {
     soa_status st = {SOA_OK, 0};
