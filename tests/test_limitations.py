@@ -88,6 +88,7 @@ def test_threads_statement_matches_the_code():
                                        ("four_bar.toml", "closure constraints")])
 def test_implicit_integrator_refuses_flexible_and_closed_chains(name, what):
     from soa_fmu.integrators import IntegrationError
-    assert "`implicit` integrator" in PAGE and what in PAGE
-    with pytest.raises(IntegrationError, match=f"implicit integrator does not handle {what}"):
-        sf.simulate(sf.load_model(EX / name), 0.01, method="implicit")
+    assert "`implicit` and `ros2` integrators" in PAGE and what in PAGE
+    for method in ("implicit", "ros2"):
+        with pytest.raises(IntegrationError, match=f"implicit integrator does not handle {what}"):
+            sf.simulate(sf.load_model(EX / name), 0.01, method=method)
