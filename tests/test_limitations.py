@@ -34,17 +34,6 @@ def test_page_names_this_test():
     assert "tests/test_limitations.py" in PAGE
 
 
-@pytest.mark.parametrize("method", ["rccfd2", "rccfd3"])
-def test_flexible_bodies_are_unsupported_by_these_families(method):
-    model = sf.load_model(EX / "flexible_arm.toml")
-    model.add_constraint("pin", "ball", model.bodies[-1].name, "world")
-    q, z = model.neutral_configuration(), np.zeros(model.nv)
-    assert model.max_modes > 0 and f'"{method}"' in PAGE
-    sf.constrained_forward_dynamics(model, q, z, z)                 # RCCFD1 takes it
-    with pytest.raises(_core.StatusError, match="flexible"):
-        sf.constrained_forward_dynamics(model, q, z, z, method=method)
-
-
 def test_algorithm_2_refuses_flexible_bodies(flexible):
     model, q, z = flexible
     assert "`forward_dynamics_bias_free`" in PAGE
@@ -61,13 +50,6 @@ def test_flexible_bodies_run_the_documented_algorithms(flexible):
               lambda: sf.correction_accelerations(model, q, {model.bodies[-1].name: np.ones(6)}),
               lambda: sf.operational_space_inertia_inverse(model, q, [model.bodies[-1].name])):
         assert np.all(np.isfinite(f()))
-
-
-def test_flexible_fmu_has_no_directional_derivatives():
-    with zipfile.ZipFile(build("flexible_arm.toml", runtime="native")) as z:
-        xml = z.read("modelDescription.xml").decode()
-    assert 'providesDirectionalDerivative="true"' not in xml
-    assert "providesDirectionalDerivative" in PAGE
 
 
 def test_constraint_kinds_are_two_sided_only():
@@ -106,6 +88,7 @@ def test_threads_statement_matches_the_code():
                                        ("four_bar.toml", "closure constraints")])
 def test_implicit_integrator_refuses_flexible_and_closed_chains(name, what):
     from soa_fmu.integrators import IntegrationError
-    assert "`implicit` integrator" in PAGE and what in PAGE
-    with pytest.raises(IntegrationError, match=f"implicit integrator does not handle {what}"):
-        sf.simulate(sf.load_model(EX / name), 0.01, method="implicit")
+    assert "`implicit` and `ros2` integrators" in PAGE and what in PAGE
+    for method in ("implicit", "ros2"):
+        with pytest.raises(IntegrationError, match=f"implicit integrator does not handle {what}"):
+            sf.simulate(sf.load_model(EX / name), 0.01, method=method)
