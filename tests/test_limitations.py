@@ -34,13 +34,6 @@ def test_page_names_this_test():
     assert "tests/test_limitations.py" in PAGE
 
 
-def test_algorithm_2_refuses_flexible_bodies(flexible):
-    model, q, z = flexible
-    assert "`forward_dynamics_bias_free`" in PAGE
-    with pytest.raises(_core.StatusError, match="flexible"):
-        sf.forward_dynamics_bias_free(model, q, z, z)
-
-
 def test_flexible_bodies_run_the_documented_algorithms(flexible):
     model, q, z = flexible
     for f in (lambda: sf.forward_dynamics(model, q, z, z), lambda: sf.inverse_dynamics(model, q, z, z),
@@ -48,7 +41,8 @@ def test_flexible_bodies_run_the_documented_algorithms(flexible):
               lambda: sf.coriolis_matrix(model, q, z), lambda: sf.mass_matrix_inverse(model, q),
               lambda: sf.linearize(model, q, z, z)[0],
               lambda: sf.correction_accelerations(model, q, {model.bodies[-1].name: np.ones(6)}),
-              lambda: sf.operational_space_inertia_inverse(model, q, [model.bodies[-1].name])):
+              lambda: sf.operational_space_inertia_inverse(model, q, [model.bodies[-1].name]),
+              lambda: sf.forward_dynamics_bias_free(model, q, z, z)[0]):
         assert np.all(np.isfinite(f()))
 
 

@@ -61,7 +61,8 @@ typedef enum {
                            semi-definite or breaking the triangle inequality (soa_inertia_problem) */
     SOA_BAD_DISSIPATION, /* damping or friction of velocity dof index is not finite and >= 0;
                             index nv: the friction regularization velocity is not finite and > 0 */
-    SOA_UNSUPPORTED,    /* this algorithm does not handle flexible bodies (body index) */
+    SOA_UNSUPPORTED,    /* an algorithm that does not handle flexible bodies (body index); every
+                           family takes them today: kept so that the status codes stay stable */
     SOA_BAD_JOINT,      /* the armature or a joint stop (limits, stiffness, damping) of velocity
                            dof index is not finite and >= 0, or lower > upper */
     SOA_IMPLICIT_UNSUPPORTED, /* the implicit integrator does not handle this model: index 0
@@ -591,7 +592,7 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
  * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
- * call these when m->nm > 0; Algorithm 2 (soa_aba_bias_free) returns SOA_UNSUPPORTED for such models. */
+ * call these when m->nm > 0 (every algorithm family takes flexible bodies). */
 void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
@@ -613,6 +614,9 @@ void soa_flex_solve(const soa_model *m, soa_data *d, double *X, int ncols, int l
 void soa_flex_solve_forces(const soa_model *m, soa_data *d, const double *T, const double *fext,
                            double *x);
 soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
+/* soa_aba_bias_free (seed 001 Algorithm 2) with flexible bodies. */
+soa_status soa_flex_aba_bias_free(const soa_model *m, soa_data *d, const double *q,
+                                  const double *qd, const double *tau, int use_fext, double *qdd);
 /* The derivatives of soa_rnea_derivatives / soa_aba_derivatives with flexible bodies. */
 soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const double *q,
                                      const double *qd, const double *qdd, int use_fext,
@@ -620,7 +624,6 @@ soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const doub
 soa_status soa_flex_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
                                     const double *qd, const double *tau, int use_fext, double *ddq,
                                     double *ddv, int ld, double *Minv);
-soa_status soa_flex_unsupported(const soa_model *m);   /* SOA_OK for rigid models */
 
 /* ------------------------------------------------------------------ dissipation.c */
 /* The joint forces the simulator applies: tau - d qd - f_c tanh(qd / v_s) + the stops' forces
