@@ -178,11 +178,6 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
     soa_status st = soa_check_inputs(m, q, qd, tau);
     if (st.kind == SOA_OK) st = check_step(m, q, qd, 0.0, h, nsub);
     if (st.kind != SOA_OK) return st;
-    if (m->nm) {
-        st.kind = SOA_IMPLICIT_UNSUPPORTED;
-        st.index = 0;
-        return st;
-    }
     for (int step = 0; step < nsub; step++) {
         const double *T = soa_joint_forces(m, d, q, qd, tau);
         soa_implicit_terms(m, d, q, qd, T, h);
@@ -190,7 +185,15 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
         const int use = ((use_fext & ~SOA_CONTACT_HELD) ? SOA_USE_FEXT : 0)
                         | (m->nsph ? SOA_USE_CONTACT : 0)
                         | (step == 0 && m->nsph ? use_fext & SOA_CONTACT_HELD : 0);
-        const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, qdd);
+        int k;
+        if (m->nm) {                  /* flexible bodies: + the modes' strain and damping (flexible.c) */
+            soa_flex_implicit_terms(m, d, qd, h, NULL, NULL);
+            const soa_status sf = soa_flex_fd_diag(m, d, q, qd, d->jrhs, use & SOA_USE_FEXT, d->jdiag,
+                                                   qdd);
+            k = sf.kind == SOA_OK ? -1 : sf.index;
+        } else {
+            k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, qdd);
+        }
         if (k >= 0) {
             st.kind = SOA_SINGULAR;
             st.index = k;

@@ -592,6 +592,8 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
                        const double *tau, int use_fext, double *qdd);
 soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
                             const double *tau, int use_fext, const double *diag, double *qdd);
+void soa_flex_implicit_terms(const soa_model *m, soa_data *d, const double *qd, double g,
+                             const double *r, const double *s);
 soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
                          const double *qdd, int use_fext, double *tau);
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M);
