@@ -1,9 +1,10 @@
 """Build an FMU from a model file (SPEC §1 step 2).
 
     python build_fmu.py model.urdf -o Arm.fmu [--name Arm] [--floating-base]
-                        [--integrator auto|rk4|euler|implicit|dop853] [--step 0.001]
+                        [--integrator auto|rk4|euler|implicit|ros2|dop853] [--step 0.001]
                         [--no-stops]
                         [--runtime native|python] [--fmi 2|3] [--interface cs|me|both]
+                        [--controller]
 
 (also installed as ``soa-build-fmu``).  The default is a native FMU (a shared library compiled
 from the C core, with its C sources; :mod:`soa_fmu.fmu.native`), FMI 2.0 with Model Exchange and
@@ -31,6 +32,10 @@ installed) is bundled with it, so the host's Python needs only numpy (docs/fmu.m
 modelDescription.xml is written by :mod:`model_descriptions.generator` from the same variable
 table the slave registers (FMI 3.0: :mod:`model_descriptions.generator_fmi3`), and checked
 against the FMI 2.0 (3.0) XSD before the FMU is written.
+
+``--controller`` builds the model's computed-torque controller instead (native; the variable table
+:func:`soa_fmu.fmu.variables.build_controller_table`, the controller role of the native instance,
+``soa_fmu/fmu/native/controller.c``; docs/systems.md).
 
 Bad input exits with status 1 and one line on stderr.
 """
@@ -432,10 +437,9 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     # contact (core/contact.c) and mimic couplings (core/mimic.c): their derivatives are not
     # formed, so no flag for either
     underived = bool(model.contact_spheres) or bool(model.mimics)
-    flags = {"directional_derivatives": native and not model.flexible and not underived
-             and not controller,
-             "me_directional_derivatives": native and not model.constraints and not model.flexible
-             and not underived and not controller}
+    flags = {"directional_derivatives": native and not underived and not controller,
+             "me_directional_derivatives": native and not model.constraints and not underived
+             and not controller}
     if fmi == 3:
         xml_root = generator_fmi3.model_description(
             table, model_name=model.name, identifier=identifier, guid=guid,

@@ -1,6 +1,6 @@
 """The algorithm families beyond FD/ID/M with flexible bodies (issue 34; seed 000 §4 in the
-recursions of soa_fmu/core/flexible.c): M⁻¹ in factored form (M⁻¹M = I), the forward-dynamics
-input map and the correction accelerations M⁻¹J*f (against dense solves), the ID/FD derivatives
+recursions of soa_fmu/core/flexible.c): M⁻¹ in factored form (M⁻¹M = I), the correction
+accelerations M⁻¹J*f and the operational-space Λ⁻¹ = J M⁻¹ Jᵀ (against dense solves), the ID/FD derivatives
 and the state-space linearization (against central differences of the engine's own FD/ID), on the
 flexible arm, the spacecraft (a free base with two flexible panels) and random flexible trees."""
 from __future__ import annotations
@@ -71,6 +71,19 @@ def test_correction_accelerations_are_a_dense_solve(case):
     f = {n: rng.normal(size=6) for n in names}
     JTf = sum(sf.frame_jacobian(model, q, n).T @ _body_to_world(model, q, n, f[n]) for n in names)
     assert rel(sf.correction_accelerations(model, q, f), Minv @ JTf) <= 1e-9
+
+
+@pytest.mark.parametrize("reference", ["world", "local"])
+def test_operational_space_inertia_is_j_minv_jt(case, reference):
+    """Λ⁻¹ = J M⁻¹ Jᵀ (dense, frame_jacobian) for bodies and node frames together, world-aligned
+    and local axes: block columns through the factored form, the smoother's α giving every
+    point's acceleration."""
+    model, q, _, _ = case
+    frames = list(model.frames)[:3] + [model.bodies[-1].name, model.bodies[1].name]
+    J = np.vstack([sf.frame_jacobian(model, q, f, reference=reference) for f in frames])
+    Linv = sf.operational_space_inertia_inverse(model, q, frames, reference)
+    assert np.array_equal(Linv, Linv.T)
+    assert rel(Linv, J @ np.linalg.inv(sf.mass_matrix(model, q)) @ J.T) <= 1e-9
 
 
 def _body_to_world(model, q, name, f):

@@ -412,6 +412,13 @@ def test_an_fmu_carries_its_meshes_and_is_viewed_alone_with_its_options(tmp_path
         np.testing.assert_allclose(P[-1], sf.frame_pose(model, res["q"][-1], name)[1], atol=2e-6)
     again = scene_of(sf.animate(fmu, tmp_path / "r.csv", tmp_path / "k2.html"))   # sf.animate too
     assert again["meshes"] == sc["meshes"]
+    import xarray as xr                                    # and a soa-sweep sample (--view K)
+    qs = np.stack([res["q"], res["q"][::-1]])
+    xr.Dataset({f"q[{i + 1}]": (("sample", "time"), qs[:, :, i]) for i in range(model.nq)},
+               coords={"time": res["t"]}).to_netcdf(tmp_path / "s.nc", engine="h5netcdf")
+    sample = scene_of(cli.view_sample(fmu, tmp_path / "s.nc", 1))
+    np.testing.assert_allclose(f32(node(sample, "bodies", "hand")["position"], 3)[0],
+                               sf.frame_pose(model, res["q"][-1], "hand")[1], atol=2e-6)
     assert cli.main([str(fmu), str(tmp_path / "r.csv"), "-o", str(tmp_path / "x.html"),
                      "--floating-base"]) == 1
     assert "Kit.fmu says in its resources/fmu.json how its model is read" in capsys.readouterr().err
@@ -444,3 +451,65 @@ def test_first_view_frames_the_model_at_t0_and_the_floor_lies_under_it(tmp_path)
     model.add_contact_plane("ground", point=(0.0, 0.0, -3.0), normal=(0.0, 0.0, 1.0))
     sc = scene_of(sf.animate(model, res, tmp_path / "g.html"))
     assert sc["camera"]["grid"]["centre"][2] == -3.0          # the contact floor
+
+
+MJCF = """<mujoco model="shapes">
+  <asset><mesh name="wedge" vertex="0 0 0  0.2 0 0  0 0.1 0  0 0 0.3"/>
+         <material name="blue" rgba="0 0 1 1"/></asset>
+  <worldbody><geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="a" pos="0 0 1"><joint name="h" type="hinge" axis="0 1 0" pos="0 0 0.2" ref="0.3"/>
+      <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.04" material="blue"/>
+      <geom type="box" size="0.1 0.1 0.1" group="3"/>
+      <body name="b" pos="0.4 0 0"><joint name="s" type="slide" axis="1 0 0" pos="0.1 0 0"/>
+        <joint name="h2" type="hinge" axis="0 0 1" pos="0.05 0.02 0"/>
+        <geom type="mesh" mesh="wedge" pos="0.1 0 0" euler="10 20 30" rgba="1 0 0 1"/>
+        <geom type="ellipsoid" size="0.05 0.08 0.03" pos="0.2 0.05 0"/></body></body>
+  </worldbody></mujoco>"""
+
+
+def test_mjcf_geoms_drawn_where_mujoco_puts_them(tmp_path):
+    """An MJCF file's geoms of groups 0-2 (capsule, mesh, ellipsoid; a group-3 box is not drawn)
+    sit in the page where MuJoCo's own kinematics puts them (geom_xpos, geom_xmat after
+    mj_kinematics at the same qpos), with the material's or their own colour; from its FMU
+    (the compiled .mjb) the same."""
+    pytest.importorskip("mujoco")
+    import mujoco
+
+    import build_fmu
+    from soa_fmu.io.mjcf import q_from_qpos
+    (tmp_path / "s.xml").write_text(MJCF)
+    model = sf.load_model(tmp_path / "s.xml")
+    m = mujoco.MjModel.from_xml_path(str(tmp_path / "s.xml"))
+    d = mujoco.MjData(m)
+    d.qpos[:] = [0.7, 0.05, -0.4]
+    mujoco.mj_kinematics(m, d)
+    q = q_from_qpos(m, d.qpos)
+    res = {"t": np.array([0.0, 1.0]), "q": np.tile(q, (2, 1))}
+    with pytest.warns(UserWarning):
+        fmu = build_fmu.build(tmp_path / "s.xml", tmp_path / "S.fmu")
+    for page in (sf.animate(model, res, tmp_path / "s.html"), sf.animate(fmu, res, tmp_path / "f.html")):
+        sc = scene_of(page)
+        drawn = {}
+        for name in ("a", "b"):
+            n = node(sc, "bodies", name)
+            P, R = f32(n["position"], 3)[0], rotation(f32(n["quaternion"], 4))[0]
+            for it in n["items"]:
+                if it["color"] == [0.95, 0.45, 0.05, 0.6]:                  # contact geometry
+                    continue
+                M = np.array(it["matrix"]).reshape(4, 4).T
+                drawn.setdefault(name, []).append((it["kind"], R @ M[:3, :3], P + R @ M[:3, 3], it["color"]))
+        a, b = drawn["a"], drawn["b"]
+        assert [k for k, *_ in a] == ["cylinder", "sphere", "sphere"] and [k for k, *_ in b] == ["mesh", "mesh"]
+        cyl, mesh, ell = a[0], b[0], b[1]
+        np.testing.assert_allclose(cyl[2], d.geom_xpos[1], atol=1e-6)        # capsule's centre
+        np.testing.assert_allclose(cyl[1] @ [0, 1, 0], d.geom_xmat[1].reshape(3, 3)[:, 2], atol=1e-6)
+        assert cyl[3] == [0, 0, 1, 1] and mesh[3] == [1, 0, 0, 1]
+        for (kind, Rw, pw, _), g in ((mesh, 3), (ell, 4)):
+            np.testing.assert_allclose(pw, d.geom_xpos[g], atol=1e-6)
+        np.testing.assert_allclose(mesh[1], d.geom_xmat[3].reshape(3, 3), atol=1e-6)
+        np.testing.assert_allclose(ell[1], d.geom_xmat[4].reshape(3, 3) @ np.diag([0.05, 0.08, 0.03]),
+                                   atol=1e-6)                                  # the unit sphere, scaled
+        V = f32(sc["meshes"][node(sc, "bodies", "b")["items"][0]["mesh"]]["positions"], 3)
+        world = V @ mesh[1].T + mesh[2]
+        np.testing.assert_allclose(np.sort(world, axis=0), np.sort(
+            np.asarray(m.mesh_vert, float) @ d.geom_xmat[3].reshape(3, 3).T + d.geom_xpos[3], axis=0), atol=1e-5)

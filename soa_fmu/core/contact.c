@@ -351,7 +351,7 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
  *
  * (seed 000 eq. 3.10 and A.3-A.5, seed 002 eqs. 19-20; pair_inertia_inverse: the 3 x 3 blocks
  * of the contact points only, O(sum of their depths) + O(n_c^2) per shared body).  With
- * u = -h K J beta,
+ * u = -h K J beta (a Rosenbrock stage: u = -h K J r + C J s, its r and s; docs/joints.md),
  *
  *     (I + C Lambda^-1) z = C (J qdd + Lambda^-1 u),   qdd <- qdd + M^-1 J* (u - z)
  *
@@ -360,9 +360,11 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
  * runs (O(N)).  The semi-implicit Euler step beta+ = beta + h qdd, theta+ = theta (+) h beta+ is
  * then linearly implicit in the contact: its stiffness and damping no longer bound the step. */
 
-/* C = h B + h^2 K and K of pair p (row-major 3 x 3; file comment). */
-static void pair_jacobians(const soa_data *d, int p, const double *F, double h, double *C,
-                           double *K)
+/* C = h B + h^2 K and K of pair p (row-major 3 x 3; file comment); secant: the friction's part
+ * of B is its secant (mu f_n / s) P, f_t = -(mu f_n / s) v_t, without the - v_t v_t* / s^2 of the
+ * tangent, which vanishes where the friction saturates (a Rosenbrock stage's choice, integrators.c). */
+static void pair_jacobians(const soa_data *d, int p, const double *F, double h, int secant,
+                           double *C, double *K)
 {
     const double *mn = d->ct_normal + 3 * p, *v = d->ct_vrel + 3 * p, *law = d->ct_law_p + SOA_CT_NLAW * p;
     const double fn = -(F[0] * mn[0] + F[1] * mn[1] + F[2] * mn[2]);
@@ -381,7 +383,8 @@ static void pair_jacobians(const soa_data *d, int p, const double *F, double h, 
     for (int i = 0; i < 3; i++) {
         const double e = mn[i] + mu * vt[i] / s;        /* (m + mu v_t / s) */
         for (int j = 0; j < 3; j++) {
-            const double b = bn * e * mn[j] + bt * ((i == j) - mn[i] * mn[j] - vt[i] * vt[j] / s2);
+            const double b = bn * e * mn[j]
+                             + bt * ((i == j) - mn[i] * mn[j] - (secant ? 0.0 : vt[i] * vt[j] / s2));
             K[3 * i + j] = kn * e * mn[j];
             C[3 * i + j] = h * b + h * h * K[3 * i + j];
         }
@@ -556,7 +559,8 @@ static void pair_inertia_inverse(const soa_model *m, soa_data *d, int na, double
     }
 }
 
-void soa_contact_implicit(const soa_model *m, soa_data *d, double h, double *qdd)
+void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
+                          const double *s, int secant, double *qdd)
 {
     static const double zero6[6] = {0, 0, 0, 0, 0, 0};
     SOA_SIZES(m);
@@ -568,17 +572,30 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, double *qdd
         point_geometries(m, p, &a, &b);
         d->ci_body[2 * na] = m->sp_body[a];
         d->ci_body[2 * na + 1] = b >= 0 ? m->sp_body[b] : -1;
-        pair_jacobians(d, p, F, h, d->ci_B + 9 * na, d->ci_K + 9 * na);
+        pair_jacobians(d, p, F, h, secant, d->ci_B + 9 * na, d->ci_K + 9 * na);
         d->ci_pair[na++] = p;
     }
     if (na == 0) return;
     const int n3 = 3 * na;
     const double *L = d->ci_L;
     pair_inertia_inverse(m, d, na, d->ci_L);
-    for (int i = 0; i < na; i++) {                      /* u = -h K J beta (J beta = v of the pair) */
-        const double *K = d->ci_K + 9 * i, *v = d->ct_vrel + 3 * d->ci_pair[i];
-        for (int r = 0; r < 3; r++)
-            d->ci_u[3 * i + r] = -h * (K[3 * r] * v[0] + K[3 * r + 1] * v[1] + K[3 * r + 2] * v[2]);
+    for (int i = 0; i < na; i++) {                      /* u = -h K J r + C J s (J beta = v of the pair) */
+        const int p = d->ci_pair[i];
+        const double *K = d->ci_K + 9 * i, *C = d->ci_B + 9 * i, *x = d->ct_point + 3 * p;
+        double v[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0};
+        if (r) {
+            point_rate(m, d, d->ci_body[2 * i], x, r, 1.0, v);
+            point_rate(m, d, d->ci_body[2 * i + 1], x, r, -1.0, v);
+        } else {
+            for (int t = 0; t < 3; t++) v[t] = d->ct_vrel[3 * p + t];
+        }
+        if (s) {
+            point_rate(m, d, d->ci_body[2 * i], x, s, 1.0, w);
+            point_rate(m, d, d->ci_body[2 * i + 1], x, s, -1.0, w);
+        }
+        for (int t = 0; t < 3; t++)
+            d->ci_u[3 * i + t] = -h * (K[3 * t] * v[0] + K[3 * t + 1] * v[1] + K[3 * t + 2] * v[2])
+                                 + C[3 * t] * w[0] + C[3 * t + 1] * w[1] + C[3 * t + 2] * w[2];
     }
     for (int i = 0; i < na; i++) {                      /* w = J qdd + Lambda^-1 u; A = I + C Lambda^-1 */
         const int p = d->ci_pair[i];

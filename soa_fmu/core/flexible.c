@@ -1068,8 +1068,7 @@ void soa_flex_implicit_terms(const soa_model *m, soa_data *d, const double *qd, 
 }
 
 /* {SOA_UNSUPPORTED, the first flexible body} for a model with flexible bodies, else SOA_OK: the
- * answer of the algorithm families not extended to them (closures, operational space's
- * inertia, Algorithm 2). */
+ * answer of the algorithm families not extended to them (closures, Algorithm 2). */
 soa_status soa_flex_unsupported(const soa_model *m)
 {
     soa_status st = {SOA_OK, 0};

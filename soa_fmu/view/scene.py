@@ -127,7 +127,7 @@ class SceneBuilder:
             self.Rw[i], self.pw[i] = w.Rw, w.pw
         self.nodes: list[Node] = []
         self.meshes: list[Mesh] = []
-        self._mesh_index: dict[Path, int | None] = {}
+        self._mesh_index: dict[object, int | None] = {}     # mesh file (or inline Mesh's id) -> index
         ext = np.abs(self.pw.reshape(-1, 3) - self.pw.reshape(-1, 3).mean(axis=0)).max() if nb else 0.0
         lengths = [np.linalg.norm(b.translation) for b in model.bodies]
         self.size = max([ext, *lengths, 0.2])                  # the mechanism's size, m
@@ -135,12 +135,13 @@ class SceneBuilder:
 
     # ---- items
     def mesh_item(self, v: Visual) -> dict | None:
-        if v.file not in self._mesh_index:
-            m = load_mesh(v.file)
-            self._mesh_index[v.file] = None if m is None else len(self.meshes)
+        key = v.file if v.mesh is None else id(v.mesh)
+        if key not in self._mesh_index:
+            m = load_mesh(v.file) if v.mesh is None else v.mesh
+            self._mesh_index[key] = None if m is None else len(self.meshes)
             if m is not None:
                 self.meshes.append(m)
-        i = self._mesh_index[v.file]
+        i = self._mesh_index[key]
         if i is None:
             return None
         return {"kind": "mesh", "mesh": i, "matrix": _matrix(v.R, v.p, v.scale),
@@ -203,8 +204,8 @@ class SceneBuilder:
                 frames_on.setdefault(k, []).append({"kind": "axes", "size": [0.08 * self.size],
                                                     "matrix": _matrix(R, p)})
         for k, b in enumerate(m.bodies):
-            if b.frame_only:
-                items = []
+            if b.frame_only or (visuals and b.name not in visuals and b.mass == 0):
+                items = []                 # (a massless link of a model with shapes: nothing to see)
             elif b.name in visuals:
                 items = [self.visual_item(v) for v in visuals[b.name]]
             elif b.flexible is not None:
