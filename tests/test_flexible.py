@@ -347,8 +347,6 @@ def test_algorithms_not_extended_to_flexible_bodies_refuse_clearly():
     m.add_constraint("pin", "ball", m.bodies[-1].name, "world")
     q, qd = m.neutral_configuration(), np.zeros(m.nv)
     with pytest.raises(sf._core.StatusError, match="does not handle flexible bodies"):
-        sf.constrained_forward_dynamics(m, q, qd, qd, method="rccfd2")
-    with pytest.raises(sf._core.StatusError, match="does not handle flexible bodies"):
         sf.forward_dynamics_bias_free(m, q, qd, np.zeros(m.nv))
 
 

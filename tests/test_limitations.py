@@ -34,17 +34,6 @@ def test_page_names_this_test():
     assert "tests/test_limitations.py" in PAGE
 
 
-@pytest.mark.parametrize("method", ["rccfd2", "rccfd3"])
-def test_flexible_bodies_are_unsupported_by_these_families(method):
-    model = sf.load_model(EX / "flexible_arm.toml")
-    model.add_constraint("pin", "ball", model.bodies[-1].name, "world")
-    q, z = model.neutral_configuration(), np.zeros(model.nv)
-    assert model.max_modes > 0 and f'"{method}"' in PAGE
-    sf.constrained_forward_dynamics(model, q, z, z)                 # RCCFD1 takes it
-    with pytest.raises(_core.StatusError, match="flexible"):
-        sf.constrained_forward_dynamics(model, q, z, z, method=method)
-
-
 def test_algorithm_2_refuses_flexible_bodies(flexible):
     model, q, z = flexible
     assert "`forward_dynamics_bias_free`" in PAGE
