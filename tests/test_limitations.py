@@ -78,11 +78,11 @@ def test_threads_statement_matches_the_code():
         assert "data" in sf.forward_dynamics.__code__.co_varnames
 
 
-@pytest.mark.parametrize("name,what", [("flexible_arm.toml", "flexible bodies"),
-                                       ("four_bar.toml", "closure constraints")])
-def test_implicit_integrator_refuses_flexible_and_closed_chains(name, what):
+def test_implicit_integrators_refuse_closed_chains_and_take_flexible_bodies():
     from soa_fmu.integrators import IntegrationError
-    assert "`implicit` and `ros2` integrators" in PAGE and what in PAGE
+    assert "`implicit` and `ros2` integrators" in PAGE and "closure constraints" in PAGE
     for method in ("implicit", "ros2"):
-        with pytest.raises(IntegrationError, match=f"implicit integrator does not handle {what}"):
-            sf.simulate(sf.load_model(EX / name), 0.01, method=method)
+        with pytest.raises(IntegrationError, match="implicit integrator does not handle closure"):
+            sf.simulate(sf.load_model(EX / "four_bar.toml"), 0.01, method=method)
+        res = sf.simulate(sf.load_model(EX / "flexible_arm.toml"), 0.01, method=method)
+        assert np.all(np.isfinite(res["q"]))

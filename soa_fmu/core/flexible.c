@@ -1070,3 +1070,25 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
     *potential = U;
     return (soa_status){SOA_OK, 0};
 }
+
+/* The modal part of a linearly implicit stage (integrators.c, docs/joints.md) for g = gamma h: the
+ * strain and modal damping forces -K eta - D eta-dot linearized with the diagonals of K and D
+ * (exact for normal modes, fl_diag; an admissible Jacobian of the W-method otherwise),
+ *     jdiag += g D_ii + g^2 K_ii,   jrhs += -g K_ii r_i + (g D_ii + g^2 K_ii) s_i
+ * over the modal dofs, r the stage velocity qd where NULL, s = 0 where NULL (the stage's own
+ * forces -K eta - D eta-dot stay in soa_flex_fd_diag's applied forces). */
+void soa_flex_implicit_terms(const soa_model *m, soa_data *d, const double *qd, double g,
+                             const double *r, const double *s)
+{
+    const int nm = m->nm;
+    for (int k = 0; k < m->nb; k++) {
+        const int e0 = m->v0[k] + m->nvj[k];
+        const double *K = m->fl_K + nm * nm * k, *D = m->fl_D + nm * nm * k;
+        for (int i = 0; i < m->nmod[k]; i++) {
+            const int e = e0 + i;
+            const double c = g * D[nm * i + i] + g * g * K[nm * i + i];
+            d->jdiag[e] += c;
+            d->jrhs[e] += -g * K[nm * i + i] * (r ? r[e] : qd[e]) + (s ? c * s[e] : 0.0);
+        }
+    }
+}

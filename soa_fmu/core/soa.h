@@ -65,8 +65,8 @@ typedef enum {
                            family takes them today: kept so that the status codes stay stable */
     SOA_BAD_JOINT,      /* the armature or a joint stop (limits, stiffness, damping) of velocity
                            dof index is not finite and >= 0, or lower > upper */
-    SOA_IMPLICIT_UNSUPPORTED, /* the implicit integrator does not handle this model: index 0
-                                 flexible bodies, 1 closure constraints */
+    SOA_IMPLICIT_UNSUPPORTED, /* the implicit integrators do not handle this model: index 1
+                                 closure constraints */
     /* ---- bounded steps (integrators.c, constraint_time.c) ---- */
     SOA_TOO_MANY_SUBSTEPS, /* a fixed-step call would need more than SOA_MAX_SUBSTEPS sub-steps
                               (h / max_step too large); index: SOA_MAX_SUBSTEPS */
@@ -599,6 +599,9 @@ soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const d
                        const double *tau, int use_fext, double *qdd);
 soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
                             const double *tau, int use_fext, const double *diag, double *qdd);
+/* The modes' strain and damping in an implicit stage's d->jdiag, d->jrhs (integrators.c). */
+void soa_flex_implicit_terms(const soa_model *m, soa_data *d, const double *qd, double g,
+                             const double *r, const double *s);
 soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
                          const double *qdd, int use_fext, double *tau);
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M);
@@ -724,7 +727,7 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
 /* nsub linearly implicit Euler steps (first order) of the tree, (q, qd) in place:
  *     (M + diag(a + h B + h^2 K)) x = T - h K beta - C - g,  beta <- beta + h x,  theta <- theta (+) h beta
  * (soa_implicit_terms) by ONE articulated sweep with the diagonal in D(k); qdd <- x of the last
- * sub-step (the step's mean acceleration).  Flexible bodies: SOA_IMPLICIT_UNSUPPORTED.
+ * sub-step (the step's mean acceleration).  Flexible bodies: the modes' K, D join B, K (flexible.c).
  * use_fext | SOA_CONTACT_HELD: d holds the contact forces at (q, qd) (the caller's last
  * evaluation there); the first sub-step takes them as they are. */
 soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
@@ -740,7 +743,7 @@ soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, d
                                    const double *tau, int use_fext, double h, double rtol,
                                    double atol, double max_step, double *qdd);
 /* The integrator `auto` picks: SOA_ROS2 for a model with joint dissipation, stops or contact,
- * else SOA_RK4; models the implicit stages do not handle (flexible, closures) get SOA_RK4. */
+ * else SOA_RK4; flexible and closed-chain models get SOA_RK4. */
 int soa_auto_method(const soa_model *m);
 
 /* ------------------------------------------------------------------ constraint_time.c */
