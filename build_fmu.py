@@ -281,7 +281,11 @@ def bundle_model(path: Path, meshes=()) -> tuple[dict[str, bytes], str]:
             out[(Path(top).parent / new).as_posix()] = data
         out[top] = text.encode("utf-8")
     if meshes:
-        bundle_meshes(out, files, common, set(map(str, meshes)))
+        urdfs = [(f, f.relative_to(common).as_posix()) for f in files]
+        urdfs += [((path.parent / ref).resolve(), (Path(top).parent / new).as_posix())
+                  for ref, (new, _) in rewrite.items()]
+        bundle_meshes(out, [u for u in urdfs if u[0].suffix.lower() == ".urdf"],
+                      set(map(str, meshes)))
     return out, top
 
 
@@ -292,18 +296,16 @@ def bundle_visuals(path: Path, files: dict[str, bytes], top: str) -> dict[str, b
     return pack_visuals(path, files, top)
 
 
-def bundle_meshes(out: dict[str, bytes], files: list[Path], common: Path, meshes: set[str]) -> None:
-    """Each bundled URDF's ``filename="…"`` that resolves (as the reader resolves it) to one of
-    ``meshes`` points to a copy ``_meshes/<i>_<name>`` beside it, so the bundled model reads the
-    same contact hulls."""
+def bundle_meshes(out: dict[str, bytes], urdfs: list[tuple[Path, str]], meshes: set[str]) -> None:
+    """Each bundled URDF's (its file, its path in the bundle) ``filename="…"`` that resolves (as
+    the reader resolves it) to one of ``meshes`` points to a copy ``_meshes/<i>_<name>`` beside
+    it, so the bundled model reads the same contact hulls."""
     from soa_fmu.view.geometry import resolve_uri
-    for f in files:
-        if f.suffix.lower() != ".urdf":
-            continue
-        rel = f.relative_to(common).as_posix()
-        text, copies = out[rel].decode("utf-8"), {}
+    copies: dict[str, str] = {}                 # mesh file -> its name in _meshes/ (one each)
+    for f, rel in urdfs:
+        text = out[rel].decode("utf-8")
 
-        def swap(m: re.Match) -> str:
+        def swap(m: re.Match, f: Path = f, rel: str = rel) -> str:
             file = resolve_uri(m.group(2), f.parent)
             if file is None or str(file) not in meshes:
                 return m.group(0)

@@ -317,6 +317,29 @@ def test_contact_spheres_planes_and_force_arrows(tmp_path):
     np.testing.assert_allclose(Rp[:, 2], [0, 0, 1.0], atol=1e-6)       # the square's normal
 
 
+def test_contact_shapes_are_drawn(tmp_path):
+    """Every contact geometry of a body is drawn in its frame: a box (full sizes), a cylinder
+    (three.js y along its axis), a capsule (a cylinder and two balls), a convex hull (a mesh of
+    its triangles)."""
+    model = sf.load_model(example_path("double_pendulum.toml"))
+    R = sf.spatial.rpy_to_matrix((0.3, 0.0, 0.0))
+    model.add_contact_geom("b", "lower", "box", center=(0, 0, -1.0), half_extents=(0.1, 0.2, 0.3))
+    model.add_contact_geom("c", "lower", "cylinder", rotation=R, radius=0.05, half_length=0.2)
+    model.add_contact_geom("k", "lower", "capsule", radius=0.02, half_length=0.1)
+    cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * 0.05
+    model.add_contact_geom("m", "lower", "mesh", vertices=cube)
+    sc = scene_of(sf.animate(model, swing(model, 0.2), tmp_path / "s.html"))
+    items = node(sc, "bodies", "lower")["items"]
+    box = [i for i in items if i["kind"] == "box"]
+    assert len(box) == 1 and box[0]["size"] == [0.2, 0.4, 0.6] and box[0]["matrix"][12:15] == [0, 0, -1.0]
+    cyl = [i for i in items if i["kind"] == "cylinder" and i["size"] == [0.05, 0.4]]
+    M = np.array(cyl[0]["matrix"]).reshape(4, 4).T
+    np.testing.assert_allclose(M[:3, 1], R[:, 2], atol=1e-6)           # its y: the axis
+    assert [i["size"] for i in items if i["kind"] == "sphere" and i["size"] == [0.02]] == [[0.02]] * 2
+    (mesh,) = [i for i in items if i["kind"] == "mesh"]
+    assert len(sc["meshes"]) == 1 and mesh["mesh"] == 0
+
+
 def test_cli_reports_a_missing_mesh_as_a_warning_line(tmp_path, capsys):
     (tmp_path / "two.urdf").write_text(URDF)                 # no mesh next to it at all
     model = sf.load_model(tmp_path / "two.urdf")
@@ -391,7 +414,7 @@ def test_an_fmu_carries_its_meshes_and_is_viewed_alone_with_its_options(tmp_path
     assert "gone.dae" in err and "part" not in err and "ball" not in err
     assert "Kit.fmu:resources/model/kit.urdf" in err       # warnings name the FMU, not a temp folder
     sc = scene_of(tmp_path / "k.html")
-    assert len(sc["meshes"]) == 2
+    assert len(sc["meshes"]) == 3                          # the two visuals, base's contact hull
     assert sc["camera"]["grid"]["centre"][2] == -0.5         # the FMU's contact floor
     base, arm_ = (node(sc, "bodies", n)["items"] for n in ("base", "arm"))
     assert base[0]["kind"] == "mesh" and base[0]["color"] == [1, 0, 0, 1]

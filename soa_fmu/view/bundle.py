@@ -170,9 +170,11 @@ def model_from_fmu(path, tmp) -> Model:
 
 
 @contextmanager
-def opened_model(model, floating_base: bool = False, strict: bool = True) -> Iterator[Model]:
+def opened_model(model, floating_base: bool = False, strict: bool = True,
+                 contact_floor: float | None = None) -> Iterator[Model]:
     """A Model as it is; a model file loaded (``floating_base``: a URDF's free-flyer root;
-    ``strict=False``: as ``--lenient``); an FMU's model loaded from a temporary folder that lasts
+    ``strict=False``: as ``--lenient``; ``contact_floor``: its collision geometry on a floor);
+    an FMU's model loaded from a temporary folder that lasts
     as long as the ``with`` block (its meshes are read meanwhile), the warnings about its files
     naming the FMU, not that folder."""
     if isinstance(model, Model):
@@ -180,11 +182,12 @@ def opened_model(model, floating_base: bool = False, strict: bool = True) -> Ite
         return
     path = Path(model)
     if path.suffix.lower() != ".fmu":
-        yield load_model(path, floating_base=floating_base, strict=strict)
+        yield load_model(path, floating_base=floating_base, strict=strict,
+                         contact_floor=contact_floor)
         return
-    if floating_base or not strict:
-        raise ValueError(f"--floating-base and --lenient apply to model files; {path.name} says in "
-                         "its resources/fmu.json how its model is read")
+    if floating_base or not strict or contact_floor is not None:
+        raise ValueError(f"--floating-base, --lenient and --contact-floor apply to model files; "
+                         f"{path.name} says in its resources/fmu.json how its model is read")
     with tempfile.TemporaryDirectory(prefix="soa_view_") as tmp:
         try:
             with warnings.catch_warnings(record=True) as caught:

@@ -41,6 +41,9 @@ def main(argv=None) -> int:
     ap.add_argument("--sample", type=int, default=None, help="sample K of a soa-sweep result")
     ap.add_argument("--floating-base", action="store_true", help="URDF: a free-flyer root joint (an FMU "
                     "records its own)")
+    ap.add_argument("--contact-floor", type=float, default=None, metavar="HEIGHT",
+                    help="URDF: its <collision> geometry as contact geometry (drawn) on a floor at "
+                    "this height (docs/contact.md; an FMU records its own)")
     ap.add_argument("--lenient", action="store_true", help="read the model file as soa-build-fmu "
                     "--lenient does (non-physical inertias, massless joints locked, armature on "
                     "degenerate axes; a warning each; an FMU records its own)")
@@ -55,7 +58,8 @@ def main(argv=None) -> int:
         from .scene import animate
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            with opened_model(args.model, args.floating_base, not args.lenient) as model:
+            with opened_model(args.model, args.floating_base, not args.lenient,
+                              args.contact_floor) as model:
                 out = animate(model, args.result, args.out, sample=args.sample, max_fps=args.fps)
         for w in caught:
             print(f"soa-view: warning: {for_cli(' '.join(str(w.message).split()))}", file=sys.stderr)

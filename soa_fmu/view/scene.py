@@ -174,6 +174,34 @@ class SceneBuilder:
     def ball(self, p, radius, color) -> dict:
         return {"kind": "sphere", "size": [radius], "matrix": _matrix(p=p), "color": _color(color, None)}
 
+    def contact_items(self, k: int) -> list[dict]:
+        """The contact geometries on body k (docs/contact.md), translucent: spheres, boxes,
+        cylinders, capsules (a cylinder and two balls), convex hulls (their triangles)."""
+        items, color = [], _color(CONTACT_COLOR, None)
+        for g in getattr(self.model, "contact_geoms", None) or []:
+            if g.body != k:
+                continue
+            R, p, shape = np.asarray(g.rotation, float), np.asarray(g.center, float), g.shape
+            if shape == "sphere":
+                items.append(self.ball(p, max(g.radius, self.r), CONTACT_COLOR))
+            elif shape == "box":
+                items.append({"kind": "box", "size": [float(x) for x in 2 * g.half_extents],
+                              "matrix": _matrix(R, p), "color": color})
+            elif shape in ("cylinder", "capsule"):
+                items.append({"kind": "cylinder", "size": [g.radius, 2 * g.half_length],
+                              "matrix": _matrix(R @ _RX90, p), "color": color})
+                if shape == "capsule":
+                    items += [self.ball(p + s * g.half_length * R[:, 2], g.radius, CONTACT_COLOR)
+                              for s in (-1.0, 1.0)]
+            else:
+                from scipy.spatial import ConvexHull
+                faces = ConvexHull(g.vertices).simplices
+                self.meshes.append(Mesh(np.asarray(g.vertices, np.float32),
+                                        np.asarray(faces, np.uint32), CONTACT_COLOR))
+                items.append({"kind": "mesh", "mesh": len(self.meshes) - 1, "matrix": _matrix(R, p),
+                              "color": color})
+        return items
+
     def stick(self, k: int) -> list[dict]:
         """Links from the body origin to its children's joint origins and its CoM, a joint ball
         and the joint's axis."""
@@ -195,8 +223,6 @@ class SceneBuilder:
     def add_bodies(self) -> None:
         m = self.model
         visuals = model_visuals(m)
-        spheres = [(n, m.body_index(b) if isinstance(b, str) else int(b), c, r)
-                   for n, b, c, r in _contact_spheres(m)]
         frames_on: dict[int, list] = {}
         for name in m.frames:
             k, R, p = m.frame_placement(name)
@@ -214,8 +240,7 @@ class SceneBuilder:
             else:
                 items = self.stick(k)
             items += frames_on.get(k, [])
-            items += [self.ball(c, max(r, self.r), CONTACT_COLOR) for _, body, c, r in spheres
-                      if body == k]
+            items += self.contact_items(k)
             if items:
                 self.nodes.append(Node("bodies", b.name, items, self.pw[:, k], self.Rw[:, k]))
         for plane in getattr(m, "contact_planes", None) or []:    # a translucent square, still
