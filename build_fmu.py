@@ -1,9 +1,10 @@
 """Build an FMU from a model file (SPEC §1 step 2).
 
     python build_fmu.py model.urdf -o Arm.fmu [--name Arm] [--floating-base]
-                        [--integrator auto|rk4|euler|implicit|dop853] [--step 0.001]
+                        [--integrator auto|rk4|euler|implicit|ros2|dop853] [--step 0.001]
                         [--no-stops]
                         [--runtime native|python] [--fmi 2|3] [--interface cs|me|both]
+                        [--controller]
 
 (also installed as ``soa-build-fmu``).  The default is a native FMU (a shared library compiled
 from the C core, with its C sources; :mod:`soa_fmu.fmu.native`), FMI 2.0 with Model Exchange and
@@ -18,6 +19,8 @@ and without this checkout:
     resources/model/...             the model file (and, for a .toml file, the URDFs it includes);
                                     an MJCF file (and an MJCF include) as MuJoCo's compiled .mjb,
                                     which holds its includes and meshes
+    resources/model/visuals/*.glb   the meshes of the model's visuals as binary glTF (simplified
+                                    above 10,000 triangles), the model files pointing at them
     resources/engine/soa_fmu/       the engine this FMU was built with: Python sources, the C core's
                                     sources and its compiled extension for this platform
     resources/pythonfmu/            pythonfmu's Python part
@@ -29,6 +32,10 @@ installed) is bundled with it, so the host's Python needs only numpy (docs/fmu.m
 modelDescription.xml is written by :mod:`model_descriptions.generator` from the same variable
 table the slave registers (FMI 3.0: :mod:`model_descriptions.generator_fmi3`), and checked
 against the FMI 2.0 (3.0) XSD before the FMU is written.
+
+``--controller`` builds the model's computed-torque controller instead (native; the variable table
+:func:`soa_fmu.fmu.variables.build_controller_table`, the controller role of the native instance,
+``soa_fmu/fmu/native/controller.c``; docs/systems.md).
 
 Bad input exits with status 1 and one line on stderr.
 """
@@ -274,22 +281,31 @@ def bundle_model(path: Path, meshes=()) -> tuple[dict[str, bytes], str]:
             out[(Path(top).parent / new).as_posix()] = data
         out[top] = text.encode("utf-8")
     if meshes:
-        bundle_meshes(out, files, common, set(map(str, meshes)))
+        urdfs = [(f, f.relative_to(common).as_posix()) for f in files]
+        urdfs += [((path.parent / ref).resolve(), (Path(top).parent / new).as_posix())
+                  for ref, (new, _) in rewrite.items()]
+        bundle_meshes(out, [u for u in urdfs if u[0].suffix.lower() == ".urdf"],
+                      set(map(str, meshes)))
     return out, top
 
 
-def bundle_meshes(out: dict[str, bytes], files: list[Path], common: Path, meshes: set[str]) -> None:
-    """Each bundled URDF's ``filename="…"`` that resolves (as the reader resolves it) to one of
-    ``meshes`` points to a copy ``_meshes/<i>_<name>`` beside it, so the bundled model reads the
-    same contact hulls."""
-    from soa_fmu.view.geometry import resolve_uri
-    for f in files:
-        if f.suffix.lower() != ".urdf":
-            continue
-        rel = f.relative_to(common).as_posix()
-        text, copies = out[rel].decode("utf-8"), {}
+def bundle_visuals(path: Path, files: dict[str, bytes], top: str) -> dict[str, bytes]:
+    """The bundled model files with the meshes of their visuals converted into ``visuals/`` beside
+    them, the files pointing at them (:func:`soa_fmu.view.bundle.pack_visuals`, docs/viewing.md)."""
+    from soa_fmu.view.bundle import pack_visuals
+    return pack_visuals(path, files, top)
 
-        def swap(m: re.Match) -> str:
+
+def bundle_meshes(out: dict[str, bytes], urdfs: list[tuple[Path, str]], meshes: set[str]) -> None:
+    """Each bundled URDF's (its file, its path in the bundle) ``filename="…"`` that resolves (as
+    the reader resolves it) to one of ``meshes`` points to a copy ``_meshes/<i>_<name>`` beside
+    it, so the bundled model reads the same contact hulls."""
+    from soa_fmu.view.geometry import resolve_uri
+    copies: dict[str, str] = {}                 # mesh file -> its name in _meshes/ (one each)
+    for f, rel in urdfs:
+        text = out[rel].decode("utf-8")
+
+        def swap(m: re.Match, f: Path = f, rel: str = rel) -> str:
             file = resolve_uri(m.group(2), f.parent)
             if file is None or str(file) not in meshes:
                 return m.group(0)
@@ -391,6 +407,7 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
 
     bundled, top = bundle_model(model_path,             # the model files, as the FMU holds them
                                 [g.mesh for g in model.contact_geoms if g.mesh])
+    bundled = bundle_visuals(model_path, bundled, top)   # + their visuals' meshes, as binary glTF
     engine_dir = Path(soa_fmu.__file__).parent
     ehash = engine_hash(engine_dir)
 
@@ -431,10 +448,9 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     # contact (core/contact.c) and mimic couplings (core/mimic.c): their derivatives are not
     # formed, so no flag for either
     underived = bool(model.contact_spheres) or bool(model.mimics)
-    flags = {"directional_derivatives": native and not model.flexible and not underived
-             and not controller,
-             "me_directional_derivatives": native and not model.constraints and not model.flexible
-             and not underived and not controller}
+    flags = {"directional_derivatives": native and not underived and not controller,
+             "me_directional_derivatives": native and not model.constraints and not underived
+             and not controller}
     if fmi == 3:
         xml_root = generator_fmi3.model_description(
             table, model_name=model.name, identifier=identifier, guid=guid,

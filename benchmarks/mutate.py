@@ -41,14 +41,15 @@ class Mutant:
 
 
 INSTANCE = "soa_fmu/fmu/native/instance.c"
+CONTROLLER = "soa_fmu/fmu/native/controller.c"
 MUTANTS = [
     Mutant("state-checksum-removed", INSTANCE,
            '    if (get_u64(&end) != fnv1a(buf, n - 8)) return "it is corrupted (checksum mismatch)";\n',
            "", ("tests/test_fmu_hardening.py", "tests/test_fmu_errors.py", "tests/test_fmu_native_fuzz.py"),
            "drop a check: fmi2SetFMUstate/DeSerialize accept a corrupted state"),
     Mutant("malloc-per-step", INSTANCE,
-           "    const soa_status st = integrate(c, h);\n",
-           "    const soa_status st = integrate(c, h);\n"
+           "    const soa_status st = plant ? integrate(c, h) : fmu_controller_step(c);\n",
+           "    const soa_status st = plant ? integrate(c, h) : fmu_controller_step(c);\n"
            "    { void *volatile leak = malloc(16); free(leak); }\n",
            ("tests/test_fmu_allocations.py",),
            "allocate in a step: one malloc per fmi2DoStep"),
@@ -85,6 +86,21 @@ MUTANTS = [
            "        if (fc[i] != 0.0) T[i] += fc[i] * tanh(qd[i] / vs);\n",
            ("tests/test_physical_parameters.py", "tests/test_fmu_pinocchio.py"),
            "swap a sign: Coulomb friction feeds energy in"),
+    Mutant("controller-feedforward-sign-swapped", CONTROLLER,
+           "            tau[i] += m->damping[i] * qdr[i];\n",
+           "            tau[i] -= m->damping[i] * qdr[i];\n",
+           ("tests/test_controller_fmu.py",),
+           "swap a sign: the controller subtracts the damping it should feed forward"),
+    Mutant("controller-sampled-not-held", CONTROLLER,
+           "    if (!c->stale || held(c)) return 1;\n",
+           "    if (!c->stale) return 1;\n",
+           ("tests/test_controller_fmu.py", "tests/test_system_ssp.py"),
+           "drop a hold: a sampled controller's tau follows its inputs between steps"),
+    Mutant("controller-trajectory-clock-frozen", CONTROLLER,
+           "    reference(c, c->t, qr, qdr, a);\n",
+           "    reference(c, c->start_time, qr, qdr, a);\n",
+           ("tests/test_controller_fmu.py",),
+           "freeze a clock: the quintic move is evaluated at the start time"),
     Mutant("cross-motion-sign-swapped", "soa_fmu/core/spatial.h",
            "    out[3] = v1 * a2 - v2 * a1 + w1 * b2 - w2 * b1;\n",
            "    out[3] = v1 * a2 - v2 * a1 - w1 * b2 + w2 * b1;\n",

@@ -279,19 +279,20 @@ def project_velocities(model: Model, q, qd, active=None, u=None) -> np.ndarray:
     return out
 
 
-METHODS = {"rk4": 0, "euler": 1, "dop853": 2, "implicit": 3}   # soa.h: SOA_RK4 ... SOA_IMPLICIT
+METHODS = {"rk4": 0, "euler": 1, "dop853": 2, "implicit": 3, "ros2": 4}   # soa.h: SOA_RK4 ...
 
 
 def closure_step(model: Model, q: np.ndarray, qd: np.ndarray, tau, f_ext, active: dict,
                  was_active: dict, u: dict, anchors: dict, stabilization, method: str,
                  max_step: float, rtol: float, atol: float, reanchor: bool, t: float, h: float,
-                 dop_h: float):
+                 dop_h: float, error_control: bool = False):
     """One step t → t + h of a model with closure constraints in the C core (constraint_time.c):
     grasp / release at t (a constraint switched on since the last step, i.e. not in
     ``was_active``, is re-anchored at the current relative pose when ``reanchor``, and β is
     projected onto the active constraints), the integrator over the constrained acceleration with
     each target moving with its held Ũ, the targets at t + h.  q, qd are updated in place; returns
-    (β̇, forces, residuals, anchors at t + h, the DOP853 step memory).  Nothing changes on failure
+    (β̇, forces, residuals, anchors at t + h, the step memory of dop853 and of ros2 with
+    ``error_control``).  Nothing changes on failure
     (StatusError, ConstraintError)."""
     inp = _inputs(model)
     alpha, beta = _gains(stabilization)
@@ -305,7 +306,7 @@ def closure_step(model: Model, q: np.ndarray, qd: np.ndarray, tau, f_ext, active
     qdd, F, res, dop_h, warning = _call(
         _core.closure_step, model.data, q, qd, tau, use, act, was,
         np.zeros(6 * nc) if u_rows is None else u_rows, A.reshape(-1), alpha, beta, METHODS[method],
-        max_step, rtol, atol, reanchor, t, h, dop_h)
+        max_step, rtol, atol, reanchor, t, h, dop_h, error_control)
     inp.warn(warning)
     r = inp.result(model, qdd, F, res)
     return qdd, r.forces, r.residuals, {c.name: A[j] for j, c in enumerate(inp.constraints)}, dop_h

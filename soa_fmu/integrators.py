@@ -1,16 +1,20 @@
 """Time integration of (θ, β) with θ̇ = f(θ) β and β̇ from the forward dynamics.
 
-Methods (all in the C core: ``soa_rk4``, ``soa_euler``, ``soa_dop853``, ``soa_implicit``; a model
-with closure constraints steps through ``soa_closure_step``, constraint_time.c, over the same
-integrators — the native FMU takes the very same steps)
-    ``auto``       (default) ``rk4`` where its explicit bound holds for the joints' dissipation and
-                   stops at max_step, else ``implicit``: decided once, when the Simulator is made
-                   (``soa_auto_method``; :attr:`Simulator.integrator_used`; docs/joints.md)
+Methods (all in the C core: ``soa_rk4``, ``soa_euler``, ``soa_dop853``, ``soa_implicit``,
+``soa_rosenbrock``; a model with closure constraints steps through ``soa_closure_step``,
+constraint_time.c, over the same integrators — the native FMU takes the very same steps)
+    ``auto``       (default) ``ros2`` for a model with stiff terms (joint dissipation, stops,
+                   contact), else ``rk4`` (``soa_auto_method``; :attr:`Simulator.integrator_used`;
+                   docs/joints.md)
     ``rk4``        classical fixed-step Runge–Kutta 4
     ``euler``      semi-implicit (symplectic) Euler: β ← β + h β̇, θ ← θ ⊕ h β (exponential map)
     ``implicit``   linearly implicit Euler (first order), implicit in the joint damping, friction
                    and stops: (M + diag(a + h B + h² K)) β̇ = T − h K β − C − g by one articulated
                    sweep; stable for any joint dissipation at any step
+    ``ros2``       the Rosenbrock method ROS2 (Verwer et al. 1999): second order, L-stable, two
+                   stages of the implicit step's kind (implicit in the dissipation, stops and
+                   contact); fixed sub-steps of max_step, or with ``error_control`` sub-steps
+                   no longer than max_step chosen by its embedded estimate to meet rtol/atol
     ``dop853``     adaptive, error-controlled Dormand–Prince 8(5,3), rtol/atol, step for step as
                    scipy's ``solve_ivp(method="DOP853")``
 
@@ -32,8 +36,8 @@ from .articulated import forward_dynamics
 from .kinematics import as_vector, external_forces
 from .model import Model
 
-METHODS = ("rk4", "euler", "dop853", "implicit", "auto")
-METHOD_CODES = {"rk4": 0, "euler": 1, "dop853": 2, "implicit": 3}   # soa.h SOA_RK4 ...
+METHODS = ("rk4", "euler", "dop853", "implicit", "ros2", "auto")
+METHOD_CODES = {"rk4": 0, "euler": 1, "dop853": 2, "implicit": 3, "ros2": 4}   # soa.h SOA_RK4 ...
 _IDENTITY = np.eye(4)          # the default constraint anchor (shared, read-only)
 _IDENTITY.flags.writeable = False
 _constraints = None            # soa_fmu.constraints, imported on first use (tree models never load it)
@@ -76,17 +80,18 @@ def normalize_quaternions(model: Model, q: np.ndarray) -> None:
 class IntegratorOptions:
     method: str = "auto"
     max_step: float = 1e-3      # fixed-step methods: sub-step ≤ max_step inside one step(h)
-    rtol: float = 1e-8          # adaptive method
+    rtol: float = 1e-8          # adaptive methods (dop853; ros2 with error_control)
     atol: float = 1e-10
+    error_control: bool = False  # ros2: error-controlled sub-steps (else fixed sub-steps)
 
 
 class Simulator:
     """Integrates a model with held inputs; owns the full evolving state (see module docstring)."""
 
     def __init__(self, model: Model, q0=None, qd0=None, method: str = "auto", max_step: float = 1e-3,
-                 rtol: float = 1e-8, atol: float = 1e-10):
+                 rtol: float = 1e-8, atol: float = 1e-10, error_control: bool = False):
         self.model = model
-        self.options = IntegratorOptions(method, max_step, rtol, atol)
+        self.options = IntegratorOptions(method, max_step, rtol, atol, bool(error_control))
         self._check_options()
         self.t = 0.0
         q0 = model.initial_q if q0 is None and model.initial_q is not None else q0
@@ -96,7 +101,7 @@ class Simulator:
         self.tau = np.zeros(model.nv)
         self.f_ext: dict[str, np.ndarray] = {}
         self.qdd = np.zeros(model.nv)
-        self.last_h = 0.0          # adaptive solver memory: last accepted internal step
+        self.last_h = 0.0          # adaptive solver memory: the next call's first internal step
         # loop closures / grasps: run-time status, prescribed velocities Ũ, Baumgarte gains
         self.active = {c.name: bool(c.active) for c in model.constraints}
         self.u = {c.name: np.zeros(c.size) for c in model.constraints}
@@ -148,12 +153,12 @@ class Simulator:
             self.integrator_used = method
 
     def _resolve(self, method: str) -> str:
-        """The integrator a method name runs: ``auto`` picks rk4 or implicit at the current state
-        for sub-steps of max_step (``soa_auto_method``, docs/joints.md)."""
+        """The integrator a method name runs: ``auto`` picks ros2 for a model with stiff terms,
+        else rk4 (``soa_auto_method``, docs/joints.md)."""
         if method != "auto":
             return method
-        code = _core.auto_method(self.model.data, self.q, float(self.options.max_step))
-        return "implicit" if code == METHOD_CODES["implicit"] else "rk4"
+        code = _core.auto_method(self.model.data)
+        return "ros2" if code == METHOD_CODES["ros2"] else "rk4"
 
     # -------------------------------------------------------------- dynamics
     def constrained(self) -> bool:
@@ -223,17 +228,17 @@ class Simulator:
         q, qd = self.q.copy(), self.qd.copy()
         method = self.integrator_used
         if not self.model.constraints:
-            if method == "dop853":
-                qdd = self._step_adaptive(q, qd, h)
+            if self._adaptive(method):
+                qdd = self._step_adaptive(method, q, qd, h)
             else:
                 nsub = self._substeps(h)
                 qdd = self._step_fixed(method, q, qd, h / nsub, nsub)
         else:
-            if method != "dop853":
+            if not self._adaptive(method):
                 self._substeps(h)
             qd, qdd = self._step_with_constraints(method, q, qd, h)
         self.q, self.qd, self.qdd = q, qd, qdd
-        if method == "implicit":       # its qdd is the step's mean acceleration: β̇ at t + h
+        if method in ("implicit", "ros2"):   # qdd: the step's mean acceleration; β̇ at t + h
             self.qdd = self.acceleration(q, qd)
         self.t += h
 
@@ -248,7 +253,7 @@ class Simulator:
             qdd, F, res, anchors, last_h = C.closure_step(
                 self.model, q, qd, self.tau, self.f_ext or None, self.active, self._was_active,
                 self.u, self.anchors, self.stabilization, method, o.max_step, o.rtol, o.atol,
-                self.reanchor_on_activate, self.t, h, self.last_h)
+                self.reanchor_on_activate, self.t, h, self.last_h, o.error_control)
         except C.ConstraintError as e:
             raise IntegrationError(str(e)) from e
         except _core.StatusError as e:
@@ -256,29 +261,40 @@ class Simulator:
         self.anchors = anchors
         self._was_active = dict(self.active)
         self.constraint_forces, self.constraint_residuals = F, res
-        if method == "dop853":
+        if self._adaptive(method):
             self.last_h = last_h
         return qd, qdd
+
+    def _adaptive(self, method: str) -> bool:
+        """True for the error-controlled methods: dop853, ros2 with error_control."""
+        return method == "dop853" or (method == "ros2" and self.options.error_control)
 
     def _step_fixed(self, method, q, qd, hs, nsub) -> np.ndarray:
         """``nsub`` steps of a fixed-step method in the C core, q and qd in place."""
         model = self.model
         use = external_forces(model, None, self.f_ext) if self.f_ext else False
-        kernel = {"rk4": _core.rk4, "euler": _core.euler, "implicit": _core.implicit}[method]
+        kernel = {"rk4": _core.rk4, "euler": _core.euler, "implicit": _core.implicit,
+                  "ros2": _core.rosenbrock}[method]
         try:
             return kernel(model.data, q, qd, self.tau, use, hs, nsub)
         except _core.StatusError as e:
             raise IntegrationError(e.args[0]) from None
 
-    def _step_adaptive(self, q, qd, h) -> np.ndarray:
-        """DOP853 in the C core (``soa_dop853``, scipy's DOP853 step for step) from t to t + h, q
-        and qd in place; the last accepted step carries over as the next call's first
-        (``last_h``).  (Models with constraints step in :meth:`_step_with_constraints`.)"""
+    def _step_adaptive(self, method, q, qd, h) -> np.ndarray:
+        """DOP853 (``soa_dop853``, scipy's DOP853 step for step) or ROS2 with error control
+        (``soa_rosenbrock_adaptive``, sub-steps ≤ max_step) in the C core from t to t + h, q and
+        qd in place; the step memory carries over as the next call's first (``last_h``).
+        (Models with constraints step in :meth:`_step_with_constraints`.)"""
         o, model = self.options, self.model
         use = external_forces(model, None, self.f_ext) if self.f_ext else False
         try:
-            qdd, self.last_h = _core.dop853(model.data, q, qd, self.tau, use, self.t, h, o.rtol,
-                                            o.atol, math.inf, self.last_h)
+            if method == "ros2":
+                qdd, self.last_h = _core.rosenbrock_adaptive(model.data, q, qd, self.tau, use, h,
+                                                             o.rtol, o.atol, o.max_step,
+                                                             self.last_h)
+            else:
+                qdd, self.last_h = _core.dop853(model.data, q, qd, self.tau, use, self.t, h,
+                                                o.rtol, o.atol, math.inf, self.last_h)
         except _core.StatusError as e:
             raise IntegrationError(e.args[0]) from None
         return qdd
@@ -298,7 +314,7 @@ class Simulator:
                 "reanchor_on_activate": self.reanchor_on_activate,
                 "method": self.options.method, "integrator_used": self.integrator_used,
                 "max_step": self.options.max_step, "rtol": self.options.rtol,
-                "atol": self.options.atol}
+                "atol": self.options.atol, "error_control": self.options.error_control}
 
     def set_state(self, s: dict) -> None:
         self.t = float(s["t"])
@@ -315,13 +331,14 @@ class Simulator:
                         for k, v in s["anchors"].items()}
         self._was_active = dict(s["was_active"])
         self.reanchor_on_activate = bool(s["reanchor_on_activate"])
-        self.options = IntegratorOptions(s["method"], s["max_step"], s["rtol"], s["atol"])
+        self.options = IntegratorOptions(s["method"], s["max_step"], s["rtol"], s["atol"],
+                                         bool(s.get("error_control", False)))
         self.integrator_used = s.get("integrator_used") or self._resolve(s["method"])
 
 
 def simulate(model: Model, t_end: float, dt: float = 1e-3, q0=None, qd0=None, tau=None,
              method: str = "auto", max_step: float | None = None, rtol: float = 1e-8,
-             atol: float = 1e-10) -> dict:
+             atol: float = 1e-10, error_control: bool = False) -> dict:
     """Simulate from t = 0 to t_end with output every dt.
 
     ``tau``: None (zero), a constant vector, or a callable tau(t, q, qd) -> vector held over each
@@ -331,7 +348,8 @@ def simulate(model: Model, t_end: float, dt: float = 1e-3, q0=None, qd0=None, ta
         raise ValueError(f"simulate: dt must be finite and > 0, got {dt}")
     if not (math.isfinite(t_end) and t_end >= 0):
         raise ValueError(f"simulate: t_end must be finite and ≥ 0, got {t_end}")
-    sim = Simulator(model, q0, qd0, method, dt if max_step is None else max_step, rtol, atol)
+    sim = Simulator(model, q0, qd0, method, dt if max_step is None else max_step, rtol, atol,
+                    error_control)
     n = int(round(t_end / dt))
     T = np.arange(n + 1) * dt
     Q = np.empty((n + 1, model.nq))

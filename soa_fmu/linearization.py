@@ -29,6 +29,11 @@ Forward dynamics:  q̈ = 𝓜⁻¹(τ − C − g),  ∂q̈/∂θ = −𝓜⁻¹
 smoother (seed 001 eqs. 49–54) on all of them at once: O(N·nv) per matrix, where a dense product
 with 𝓜⁻¹ would cost O(nv³) (up to nv = 12 the dense product is the cheaper one and is used).
 
+Flexible bodies (seed 000 §4; core/flexible.c): ∂T/∂β exactly (T is quadratic in β: the central
+difference of unit steps), ∂T/∂θ by Richardson's fourth-order central difference of the O(N)
+flexible Newton–Euler along θ ⊕ h eᵢ — O(N·nv) as above, not the analytic recursion — and 𝓜⁻¹ by
+the factored form of the flexible innovations factorization (docs/flexible.md).
+
 The kernels are the C core's ``soa_fmu/core/derivatives.c`` (``soa_rnea_derivatives``,
 ``soa_aba_derivatives``), over the shared sweeps (placements, H_𝕀*, M_𝕀, V_𝕀, ``soa_aba``,
 ``soa_minv_columns``, ``soa_innovations_solve``) and the composite inertias, rates and momenta of
@@ -118,7 +123,8 @@ def _twist_translation_inverse(w: np.ndarray, t: np.ndarray) -> np.ndarray:
 def configuration_difference(model: Model, q0, q1) -> np.ndarray:
     """δ (nv) with θ₁ = θ₀ ⊕ δ, the inverse of :func:`soa_fmu.integrators.integrate_configuration`
     (rotation vectors for quaternions, SE(3)/SE(2) logarithms for free/planar joints, plain
-    differences otherwise).  The error signal of a state feedback about θ₀."""
+    differences otherwise, flexible bodies' modal coordinates included).  The error signal of a
+    state feedback about θ₀."""
     m = model.arrays()
     q0 = as_vector(q0, model.nq, "q0")
     q1 = as_vector(q1, model.nq, "q1")
@@ -142,6 +148,9 @@ def configuration_difference(model: Model, q0, q1) -> np.ndarray:
             d[v0 + 1:v0 + 3] = v[:2]
         else:
             d[v0:v0 + m.nvj[k]] = q1[a:a + m.nqj[k]] - q0[a:a + m.nqj[k]]
+        if len(m.nmod):                                       # modal coordinates: vectors
+            e, f, n = a + m.nqj[k], v0 + m.nvj[k], m.nmod[k]
+            d[f:f + n] = q1[e:e + n] - q0[e:e + n]
     return d
 
 

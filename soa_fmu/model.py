@@ -386,7 +386,8 @@ class Model:
             raise ModelError(f"mimic joint {joint!r}: multiplier and offset must be finite, got "
                              f"{multiplier!r}, {offset!r}")
         if joint == driver or any(m.joint == joint for m in self.mimics):
-            raise ModelError(f"mimic joint {joint!r}: it {'mimics itself' if joint == driver else 'already mimics a joint'}")
+            why = "mimics itself" if joint == driver else "already mimics a joint"
+            raise ModelError(f"mimic joint {joint!r}: it {why}")
         first = next((m for m in self.mimics if m.joint == driver), None)
         if first is not None:                  # q_d = k1 q_j1 + c1: compose
             if first.driver == joint:
@@ -768,9 +769,6 @@ class Model:
 
     def _build_core(self) -> _core.Model:
         nb, nv, nc, nm = self.nbodies, self.nv, len(self.constraints), self.max_modes
-        if nm and nc:
-            raise ModelError(f"model {self.name!r}: closure constraints on a model with flexible "
-                             "bodies are not supported")
         if self.mimics and (nm or nc):
             raise ModelError(f"model {self.name!r}: mimic joints on a model with "
                              f"{'flexible bodies' if nm else 'closure constraints'} are not "

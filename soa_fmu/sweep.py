@@ -694,6 +694,13 @@ def main(argv=None) -> int:
                     "one offline HTML file beside --out (<out>.sample<K>.html; docs/viewing.md)")
     args = ap.parse_args(argv)
     try:
+        if not Path(args.fmu).is_file():
+            raise FileNotFoundError(f"{args.fmu}: no such FMU")
+        if not zipfile.is_zipfile(args.fmu):     # e.g. the robot's .urdf itself
+            from .io import MODEL_SUFFIXES
+            raise ValueError(f"{args.fmu}: not an FMU (not a zip archive)" + (
+                "; build one from the model file with soa-build-fmu"
+                if Path(args.fmu).suffix.lower() in MODEL_SUFFIXES else ""))
         if Path(args.out).suffix not in (".nc", ".zarr"):
             raise ValueError(f"--out must name a NetCDF file (.nc) or a Zarr store (.zarr), "
                              f"got {args.out!r}")

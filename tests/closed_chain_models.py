@@ -9,15 +9,18 @@ The same mechanisms as model_descriptions/examples/{four_bar,slider_crank,two_ar
                        wrist pin
 * :func:`two_arms_box` two 7-dof arms holding a free box with two welds (seed 003 Part II)
 * :func:`random_closed_tree` a random tree with constraints between random frames (KKT checks)
+* :func:`flexible_closed_tree` the same on a random tree of rigid and flexible links
+* :func:`two_arms_box` with ``flexible=True``: each arm's fourth link a flexible beam (2 modes)
 """
 from __future__ import annotations
 
 import numpy as np
 
 import soa_fmu as sf
+from soa_fmu import flexible as fx
 from soa_fmu import joints as J
 from soa_fmu.spatial import rpy_to_matrix
-from soa_fmu.verify.builders import random_state, random_tree
+from soa_fmu.verify.builders import random_flexible_tree, random_state, random_tree
 
 Y = (0.0, 1.0, 0.0)
 
@@ -78,43 +81,54 @@ def slider_crank(crank: float = 0.1, rod: float = 0.35, crank_angle: float = np.
     return m, q0
 
 
-def _arm(m: sf.Model, prefix: str, base_xyz, base_yaw: float, rng) -> None:
-    """A 7-dof arm (alternating z / y axes, 0.25–0.3 m links) with a ``tool`` frame at its tip."""
+def _arm(m: sf.Model, prefix: str, base_xyz, base_yaw: float, rng, flexible: bool = False) -> None:
+    """A 7-dof arm (alternating z / y axes, 0.25–0.3 m links) with a ``tool`` frame at its tip;
+    ``flexible``: link 4 a 0.25 m aluminium-like beam along its x axis (2 modes), link 5 on its
+    tip node."""
     parent = sf.WORLD
     axes = [(0, 0, 1), (0, 1, 0), (0, 0, 1), (0, 1, 0), (0, 0, 1), (0, 1, 0), (0, 0, 1)]
     offsets = [(0, 0, 0.3), (0, 0, 0.1), (0, 0, 0.25), (0, 0, 0.05), (0, 0, 0.25), (0, 0, 0.05),
                (0, 0, 0.1)]
+    beam = fx.reduce(fx.beam(0.25, 2.0, 1e6, 60.0, 45.0, 40.0, 3), 2) if flexible else None
     for i, (ax, off) in enumerate(zip(axes, offsets)):
         name = f"{prefix}link{i + 1}"
         kw = dict(rotation=rpy_to_matrix((0, 0, base_yaw)), translation=base_xyz) if i == 0 else \
             dict(translation=off)
         mass = 3.0 - 0.3 * i
-        m.add_body(name, parent, J.Revolute(ax), joint_name=f"{prefix}joint{i + 1}", mass=mass,
-                   com=(0.0, 0.0, 0.08), inertia=np.diag([0.02, 0.02, 0.008]) * mass, **kw)
+        if beam is not None and i == 3:
+            m.add_body(name, parent, J.Revolute(ax), joint_name=f"{prefix}joint{i + 1}",
+                       flexible=beam, **kw)
+        elif beam is not None and i == 4:
+            m.add_body(name, parent, J.Revolute(ax), joint_name=f"{prefix}joint{i + 1}", mass=mass,
+                       com=(0.0, 0.0, 0.08), inertia=np.diag([0.02, 0.02, 0.008]) * mass,
+                       node=len(beam.nodes) - 1, translation=beam.nodes[-1])
+        else:
+            m.add_body(name, parent, J.Revolute(ax), joint_name=f"{prefix}joint{i + 1}", mass=mass,
+                       com=(0.0, 0.0, 0.08), inertia=np.diag([0.02, 0.02, 0.008]) * mass, **kw)
         parent = name
     m.add_frame(f"{prefix}tool", parent, translation=(0, 0, 0.1))
 
 
-def two_arms_box(kind: str = "weld"):
-    """Two 7-dof arms facing each other holding a 2 kg box (free joint) by two grasps.
+def two_arms_box(kind: str = "weld", flexible: bool = False):
+    """Two 7-dof arms facing each other holding a 2 kg box (free joint) by two grasps (``flexible``:
+    each with a flexible link, :func:`_arm`, its modes at rest in q0).
 
     The grasp frames on the box are placed so that they coincide with the tool frames at q0.
     Returns (model, q0)."""
     rng = np.random.default_rng(0)
     m = sf.Model("two_arms_box")
-    _arm(m, "left_", (-0.7, 0.0, 0.0), 0.0, rng)
-    _arm(m, "right_", (0.7, 0.0, 0.0), np.pi, rng)
+    _arm(m, "left_", (-0.7, 0.0, 0.0), 0.0, rng, flexible)
+    _arm(m, "right_", (0.7, 0.0, 0.0), np.pi, rng, flexible)
     m.add_body("box", joint=J.Free(), joint_name="box_joint", mass=2.0,
                inertia=np.diag([0.0133, 0.0217, 0.0217]))
     qa = np.array([0.0, 0.6, 0.0, 1.2, 0.0, -0.25, 0.0])     # each arm bent toward the other
-    nq_arm = 7
     q0 = m.neutral_configuration()
-    q0[:nq_arm] = qa
-    q0[nq_arm:2 * nq_arm] = qa
+    q0[[m.bodies[m.body_index(f"left_link{i + 1}")].q_index for i in range(7)]] = qa
+    q0[[m.bodies[m.body_index(f"right_link{i + 1}")].q_index for i in range(7)]] = qa
     TL = sf.frame_pose(m, q0, "left_tool")
     TR = sf.frame_pose(m, q0, "right_tool")
     pbox = 0.5 * (TL[1] + TR[1])
-    q0[2 * nq_arm:] = [1.0, 0.0, 0.0, 0.0, *pbox]
+    q0[m.bodies[m.body_index("box")].q_index:] = [1.0, 0.0, 0.0, 0.0, *pbox]
     for side, (R, p) in (("left", TL), ("right", TR)):
         m.add_frame(f"box_grasp_{side}", "box", rotation=R, translation=p - pbox)
         m.add_constraint(f"grasp_{side}", kind, f"{side}_tool", f"box_grasp_{side}", axis=(0, 0, 1))
@@ -138,4 +152,23 @@ def random_closed_tree(n: int = 12, kinds=("weld",), seed: int = 0, world: bool 
         m.add_constraint(f"c{i}_{kind}", kind, sf.WORLD if world and i == 0 else fa, f"cb{i}",
                          axis=rng.normal(size=3))
     q, qd = random_state(m, seed=seed)
+    return m, q, qd
+
+
+def flexible_closed_tree(seed: int, kinds=("weld",), nbodies: int = 8):
+    """A random tree of rigid and flexible links (flexible links inside the loops, children on
+    their nodes; :func:`soa_fmu.verify.builders.random_flexible_tree`) with one constraint of each
+    kind between frames on two leaves, as :func:`random_closed_tree`.  Returns (model, q, qd)."""
+    rng = np.random.default_rng(seed)
+    m = random_flexible_tree(rng, nbodies)[0]
+    n = m.nbodies
+    leaves = [k for k in range(n) if all(b.parent != k for b in m.bodies)]
+    for i, kind in enumerate(kinds):
+        ka, kb = rng.choice(leaves if len(leaves) >= 2 else range(n), 2, replace=False)
+        m.add_frame(f"ca{i}", m.bodies[ka].name, rotation=rpy_to_matrix(rng.uniform(-3, 3, 3)),
+                    translation=rng.uniform(-.3, .3, 3))
+        m.add_frame(f"cb{i}", m.bodies[kb].name, rotation=rpy_to_matrix(rng.uniform(-3, 3, 3)),
+                    translation=rng.uniform(-.3, .3, 3))
+        m.add_constraint(f"c{i}_{kind}", kind, f"ca{i}", f"cb{i}", axis=rng.normal(size=3))
+    q, qd = random_state(m, seed=seed, scale=0.3)
     return m, q, qd

@@ -1,6 +1,7 @@
 """Closed chains (SPEC E11–E13): loop closures and grasps, constrained forward dynamics by steps
 (A)–(F) of seed 000 §3 / RCCFD1 of seed 003, against a dense KKT solve, the general algorithm (4.9),
-finite differences, and physics (residuals, energy) in simulation."""
+finite differences, and physics (residuals, energy) in simulation; with flexible links in the loops
+and in the grasping arms (issue 34)."""
 from __future__ import annotations
 
 import re
@@ -19,7 +20,8 @@ from soa_fmu.constraints import (ConstraintError, ConstraintWarning, advance_anc
 from soa_fmu.integrators import IntegrationError, integrate_configuration
 from soa_fmu.io import load_model
 
-from closed_chain_models import four_bar, random_closed_tree, slider_crank, two_arms_box
+from closed_chain_models import (flexible_closed_tree, four_bar, random_closed_tree, slider_crank,
+                                 two_arms_box)
 
 KINDS = ("weld", "ball", "hinge", "soft_finger")
 
@@ -107,6 +109,10 @@ def test_two_arms_holding_a_box_recursive_equals_general_form():
     gen = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method="general")
     qdd_ref, lam_ref = kkt(model, q0, qd, tau, (5.0, 5.0))
     assert rel(rec.qdd, qdd_ref) <= 1e-9 and rel(gen.qdd, rec.qdd) <= 1e-9
+    for method in ("rccfd2", "rccfd3"):                 # seed 003's other two, flexible links in
+        res = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method=method)
+        assert rel(res.qdd, rec.qdd) <= 1e-10 and rel(stacked_forces(model, res),
+                                                       stacked_forces(model, rec)) <= 1e-10
     assert rel(stacked_forces(model, rec), lam_ref) <= 1e-9
     assert rel(stacked_forces(model, gen), lam_ref) <= 1e-9
     assert rec.lambda_matrix.shape == (12, 12)
@@ -417,3 +423,61 @@ def test_grasp_forces_carry_the_box_by_newtons_law(arms):
     assert np.linalg.norm(m_g) == pytest.approx(2.0 * 9.81)    # the 2 kg box of the example
     np.testing.assert_allclose(F + m_g, box.mass * a_c, rtol=0, atol=1e-9 * np.linalg.norm(m_g))
     assert abs(F[2]) > 0.1 * np.linalg.norm(m_g)                 # the grasps do carry it
+
+
+# ---------------------------------------------------------------- flexible links (issue 34)
+@pytest.mark.parametrize("seed,kinds", [(1, ("ball", "hinge")), (2, ("soft_finger",)),
+                                        (7, ("hinge", "ball")), (8, ("weld",))])
+def test_flexible_links_in_closed_loops_equal_dense_kkt_and_the_general_form(seed, kinds):
+    """Random trees of rigid and flexible links (children on nodes) closed between two leaves:
+    RCCFD1 with flexible.c's body-frame sweeps and factored M⁻¹ (closures.c, operational_space.c)
+    and the general form (4.9) against the dense KKT solve of the flexible M and bias."""
+    model, q, qd = flexible_closed_tree(seed, kinds)
+    assert model.max_modes > 0
+    tau = np.random.default_rng(seed).normal(size=model.nv)
+    qdd_ref, lam_ref = kkt(model, q, qd, tau, (3.0, 7.0))
+    for method in ("recursive", "rccfd2", "rccfd3", "general"):
+        res = constrained_forward_dynamics(model, q, qd, tau, stabilization=(3.0, 7.0), method=method)
+        assert rel(res.qdd, qdd_ref) <= 1e-9, method
+        assert rel(stacked_forces(model, res), lam_ref) <= 1e-9, method
+
+
+def test_flexible_constraint_bias_against_finite_differences():
+    """γ = d/dt (G(θ(t)) β) with the modal rates in β: the body-frame motion of flexible.c carried to
+    the inertial frame for the closure points."""
+    model, q, qd = flexible_closed_tree(1, ("ball", "hinge"))
+    h = 1e-5
+    G = [constraint_jacobian(model, integrate_configuration(model, q, s * qd)) for s in (h, -h)]
+    assert rel(constraint_bias(model, q, qd), (G[0] - G[1]) @ qd / (2 * h)) <= 1e-6
+
+
+def test_flexible_arms_holding_a_box():
+    """Two arms with a flexible link each grasping the box: RCCFD1 = (4.9) = KKT, the constraints
+    hold at acceleration level, the grasp's velocity projection, and 0.3 s in the Simulator
+    (RK4 1 ms, Baumgarte 20/20) keeps the grasp closed and the energy."""
+    model, q0 = two_arms_box(flexible=True)
+    assert model.max_modes == 2 and max(constraint_residuals(model, q0).values()) <= 1e-12
+    rng = np.random.default_rng(3)
+    qd = project_velocities(model, q0, rng.normal(scale=0.3, size=model.nv))
+    G = constraint_jacobian(model, q0)
+    assert np.abs(G @ qd).max() <= 1e-12
+    tau = rng.normal(scale=5.0, size=model.nv)
+    tau[-6:] = 0.0
+    rec = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0))
+    gen = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method="general")
+    qdd_ref, lam_ref = kkt(model, q0, qd, tau, (5.0, 5.0))
+    assert rel(rec.qdd, qdd_ref) <= 1e-9 and rel(gen.qdd, rec.qdd) <= 1e-9
+    for method in ("rccfd2", "rccfd3"):                 # seed 003's other two, flexible links in
+        res = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method=method)
+        assert rel(res.qdd, rec.qdd) <= 1e-10 and rel(stacked_forces(model, res),
+                                                       stacked_forces(model, rec)) <= 1e-10
+    assert rel(stacked_forces(model, rec), lam_ref) <= 1e-9
+    gamma = constraint_bias(model, q0, qd)
+    assert np.abs(G @ rec.qdd + gamma).max() <= 1e-9 * np.abs(gamma).max() + 1e-9
+    sim = sf.Simulator(model, q0, qd)
+    sim.stabilization = (20.0, 20.0)
+    E0 = sf.total_energy(model, q0, qd)
+    for _ in range(300):
+        sim.step(1e-3)
+        assert max(sim.constraint_residuals.values()) <= 1e-5
+    assert abs(sf.total_energy(model, sim.q, sim.qd) - E0) <= 1e-3 * abs(E0)

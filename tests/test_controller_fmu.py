@@ -234,3 +234,14 @@ def test_cli_refuses_what_it_cannot_build(tmp_path, model_file, args, words):
                        capture_output=True, text=True, cwd=REPO)
     assert r.returncode == 1, r.stderr
     assert len(r.stderr.strip().splitlines()) == 1 and words in r.stderr, r.stderr
+
+
+def test_mimic_couplings_are_refused():
+    """A URDF <mimic> coupling makes a joint follow another: the tree's inverse dynamics is not
+    the coupled model's, so the controller table refuses it, naming the joint."""
+    from soa_fmu.fmu.variables import TableError, build_controller_table
+    model = sf.load_model(example(ARM))
+    build_controller_table(model)
+    model.add_mimic("joint2", "joint1", 0.5)
+    with pytest.raises(TableError, match="'joint2' mimics 'joint1'"):
+        build_controller_table(model)

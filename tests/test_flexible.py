@@ -340,18 +340,6 @@ def test_model_errors():
     m.add_body("d", "a", J.Fixed(), flexible=red)
     with pytest.raises(ModelError, match="node must be an integer"):
         m.add_frame("f", "d", node=99)
-    m.add_frame("g", "world")
-    m.add_constraint("c1", "ball", "g", "d")
-    with pytest.raises(ModelError, match="closure constraints on a model with flexible"):
-        m.core
-
-
-def test_algorithms_not_extended_to_flexible_bodies_refuse_clearly():
-    m = load_model("model_descriptions/examples/flexible_arm.toml")
-    q, qd = m.neutral_configuration(), np.zeros(m.nv)
-    for f in (lambda: sf.operational_space_inertia(m, q, [m.bodies[-1].name]),):
-        with pytest.raises(sf._core.StatusError, match="does not handle flexible bodies"):
-            f()
 
 
 def test_describe_lists_modes_and_node_frames():

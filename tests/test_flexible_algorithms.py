@@ -1,6 +1,6 @@
 """The algorithm families beyond FD/ID/M with flexible bodies (issue 34; seed 000 §4 in the
-recursions of soa_fmu/core/flexible.c): M⁻¹ in factored form (M⁻¹M = I), the forward-dynamics
-input map and the correction accelerations M⁻¹J*f (against dense solves), the ID/FD derivatives
+recursions of soa_fmu/core/flexible.c): M⁻¹ in factored form (M⁻¹M = I), the correction
+accelerations M⁻¹J*f and the operational-space Λ⁻¹ = J M⁻¹ Jᵀ (against dense solves), the ID/FD derivatives
 and the state-space linearization (against central differences of the engine's own FD/ID), on the
 flexible arm, the spacecraft (a free base with two flexible panels) and random flexible trees."""
 from __future__ import annotations
@@ -73,11 +73,38 @@ def test_correction_accelerations_are_a_dense_solve(case):
     assert rel(sf.correction_accelerations(model, q, f), Minv @ JTf) <= 1e-9
 
 
+@pytest.mark.parametrize("reference", ["world", "local"])
+def test_operational_space_inertia_is_j_minv_jt(case, reference):
+    """Λ⁻¹ = J M⁻¹ Jᵀ (dense, frame_jacobian) for bodies and node frames together, world-aligned
+    and local axes: block columns through the factored form, the smoother's α giving every
+    point's acceleration."""
+    model, q, _, _ = case
+    frames = list(model.frames)[:3] + [model.bodies[-1].name, model.bodies[1].name]
+    J = np.vstack([sf.frame_jacobian(model, q, f, reference=reference) for f in frames])
+    Linv = sf.operational_space_inertia_inverse(model, q, frames, reference)
+    assert np.array_equal(Linv, Linv.T)
+    assert rel(Linv, J @ np.linalg.inv(sf.mass_matrix(model, q)) @ J.T) <= 1e-9
+
+
 def _body_to_world(model, q, name, f):
     """A body force [n; f] (body axes, at the body origin) as [n; f] in world axes at that origin
     (the point frame_jacobian's rows refer to)."""
     R, _ = sf.frame_pose(model, q, name)
     return np.r_[R @ f[:3], R @ f[3:]]
+
+
+def test_algorithm_2_equals_forward_dynamics_and_the_outward_accelerations(case):
+    """Seed 001's Algorithm 2 (T′ = T − ID(θ, β, 0), β̇ = M⁻¹T′, α = λ + ζ): β̇ equals the articulated
+    forward dynamics, and α the body accelerations of the Newton–Euler outward pass at that β̇ plus
+    the base acceleration [0; −g] in each body's axes (as the rigid algorithm reports them)."""
+    model, q, qd, tau = case
+    f_ext = {model.bodies[-1].name: np.arange(1.0, 7.0)}
+    qdd, alpha = sf.forward_dynamics_bias_free(model, q, qd, tau, f_ext)
+    assert rel(qdd, sf.forward_dynamics(model, q, qd, tau, f_ext)) <= 1e-11
+    sf.inverse_dynamics(model, q, qd, qdd)
+    w = model.workspace()
+    g = np.array([w.Rw[k].T @ -np.asarray(model.gravity) for k in range(len(model.bodies))])
+    assert rel(alpha, w.alpha + np.c_[np.zeros_like(g), g]) <= 1e-10
 
 
 def test_inverse_dynamics_derivatives(case):
@@ -120,3 +147,11 @@ def test_state_space_model_matches_the_flow(case):
     Bf = np.column_stack([(xdot(x0, tau + h * e) - xdot(x0, tau - h * e)) / (2 * h) for e in np.eye(nv)])
     assert np.abs(A - Af).max() < 1e-5 * np.abs(Af).max()
     assert np.abs(B - Bf).max() < 1e-6 * np.abs(Bf).max()
+
+
+def test_configuration_difference_includes_the_modal_coordinates(case):
+    """θ₁ = θ₀ ⊕ δ ⇒ configuration_difference(θ₀, θ₁) = δ, the modal entries included (the error
+    signal of a state feedback on a flexible model, examples/flexible_lqr.py)."""
+    model, q, _, _ = case
+    delta = np.random.default_rng(3).normal(scale=0.1, size=model.nv)
+    assert np.abs(configuration_difference(model, q, plus(model, q, delta)) - delta).max() < 1e-12

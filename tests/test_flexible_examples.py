@@ -203,3 +203,26 @@ def test_panel_damping_dissipates_energy_but_keeps_momentum(tmp_path):
     H = np.array([momentum(m, q, v) for q, v in zip(r["q"], r["qd"])])
     assert np.all(np.diff(E) < 1e-12 * E[0]) and E[0] - E[-1] > 1e-4 * E[0]
     np.testing.assert_allclose(H, np.broadcast_to(H[0], H.shape), atol=1e-10 * np.abs(H[0]).max())
+
+
+def test_flexible_lqr_damps_the_tip_vibration():
+    """examples/flexible_lqr.py: the LQR from the flexible linearization stabilizes every
+    controllable mode (the out-of-plane pair, which the hub torque cannot reach, keeps its
+    open-loop decay), and on the nonlinear plant it brings the hub back and damps the knocked tip:
+    a tenth of the free beam's ringing after 1.5 s, less than half the rigid-design PD's
+    integrated squared deflection, and 0.6 of its peak."""
+    import flexible_lqr as fl
+    model = fl.arm()
+    q0, tau0 = fl.operating_point(model)
+    A, B, K = fl.lqr_gain(model, q0, tau0)
+    ev_ol, ev_cl = np.linalg.eigvals(A), np.linalg.eigvals(A - B @ K)
+    untouched = [e for e in ev_cl if np.min(np.abs(ev_ol - e)) < 1e-6 * abs(e)]
+    assert len(untouched) == 2                      # the out-of-plane bending pair
+    assert max(e.real for e in ev_cl if all(e != u for u in untouched)) < -2.0
+    lqr, pd, free = (fl.run(model, q0, tau0, k, t_end=2.0) for k in (K, fl.pd_gain(model, q0), 0 * K))
+    late = lqr["t"] >= 1.5
+    assert abs(lqr["hub"][-1]) < 1e-3 and abs(pd["hub"][-1]) < 1e-3
+    assert np.abs(lqr["deflection"][late]).max() < 0.1 * np.abs(free["deflection"][late]).max()
+    ise = [np.trapezoid(r["deflection"] ** 2, r["t"]) for r in (lqr, pd)]
+    assert ise[0] < 0.5 * ise[1]
+    assert np.abs(lqr["deflection"]).max() < 0.6 * np.abs(pd["deflection"]).max()

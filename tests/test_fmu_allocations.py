@@ -50,7 +50,8 @@ def step_host(exe: Path, fmu: Path, tmp: Path, steps: int, env: dict | None = No
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("model,name", [("arm7.urdf", "Arm7"), ("two_arms_box.toml", None)])
+@pytest.mark.parametrize("model,name", [("arm7.urdf", "Arm7"), ("two_arms_box.toml", None),
+                                        ("bouncing_ball.toml", None)])
 def test_native_step_allocates_nothing(host, tmp_path, model, name):
     r = step_host(host, build(model, name=name), tmp_path, STEPS)
     assert r["allocations"] == 0, r

@@ -1,5 +1,6 @@
 """Joints in the FMU (docs/joints.md, docs/fmu.md): armature, joint stops (parameters, switch,
-stop_tau, Model Exchange event indicators), the integrators implicit / auto and integrator_used —
+stop_tau, Model Exchange event indicators), the integrators implicit / ros2 / auto and
+integrator_used —
 both flavours bit for bit against the Simulator."""
 from __future__ import annotations
 
@@ -60,8 +61,8 @@ def test_stop_fmu_matches_the_simulator(stopped_fmu, model_file):
     inst = Instance(stopped_fmu).init({"q0[1]": Q0})
     assert inst.get("armature")[0] == 0.2
     assert inst.get("stop_stiffness")[0] == model.stop_stiffness[0]
-    assert inst.get("integrator_used")[0] == 0                  # auto: rk4 holds its bound
-    assert "integrator auto: rk4" in inst.log_text()
+    assert inst.get("integrator_used")[0] == 4                  # auto: ros2 (a stop, damping)
+    assert "integrator auto: ros2" in inst.log_text()
     rows = run(inst, 1500)
     sim = sf.Simulator(model, q0=[Q0])
     for _ in range(1500):
@@ -100,6 +101,29 @@ def test_implicit_and_auto_in_the_fmu(stopped_fmu, model_file):
     np.testing.assert_array_equal(inst.get("qdd"), sim.qdd)
     T = _core.joint_forces(model.data, sim.q, sim.qd, np.zeros(1))
     np.testing.assert_allclose(sim.qdd, sf.forward_dynamics(model, sim.q, sim.qd, T), rtol=1e-14)
+    inst.close()
+
+
+def test_ros2_error_control_in_the_fmu(stopped_fmu, model_file):
+    """integrator = ros2 with error_control = true runs the C core's error-controlled sub-steps
+    (the Simulator's, to 1e-12), the step memory carried between doSteps; switched off during the
+    run (tunable), fixed sub-steps of max_step follow, again as the Simulator's."""
+    model = sf.load_model(model_file)
+    inst = Instance(stopped_fmu).init({"q0[1]": Q0, "integrator": "ros2", "error_control": True,
+                                       "rtol": 1e-6, "atol": 1e-8})
+    assert inst.get("integrator_used")[0] == 4
+    rows = run(inst, 300)
+    sim = sf.Simulator(model, q0=[Q0], method="ros2", error_control=True, rtol=1e-6, atol=1e-8)
+    for _ in range(300):
+        sim.step(1e-3)
+    assert abs(rows[-1, 0] - sim.q[0]) < 1e-12 and abs(rows[-1, 1] - sim.qd[0]) < 1e-12
+    np.testing.assert_allclose(inst.get("qdd"), sim.qdd, rtol=0, atol=1e-9)
+    inst.set("error_control", False)
+    sim.options.error_control = False
+    rows = run(inst, 100)
+    for _ in range(100):
+        sim.step(1e-3)
+    assert abs(rows[-1, 0] - sim.q[0]) < 1e-12 and abs(rows[-1, 1] - sim.qd[0]) < 1e-12
     inst.close()
 
 

@@ -246,13 +246,15 @@ def jacobian_check(me: ME, unknowns, knowns, getter, setter, eps, rng, rtol):
         assert np.abs(d).max() > 1e-2
 
 
-@pytest.mark.parametrize("which", ["mixed", "arm7.urdf"])
+@pytest.mark.parametrize("which", ["mixed", "arm7.urdf", "flexible_arm.toml", "spacecraft.toml"])
 def test_directional_derivatives_equal_finite_differences(which, mixed_fmu):
     """d(x-dot, outputs)/d(x, inputs) from fmi2GetDirectionalDerivative (analytic: derivatives.c
-    and the joints' kinematics) equals central differences, at a state whose quaternions are off
-    unit norm: state derivatives of der(q) and qdd, of q, qd, energy and frame poses; input
-    derivatives of qdd."""
-    fmu = mixed_fmu if which == "mixed" else build("arm7.urdf", name="Arm7", runtime="native")
+    and the joints' kinematics; with flexible bodies the core's fourth-order differences in θ)
+    equals central differences, at a state whose quaternions are off unit norm: state derivatives
+    of der(q) and qdd, of q, qd, energy and frame poses (node frames included); input derivatives
+    of qdd."""
+    fmu = mixed_fmu if which == "mixed" else build(which, name=which.split(".")[0].title(),
+                                                     runtime="native")
     me = ME(fmu)
     rng = np.random.default_rng(5)
     md = me.md
@@ -396,7 +398,8 @@ def test_build_options_refused_in_one_line(tmp_path, capsys):
 # ---------------------------------------------------------------- FMI 3.0
 @pytest.mark.parametrize("name, start", [
     ("arm7.urdf", {"q0[2]": 0.5, "tau[1]": 2.0, "integrator": "dop853"}),
-    ("four_bar.toml", {"stabilization[1]": 20.0, "stabilization[2]": 20.0, "integrator": "rk4"})])
+    ("four_bar.toml", {"stabilization[1]": 20.0, "stabilization[2]": 20.0, "integrator": "rk4"}),
+    ("flexible_arm.toml", {"tau[1]": 1.0, "integrator": "dop853"})])
 def test_fmi3_co_simulation_equals_fmi2(name, start):
     """The FMI 3.0 FMU (arrays) steps exactly as the FMI 2.0 one (the same instance code) -- the
     arm with the adaptive integrator, the four-bar (a closed chain) with RK4:

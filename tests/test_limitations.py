@@ -34,38 +34,16 @@ def test_page_names_this_test():
     assert "tests/test_limitations.py" in PAGE
 
 
-@pytest.mark.parametrize("call", [
-    lambda m, q, z: sf.operational_space_inertia(m, q, [m.bodies[-1].name]),
-], ids=["lambda"])
-def test_flexible_bodies_are_unsupported_by_these_families(flexible, call):
-    model, q, z = flexible
-    assert model.max_modes > 0
-    with pytest.raises(_core.StatusError, match="flexible"):
-        call(model, q, z)
-
-
 def test_flexible_bodies_run_the_documented_algorithms(flexible):
     model, q, z = flexible
     for f in (lambda: sf.forward_dynamics(model, q, z, z), lambda: sf.inverse_dynamics(model, q, z, z),
               lambda: sf.mass_matrix(model, q), lambda: sf.mass_matrix_derivative(model, q),
               lambda: sf.coriolis_matrix(model, q, z), lambda: sf.mass_matrix_inverse(model, q),
               lambda: sf.linearize(model, q, z, z)[0],
-              lambda: sf.correction_accelerations(model, q, {model.bodies[-1].name: np.ones(6)})):
+              lambda: sf.correction_accelerations(model, q, {model.bodies[-1].name: np.ones(6)}),
+              lambda: sf.operational_space_inertia_inverse(model, q, [model.bodies[-1].name]),
+              lambda: sf.forward_dynamics_bias_free(model, q, z, z)[0]):
         assert np.all(np.isfinite(f()))
-
-
-def test_flexible_with_constraints_is_refused():
-    model = sf.load_model(EX / "flexible_arm.toml")
-    model.add_constraint("pin", "ball", model.bodies[-1].name, "world")
-    with pytest.raises(ModelError, match="flexible"):
-        model.core
-
-
-def test_flexible_fmu_has_no_directional_derivatives():
-    with zipfile.ZipFile(build("flexible_arm.toml", runtime="native")) as z:
-        xml = z.read("modelDescription.xml").decode()
-    assert 'providesDirectionalDerivative="true"' not in xml
-    assert "providesDirectionalDerivative" in PAGE
 
 
 def test_constraint_kinds_are_two_sided_only():
@@ -100,10 +78,11 @@ def test_threads_statement_matches_the_code():
         assert "data" in sf.forward_dynamics.__code__.co_varnames
 
 
-@pytest.mark.parametrize("name,what", [("flexible_arm.toml", "flexible bodies"),
-                                       ("four_bar.toml", "closure constraints")])
-def test_implicit_integrator_refuses_flexible_and_closed_chains(name, what):
+def test_implicit_integrators_refuse_closed_chains_and_take_flexible_bodies():
     from soa_fmu.integrators import IntegrationError
-    assert "`implicit` integrator" in PAGE and what in PAGE
-    with pytest.raises(IntegrationError, match=f"implicit integrator does not handle {what}"):
-        sf.simulate(sf.load_model(EX / name), 0.01, method="implicit")
+    assert "`implicit` and `ros2` integrators" in PAGE and "closure constraints" in PAGE
+    for method in ("implicit", "ros2"):
+        with pytest.raises(IntegrationError, match="implicit integrator does not handle closure"):
+            sf.simulate(sf.load_model(EX / "four_bar.toml"), 0.01, method=method)
+        res = sf.simulate(sf.load_model(EX / "flexible_arm.toml"), 0.01, method=method)
+        assert np.all(np.isfinite(res["q"]))

@@ -1,6 +1,6 @@
 """Operational-space inertia by the Ω recursion (SPEC E10): seed 000 (3.10), (A.3)–(A.6); seed 002
 eqs. (18)–(20).  Checked against the dense J M⁻¹ J*, the dense operator expression B*ψ*H*D⁻¹HψB, and
-a dense M⁻¹ J* f."""
+a dense M⁻¹ J* f; with flexible bodies (issue 34) against J M⁻¹ J* of the dense flexible M."""
 from __future__ import annotations
 
 import numpy as np
@@ -142,3 +142,28 @@ def test_bad_arguments():
         operational_space_inertia_inverse(model, q, ["link1"], reference="body")
     with pytest.raises(ValueError):
         operational_space_inertia_inverse(model, np.full(model.nq, np.nan), ["link1"])
+
+
+# ---------------------------------------------------------------- flexible bodies (issue 34)
+@pytest.mark.parametrize("name", ["spacecraft", "tree_1", "tree_3"])
+def test_flexible_lambda_inverse_equals_dense(name):
+    """Λ⁻¹ = J M⁻¹ J* to 1e-9 (the issue's bar) with M⁻¹ the dense inverse of the flexible M, frames
+    on rigid and flexible bodies, on nodes and on world, both references; Λ Λ⁻¹ = I."""
+    from soa_fmu.io import load_model
+    from soa_fmu.verify.builders import random_flexible_tree
+    if name == "spacecraft":
+        model = load_model("model_descriptions/examples/spacecraft.toml")
+    else:
+        model = random_flexible_tree(np.random.default_rng(int(name[-1])), 7)[0]
+    flexible = [k for k, b in enumerate(model.bodies) if b.nmodes]
+    frames = with_frames(model, [flexible[0], model.nbodies - 1, flexible[-1]], seed=4)
+    model.add_frame("anchor", sf.WORLD, translation=(0.1, 0.2, 0.3))
+    frames += ["anchor"] + [f for f in model.frames if "tip" in f]   # world; the panels' nodes
+    q, _ = random_state(model, seed=5, scale=0.3)
+    Minv = np.linalg.inv(sf.mass_matrix(model, q))
+    for reference in ("world", "local"):
+        J = np.vstack([sf.frame_jacobian(model, q, f, reference=reference) for f in frames])
+        Li = operational_space_inertia_inverse(model, q, frames, reference)
+        assert rel(Li, J @ Minv @ J.T) <= 1e-9, reference
+    L = operational_space_inertia(model, q, frames[1])
+    assert np.abs(L @ operational_space_inertia_inverse(model, q, frames[1]) - np.eye(6)).max() <= 1e-9

@@ -204,6 +204,19 @@ def test_degenerate_axis_gets_armature_with_strict_false():
     assert np.abs(M @ qdd + tau0).max() <= 1e-9 * np.abs(tau0).max()
 
 
+def test_degenerate_axis_of_an_included_urdf(tmp_path):
+    path = tmp_path / "icub.toml"
+    urdf = robot_path("icub_description/robots", "icub.urdf")
+    path.write_text(f'name = "two"\n\n[[include]]\nurdf = "{urdf}"\nprefix = "a_"\n')
+    from soa_fmu.model import ModelError
+    with pytest.raises(ModelError, match=rf"^{re.escape(str(path))}:3: include\[0\] .*joint "
+                                         r"'a_neck_roll' \(body 'a_neck_2'\) has a degenerate axis"):
+        load_model(path)
+    with pytest.warns(ModelWarning, match=r"armature added to 1 joint .*'a_neck_roll' 1\.64e-06"):
+        model = load_model(path, strict=False)
+    assert np.count_nonzero(model.joint_armature) == 1
+
+
 def test_native_include_with_strict_false(tmp_path):
     urdf = robot_path("pr2_description/urdf", "pr2.urdf")
     path = tmp_path / "pr2.toml"

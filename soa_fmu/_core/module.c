@@ -38,7 +38,7 @@ static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
         return NULL;
     if (s.nb < 0 || s.nq < 0 || s.nv < 0 || s.nm < 0 || s.nm > SOA_MAX_MODES
         || s.nq > (7 + s.nm) * s.nb || s.nv > (6 + s.nm) * s.nb || s.nc < 0 || s.nc >= (1 << 12)
-        || (s.nm && s.nc) || s.nsph < 0 || s.nsph >= (1 << 12) || s.npln < 0 || s.npln >= (1 << 8)
+        || s.nsph < 0 || s.nsph >= (1 << 12) || s.npln < 0 || s.npln >= (1 << 8)
         || s.nssp < 0 || s.nssp >= (1 << 16) || (s.nsph && (s.nm || s.nc)))
         return PyErr_Format(PyExc_ValueError, "invalid model sizes nb=%d nq=%d nv=%d nc=%d nm=%d "
                             "nsph=%d npln=%d nssp=%d", s.nb, s.nq, s.nv, s.nc, s.nm, s.nsph,

@@ -319,13 +319,13 @@ static PyObject *py_constraint_rows(PyObject *Py_UNUSED(mod), PyObject *const *a
 
 /* ------------------------------------------------------------------ constraint_time.c */
 /* closure_step(data, q, qd, tau, use_fext, active, was_active, u, anchors, alpha, beta, method,
- *              max_step, rtol, atol, reanchor, t, h, dop_h)
+ *              max_step, rtol, atol, reanchor, t, h, dop_h, error_control)
  *     -> (qdd, forces (nc x 6), residuals (nc), dop_h, warning): one step with grasp / release and
  * moving targets; q, qd and anchors (16 nc) in place (unchanged on failure). */
 static PyObject *py_closure_step(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
 {
-    NARGS(19, "closure_step(data, q, qd, tau, use_fext, active, was_active, u, anchors, alpha, beta, "
-              "method, max_step, rtol, atol, reanchor, t, h, dop_h)");
+    NARGS(20, "closure_step(data, q, qd, tau, use_fext, active, was_active, u, anchors, alpha, beta, "
+              "method, max_step, rtol, atol, reanchor, t, h, dop_h, error_control)");
     DataObject *d = soa_py_data(args[0]);
     if (!d) return NULL;
     const soa_model *m = d->model->m;
@@ -337,14 +337,15 @@ static PyObject *py_closure_step(PyObject *Py_UNUSED(mod), PyObject *const *args
     const long method = PyLong_AsLong(args[11]);
     if (method == -1 && PyErr_Occurred()) return NULL;
     soa_step_options o = {(int)method, float_arg(args[12], &ok), float_arg(args[13], &ok),
-                          float_arg(args[14], &ok), PyObject_IsTrue(args[15])};
+                          float_arg(args[14], &ok), PyObject_IsTrue(args[15]),
+                          PyObject_IsTrue(args[19])};
     const double t = float_arg(args[16], &ok), h = float_arg(args[17], &ok);
     double dop_h = float_arg(args[18], &ok);
     const int use_fext = PyObject_IsTrue(args[4]);
-    if (!ok || use_fext < 0 || o.reanchor < 0) return NULL;
+    if (!ok || use_fext < 0 || o.reanchor < 0 || o.error_control < 0) return NULL;
     if (method < 0 || method >= SOA_AUTO)
-        return PyErr_Format(PyExc_ValueError,
-                            "method must be 0 (rk4), 1 (euler), 2 (dop853) or 3 (implicit)");
+        return PyErr_Format(PyExc_ValueError, "method must be 0 (rk4), 1 (euler), 2 (dop853), "
+                            "3 (implicit) or 4 (ros2)");
     if (!(q = soa_py_inout(args[1], m->nq, "q")) || !(qd = soa_py_inout(args[2], m->nv, "qd"))
         || !(anchors = soa_py_inout(args[8], 16 * m->nc, "anchors")))
         return NULL;                                       /* (borrowed) */
@@ -386,6 +387,6 @@ PyMethodDef soa_py_closed_chains_methods[] = {
     FAST(advance_anchor, "advance_anchor(model, j, T0, u, dt) -> T0 moved by A* u for dt."),
     FAST(constraint_rows, "constraint_rows(kind, axis) -> the rows A of a constraint kind."),
     FAST(closure_step, "closure_step(data, q, qd, tau, use_fext, active, was_active, u, anchors, "
-                       "alpha, beta, method, max_step, rtol, atol, reanchor, t, h, dop_h) -> (qdd, "
+                       "alpha, beta, method, max_step, rtol, atol, reanchor, t, h, dop_h, error_control) -> (qdd, "
                        "forces, residuals, dop_h, warning): one step with grasp / release."),
     {NULL, NULL, 0, NULL}};

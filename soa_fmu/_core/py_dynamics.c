@@ -271,7 +271,7 @@ static PyObject *py_contact_implicit(PyObject *Py_UNUSED(mod), PyObject *const *
     if (!(h >= 0.0 && h < 1e300)) return PyErr_Format(PyExc_ValueError, "h must be finite and >= 0");
     PyArrayObject *qdd = soa_py_inout(args[2], d->model->m->nv, "qdd");
     if (!qdd) return NULL;
-    soa_contact_implicit(d->model->m, d->d, h, SOA_DBL(qdd));
+    soa_contact_implicit(d->model->m, d->d, h, NULL, NULL, 0, SOA_DBL(qdd));
     Py_RETURN_NONE;
 }
 

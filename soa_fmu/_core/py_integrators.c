@@ -179,20 +179,13 @@ static PyObject *py_stop_forces(PyObject *Py_UNUSED(mod), PyObject *const *args,
     return (PyObject *)out;
 }
 
-/* auto_method(data, q, h) -> 0 (rk4) or 3 (implicit): soa_auto_method. */
+/* auto_method(model) -> 0 (rk4) or 4 (ros2): soa_auto_method. */
 static PyObject *py_auto_method(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
 {
-    if (nargs != 3) return PyErr_Format(PyExc_TypeError, "auto_method(data, q, h)");
+    if (nargs != 1) return PyErr_Format(PyExc_TypeError, "auto_method(data)");
     DataObject *d = soa_py_data(args[0]);
     if (!d) return NULL;
-    const soa_model *m = d->model->m;
-    PyArrayObject *q = soa_py_vector(args[1], m->nq, "q");
-    if (!q) return NULL;
-    const double h = PyFloat_AsDouble(args[2]);
-    if (h == -1.0 && PyErr_Occurred()) { Py_DECREF(q); return NULL; }
-    const int r = soa_auto_method(m, d->d, SOA_DBL(q), h);
-    Py_DECREF(q);
-    return PyLong_FromLong(r);
+    return PyLong_FromLong(soa_auto_method(d->model->m));
 }
 
 /* mimic_couple(data, qdd) -> None: the mimic couplings on qdd in place, from the factors of the
@@ -225,6 +218,44 @@ static PyObject *py_implicit(PyObject *Py_UNUSED(mod), PyObject *const *args, Py
     return fixed_step(args, nargs, soa_implicit);
 }
 
+static PyObject *py_rosenbrock(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    return fixed_step(args, nargs, soa_rosenbrock);
+}
+
+/* rosenbrock_adaptive(data, q, qd, tau, use_fext, h, rtol, atol, max_step, h_prev)
+ *     -> (qdd, h_next): soa_rosenbrock_adaptive, q and qd in place. */
+static PyObject *py_rosenbrock_adaptive(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                                        Py_ssize_t nargs)
+{
+    if (nargs != 10)
+        return PyErr_Format(PyExc_TypeError, "rosenbrock_adaptive(data, q, qd, tau, use_fext, h, "
+                            "rtol, atol, max_step, h_prev)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    const soa_model *m = d->model->m;
+    PyArrayObject *q = soa_py_inout(args[1], m->nq, "q"), *qd = NULL, *tau = NULL, *out = NULL;
+    if (!q || !(qd = soa_py_inout(args[2], m->nv, "qd"))) return NULL;
+    double x[5];
+    for (int i = 0; i < 5; i++) {
+        x[i] = PyFloat_AsDouble(args[5 + i]);
+        if (x[i] == -1.0 && PyErr_Occurred()) return NULL;
+    }
+    const int use_fext = PyObject_IsTrue(args[4]);
+    if (use_fext < 0) return NULL;
+    if (!(tau = soa_py_vector(args[3], m->nv, "tau"))) return NULL;
+    if (!(out = soa_py_new(1, m->nv, 0))) { Py_DECREF(tau); return NULL; }
+    d->d->dop_h[0] = x[4];
+    const soa_status st = soa_rosenbrock_adaptive(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau),
+                                                  use_fext, x[0], x[1], x[2], x[3], SOA_DBL(out));
+    Py_DECREF(tau);
+    if (st.kind != SOA_OK) {
+        Py_DECREF(out);
+        return soa_py_closure_status(d, st, NULL);
+    }
+    return Py_BuildValue("(Nd)", out, d->d->dop_h[0]);
+}
+
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 PyMethodDef soa_py_integrators_methods[] = {
@@ -239,11 +270,16 @@ PyMethodDef soa_py_integrators_methods[] = {
                        "the joint forces with the model's dissipation and stops (what the "
                        "integrators apply)."),
     FAST(stop_forces, "stop_forces(data, q, qd) -> the joint stops' forces per velocity dof."),
-    FAST(auto_method, "auto_method(data, q, h) -> 0 (rk4) or 3 (implicit): the integrator auto "
-                      "picks at q for sub-steps h."),
+    FAST(auto_method, "auto_method(data) -> 0 (rk4) or 4 (ros2): the integrator auto picks."),
     FAST(mimic_couple, "mimic_couple(data, qdd): the mimic couplings on qdd in place, from the "
                        "factors of the last aba on this data."),
     FAST(mimic_project, "mimic_project(model, q, qd): q_m = k q_j + c, qd_m = k qd_j in place."),
     FAST(implicit, "implicit(data, q, qd, tau, use_fext, h, nsub) -> qdd: nsub linearly implicit "
                    "Euler steps (implicit in the joints' dissipation and stops)."),
+    FAST(rosenbrock, "rosenbrock(data, q, qd, tau, use_fext, h, nsub) -> qdd: nsub ROS2 steps "
+                     "(second order, L-stable; implicit in the joints' dissipation, stops and "
+                     "contact)."),
+    FAST(rosenbrock_adaptive, "rosenbrock_adaptive(data, q, qd, tau, use_fext, h, rtol, atol, "
+                              "max_step, h_prev) -> (qdd, h_next): ROS2 in error-controlled "
+                              "sub-steps over h."),
     {NULL, NULL, 0, NULL}};

@@ -95,16 +95,27 @@ soa_status soa_closure_step(const soa_model *m, soa_data *d, const soa_step_opti
             st.index = SOA_MAX_SUBSTEPS;
             return st;
         }
-        if (o->method == SOA_IMPLICIT) {
-            /* the implicit step solves with the tree's sweep only: with a closure switched on it
-             * refuses (SOA_IMPLICIT_UNSUPPORTED, index 1) instead of ignoring the constraint */
+        if (o->method == SOA_IMPLICIT || o->method == SOA_ROS2) {
+            /* the implicit stages solve with the tree's sweep only: with a closure switched on
+             * they refuse (SOA_IMPLICIT_UNSUPPORTED, index 1) instead of ignoring the constraint */
             for (int j = 0; j < nc; j++)
                 if (in->active[j]) {
                     st.kind = SOA_IMPLICIT_UNSUPPORTED;
                     st.index = 1;
                     return st;
                 }
-            st = soa_implicit(m, d, d->cl_q, d->cl_qd, in->tau, in->use_fext, h / nsub, nsub, qdd);
+            if (o->method == SOA_IMPLICIT)
+                st = soa_implicit(m, d, d->cl_q, d->cl_qd, in->tau, in->use_fext, h / nsub, nsub,
+                                  qdd);
+            else if (!o->error_control)
+                st = soa_rosenbrock(m, d, d->cl_q, d->cl_qd, in->tau, in->use_fext, h / nsub,
+                                    nsub, qdd);
+            else {
+                d->dop_h[0] = *dop_h;
+                st = soa_rosenbrock_adaptive(m, d, d->cl_q, d->cl_qd, in->tau, in->use_fext, h,
+                                             o->rtol, o->atol, o->max_step, qdd);
+                if (st.kind == SOA_OK) *dop_h = d->dop_h[0];
+            }
             for (int j = 0; j < nc; j++) in->residuals[j] = 0.0;
             for (int i = 0; i < 6 * nc; i++) in->forces[i] = 0.0;
         } else {

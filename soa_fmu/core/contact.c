@@ -213,14 +213,17 @@ static void apply(const soa_model *m, soa_data *d, int p, int a, int b, const so
                   int set_o, const double *law_o)
 {
     const double *Va = d->V + 6 * m->sp_body[a], *Vb = b >= 0 ? d->V + 6 * m->sp_body[b] : 0;
-    const double zero[3] = {0.0, 0.0, 0.0};
     double law[SOA_CT_NLAW];
-    pair_law(m, a, set_o, law_o, law);
     d->ct_pdepth[p] = c->depth[0];
+    if (c->depth[0] > 0.0) pair_law(m, a, set_o, law_o, law);
     for (int k = 0; k < SOA_MANIFOLD; k++) {
         const int i = SOA_MANIFOLD * p + k;
-        if (k >= c->n) {
-            record(m, d, i, a, b, c->x[0], 0.0, zero);
+        if (k >= c->n || !(c->depth[k] > 0.0)) {     /* not touching: no force, depth <= 0 */
+            double *F = d->ct_force + 3 * i;
+            F[0] = F[1] = F[2] = 0.0;
+            d->ct_depth[i] = k < c->n ? c->depth[k] : 0.0;
+            if (k < c->n)
+                for (int r = 0; r < 3; r++) d->ct_point[3 * i + r] = c->x[k][r];
             continue;
         }
         const double *x = c->x[k], delta = c->depth[k];
@@ -238,12 +241,16 @@ static void apply(const soa_model *m, soa_data *d, int p, int a, int b, const so
     }
 }
 
-/* An empty manifold for a pair the broad phase set apart: the gap lower bound gap > 0 at x. */
-static void apart(soa_manifold *c, double gap, const double *x)
+/* A one-point manifold: depth at x along the normal s mn (s = 1 or -1).  A pair the broad phase
+ * set apart (depth < 0: minus a lower bound of its gap), or a sphere on a plane (closed form). */
+static void one_point(soa_manifold *c, double depth, const double *x, double s, const double *mn)
 {
     c->n = 1;
-    c->depth[0] = -gap;
-    for (int r = 0; r < 3; r++) c->x[0][r] = x[r];
+    c->depth[0] = depth;
+    for (int r = 0; r < 3; r++) {
+        c->x[0][r] = x[r];
+        c->m[r] = s * mn[r];
+    }
 }
 
 void soa_contact_forces(const soa_model *m, soa_data *d)
@@ -257,6 +264,7 @@ void soa_contact_forces(const soa_model *m, soa_data *d)
         const double *Rb = d->Rw + 9 * m->sp_body[s], *Rs = m->sp_rot + 9 * s;
         double *R = d->sp_R + 9 * s;
         body_point(d, m->sp_body[s], m->sp_center + 3 * s, d->sp_x + 3 * s);
+        if (m->sp_shape[s] == SOA_SHAPE_SPHERE) continue;   /* (a sphere's axes are not read) */
         for (int i = 0; i < 3; i++)
             for (int j = 0; j < 3; j++)
                 R[3 * i + j] = Rb[3 * i] * Rs[j] + Rb[3 * i + 1] * Rs[3 + j] + Rb[3 * i + 2] * Rs[6 + j];
@@ -267,10 +275,10 @@ void soa_contact_forces(const soa_model *m, soa_data *d)
         for (int j = 0; j < npln; j++) {
             const double *n = m->pl_normal + 3 * j;
             const double dist = n[0] * o[0] + n[1] * o[1] + n[2] * o[2] - m->pl_offset[j];
-            if (dist > m->sp_bound[s]) {   /* broad phase: its bounding sphere above the plane */
-                double x[3];
-                for (int i = 0; i < 3; i++) x[i] = o[i] - dist * n[i];
-                apart(&c, dist - m->sp_bound[s], x);
+            if (dist > m->sp_bound[s] || sh.type == SOA_SHAPE_SPHERE) {
+                double x[3];                 /* broad phase: its bounding sphere above the plane; */
+                for (int i = 0; i < 3; i++) x[i] = o[i] - dist * n[i];   /* a sphere's contact */
+                one_point(&c, m->sp_bound[s] - dist, x, -1.0, n);
             } else {
                 soa_collide_plane(&sh, n, m->pl_offset[j], &c);
             }
@@ -285,8 +293,12 @@ void soa_contact_forces(const soa_model *m, soa_data *d)
         const double gap = dist - m->sp_bound[a] - m->sp_bound[b];
         if (gap > 0.0) {                   /* broad phase: bounding spheres apart */
             double x[3];
-            for (int i = 0; i < 3; i++) x[i] = oa[i] + (m->sp_bound[a] + 0.5 * gap) * e[i] / dist;
-            apart(&c, gap, x);
+            double u[3];
+            for (int i = 0; i < 3; i++) {
+                u[i] = e[i] / dist;
+                x[i] = oa[i] + (m->sp_bound[a] + 0.5 * gap) * u[i];
+            }
+            one_point(&c, -gap, x, 1.0, u);
         } else {
             const soa_shape sa = shape_of(m, d, a), sb = shape_of(m, d, b);
             soa_collide(&sa, &sb, &c);
@@ -351,7 +363,7 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
  *
  * (seed 000 eq. 3.10 and A.3-A.5, seed 002 eqs. 19-20; pair_inertia_inverse: the 3 x 3 blocks
  * of the contact points only, O(sum of their depths) + O(n_c^2) per shared body).  With
- * u = -h K J beta,
+ * u = -h K J beta (a Rosenbrock stage: u = -h K J r + C J s, its r and s; docs/joints.md),
  *
  *     (I + C Lambda^-1) z = C (J qdd + Lambda^-1 u),   qdd <- qdd + M^-1 J* (u - z)
  *
@@ -360,9 +372,11 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
  * runs (O(N)).  The semi-implicit Euler step beta+ = beta + h qdd, theta+ = theta (+) h beta+ is
  * then linearly implicit in the contact: its stiffness and damping no longer bound the step. */
 
-/* C = h B + h^2 K and K of pair p (row-major 3 x 3; file comment). */
-static void pair_jacobians(const soa_data *d, int p, const double *F, double h, double *C,
-                           double *K)
+/* C = h B + h^2 K and K of pair p (row-major 3 x 3; file comment); secant: the friction's part
+ * of B is its secant (mu f_n / s) P, f_t = -(mu f_n / s) v_t, without the - v_t v_t* / s^2 of the
+ * tangent, which vanishes where the friction saturates (a Rosenbrock stage's choice, integrators.c). */
+static void pair_jacobians(const soa_data *d, int p, const double *F, double h, int secant,
+                           double *C, double *K)
 {
     const double *mn = d->ct_normal + 3 * p, *v = d->ct_vrel + 3 * p, *law = d->ct_law_p + SOA_CT_NLAW * p;
     const double fn = -(F[0] * mn[0] + F[1] * mn[1] + F[2] * mn[2]);
@@ -381,7 +395,8 @@ static void pair_jacobians(const soa_data *d, int p, const double *F, double h, 
     for (int i = 0; i < 3; i++) {
         const double e = mn[i] + mu * vt[i] / s;        /* (m + mu v_t / s) */
         for (int j = 0; j < 3; j++) {
-            const double b = bn * e * mn[j] + bt * ((i == j) - mn[i] * mn[j] - vt[i] * vt[j] / s2);
+            const double b = bn * e * mn[j]
+                             + bt * ((i == j) - mn[i] * mn[j] - (secant ? 0.0 : vt[i] * vt[j] / s2));
             K[3 * i + j] = kn * e * mn[j];
             C[3 * i + j] = h * b + h * h * K[3 * i + j];
         }
@@ -530,15 +545,17 @@ static void pair_inertia_inverse(const soa_model *m, soa_data *d, int na, double
                 const int cs = 3 * (sid[s] / 2);
                 const double *ys = Y + 18 * s;
                 double *Lst = L + cs * n3 + ct, *Lts = L + ct * n3 + cs;
-                double A[9] = {0, 0, 0, 0, 0, 0, 0, 0, 0};
-                for (int e = 0; e < n; e++)
+                double A[9];
+                for (int r = 0; r < 3; r++)                /* A = Y_s* D^-1 Y_t (e = 0 first) */
+                    for (int c = 0; c < 3; c++) A[3 * r + c] = ys[r] * W[c];
+                for (int e = 1; e < n; e++)
                     for (int r = 0; r < 3; r++)
                         for (int c = 0; c < 3; c++) A[3 * r + c] += ys[3 * e + r] * W[3 * e + c];
                 for (int r = 0; r < 3; r++)
-                    for (int c = 0; c < 3; c++) {
-                        Lst[n3 * r + c] += A[3 * r + c];
-                        if (s != t) Lts[n3 * c + r] += A[3 * r + c];
-                    }
+                    for (int c = 0; c < 3; c++) Lst[n3 * r + c] += A[3 * r + c];
+                if (s != t)
+                    for (int r = 0; r < 3; r++)
+                        for (int c = 0; c < 3; c++) Lts[n3 * c + r] += A[3 * r + c];
             }
             for (int e = 0; e < n && p >= 0; e++)          /* Z <- tau-bar(k) Z */
                 for (int i = 0; i < 6; i++) {
@@ -556,7 +573,8 @@ static void pair_inertia_inverse(const soa_model *m, soa_data *d, int na, double
     }
 }
 
-void soa_contact_implicit(const soa_model *m, soa_data *d, double h, double *qdd)
+void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
+                          const double *s, int secant, double *qdd)
 {
     static const double zero6[6] = {0, 0, 0, 0, 0, 0};
     SOA_SIZES(m);
@@ -568,17 +586,30 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, double *qdd
         point_geometries(m, p, &a, &b);
         d->ci_body[2 * na] = m->sp_body[a];
         d->ci_body[2 * na + 1] = b >= 0 ? m->sp_body[b] : -1;
-        pair_jacobians(d, p, F, h, d->ci_B + 9 * na, d->ci_K + 9 * na);
+        pair_jacobians(d, p, F, h, secant, d->ci_B + 9 * na, d->ci_K + 9 * na);
         d->ci_pair[na++] = p;
     }
     if (na == 0) return;
     const int n3 = 3 * na;
     const double *L = d->ci_L;
     pair_inertia_inverse(m, d, na, d->ci_L);
-    for (int i = 0; i < na; i++) {                      /* u = -h K J beta (J beta = v of the pair) */
-        const double *K = d->ci_K + 9 * i, *v = d->ct_vrel + 3 * d->ci_pair[i];
-        for (int r = 0; r < 3; r++)
-            d->ci_u[3 * i + r] = -h * (K[3 * r] * v[0] + K[3 * r + 1] * v[1] + K[3 * r + 2] * v[2]);
+    for (int i = 0; i < na; i++) {                      /* u = -h K J r + C J s (J beta = v of the pair) */
+        const int p = d->ci_pair[i];
+        const double *K = d->ci_K + 9 * i, *C = d->ci_B + 9 * i, *x = d->ct_point + 3 * p;
+        double v[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0};
+        if (r) {
+            point_rate(m, d, d->ci_body[2 * i], x, r, 1.0, v);
+            point_rate(m, d, d->ci_body[2 * i + 1], x, r, -1.0, v);
+        } else {
+            for (int t = 0; t < 3; t++) v[t] = d->ct_vrel[3 * p + t];
+        }
+        if (s) {
+            point_rate(m, d, d->ci_body[2 * i], x, s, 1.0, w);
+            point_rate(m, d, d->ci_body[2 * i + 1], x, s, -1.0, w);
+        }
+        for (int t = 0; t < 3; t++)
+            d->ci_u[3 * i + t] = -h * (K[3 * t] * v[0] + K[3 * t + 1] * v[1] + K[3 * t + 2] * v[2])
+                                 + C[3 * t] * w[0] + C[3 * t + 1] * w[1] + C[3 * t + 2] * w[2];
     }
     for (int i = 0; i < na; i++) {                      /* w = J qdd + Lambda^-1 u; A = I + C Lambda^-1 */
         const int p = d->ci_pair[i];

@@ -58,22 +58,41 @@ const double *soa_joint_forces(const soa_model *m, soa_data *d, const double *q,
     return T;
 }
 
-/* The linearization of T in (theta, beta) that the implicit step treats implicitly (diagonal):
+/* The linearization of T in (theta, beta) that the implicit stages treat implicitly (diagonal):
  * B = -dT/dqd = d + f_c (1 - s^2) / v_s + b,  K = -dT/dq = k (active stops);
- * jdiag = a + h B + h^2 K, jrhs = T - h K qd (docs/joints.md, the implicit step). */
+ * jdiag = a + h B + h^2 K and jrhs = T - h K r + (h B + h^2 K) s, r = qd and s = 0 where NULL:
+ * the implicit Euler step's (h), or a Rosenbrock stage's (h = gamma h; docs/joints.md).
+ * ahead > 0 (a Rosenbrock stage, whose Jacobian may be any: a W-method): the friction's B is its
+ * secant f_c s / qd (f_c / v_s at rest) instead of the tangent, which vanishes where the friction
+ * saturates (|qd| >> v_s) and would let a step overshoot the sign change of the velocity and
+ * stall there; and a stop's k, b count as soon as q + ahead qd is beyond its limit, so that every
+ * stage of a step entering a stiff stop treats it implicitly. */
 void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const double *qd,
-                        const double *T, double h)
+                        const double *T, double h, const double *r, const double *s, double ahead)
 {
     const double vs = m->vfric[0];
+    if (!r) r = qd;
     for (int i = 0; i < m->nv; i++) {
         double k = 0.0, b = 0.0;
-        if (m->stopped) soa_stop_force(m, i, q, qd, &k, &b);
+        if (m->stopped) {
+            soa_stop_force(m, i, q, qd, &k, &b);
+            const int on = m->stop_on[i], qi = m->stop_qi[i];
+            if (ahead > 0.0 && k == 0.0 && on && qi >= 0) {
+                const double x = q[qi] + ahead * qd[i];
+                if (((on & 2) && x > m->stop_hi[i]) || ((on & 1) && x < m->stop_lo[i])) {
+                    k = m->stop_k[i];
+                    b = m->stop_b[i];
+                }
+            }
+        }
         double B = m->damping[i] + b;
         if (m->friction[i] != 0.0) {
-            const double s = tanh(qd[i] / vs);
-            B += m->friction[i] * (1.0 - s * s) / vs;
+            const double sg = tanh(qd[i] / vs);
+            if (!(ahead > 0.0)) B += m->friction[i] * (1.0 - sg * sg) / vs;
+            else B += m->friction[i] * (qd[i] != 0.0 && sg != 0.0 ? sg / qd[i] : 1.0 / vs);
         }
-        d->jdiag[i] = m->armature[i] + h * B + h * h * k;
-        d->jrhs[i] = T[i] - h * k * qd[i];
+        const double c = h * B + h * h * k;
+        d->jdiag[i] = m->armature[i] + c;
+        d->jrhs[i] = T[i] - h * k * r[i] + (s ? c * s[i] : 0.0);
     }
 }

@@ -164,40 +164,88 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
     return soa_euler_with(m, d, acc, q, qd, 0.0, h, nsub, qdd);
 }
 
-/* One linearly implicit Euler step (first order; docs/joints.md).  With the joint forces
- * T(theta, beta) linearized as T(theta0 + dtheta, beta0 + dbeta) ~ T0 - B dbeta - K dtheta
- * (B, K diagonal: soa_implicit_terms) and dtheta = h (beta0 + dbeta), the step
- *     (M + diag(a)) dbeta = h (T(theta1, beta1) - C - g)
- * becomes (M + diag(a + h B + h^2 K)) x = T0 - h K beta0 - C(theta0, beta0) - g,  dbeta = h x:
- * forward dynamics with D(k) += h B + h^2 K in the Riccati sweep (seed 001 eq. 35), ONE sweep.
- * With contact, the contact forces are linearized the same way (soa_contact_implicit: the rank-3 n_c
- * update J* (h B_c + h^2 K_c) J of M + diag(...) by Woodbury through Lambda^-1, docs/contact.md). */
-soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
-                        int use_fext, double h, int nsub, double *qdd)
+/* ------------------------------------------------------------------ linearly implicit stages
+ * The stage of every linearly implicit method (docs/joints.md): at the stage state (q, qd) and
+ * for g = gamma h, with the joint forces linearized as T(theta + dtheta, beta + dbeta) ~ T -
+ * B dbeta - K dtheta (B, K diagonal: soa_implicit_terms) and the contact forces by their pairs'
+ * 3 x 3 B_c, K_c (soa_contact_implicit),
+ *
+ *     (M + diag(a + g B + g^2 K) + J* C_c J) x = T - C - g_grav + J* F_c - g K r + (g B + g^2 K) s
+ *                                                 + J* (-g K_c J r + C_c J s),   C_c = g B_c + g^2 K_c
+ *
+ * (r = qd, s = 0 where NULL; ahead > 0: a Rosenbrock stage's Jacobian, the frictions' B their
+ * secants and the stops the step reaches, dissipation.c, contact.c):
+ * forward dynamics with the diagonal in D(k) of the Riccati sweep
+ * (seed 001 eqs. 34-36), its filter and smoother (eqs. 49-54, 60-65), ONE sweep, then the
+ * contact's Woodbury correction through Lambda^-1 (contact.c) and the mimic couplings (mimic.c).
+ * With flexible bodies (seed 000 sec. 4) the modes' strain and damping forces -K eta - D eta-dot
+ * join B and K by their diagonals (soa_flex_implicit_terms) and the sweep is flexible.c's
+ * (soa_flex_fd_diag, D(k) of the modal and joint steps with the diagonal).
+ * use: the use_fext bits of the sweep.  Returns -1, or the body whose D is singular. */
+static int implicit_stage(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                          const double *tau, int use, double g, const double *r, const double *s,
+                          double ahead, double *x)
+{
+    const double *T = soa_joint_forces(m, d, q, qd, tau);
+    soa_implicit_terms(m, d, q, qd, T, g, r, s, ahead);
+    if (m->nm) {                      /* flexible bodies (no contact, no mimics): + the modes' terms */
+        soa_flex_implicit_terms(m, d, qd, g, r, s);
+        const soa_status sf = soa_flex_fd_diag(m, d, q, qd, d->jrhs, use & SOA_USE_FEXT, d->jdiag, x);
+        return sf.kind == SOA_OK ? -1 : sf.index;
+    }
+    const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, x);
+    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead > 0.0, x);    /* contact.c */
+    if (k < 0) soa_mimic_couple(m, d, x);     /* mimic.c: the coupled solve of the same matrix */
+    return k;
+}
+
+/* The sweep's use_fext bits of a stage: the held f_ext, the contact forces (SOA_CONTACT_HELD:
+ * those the caller's data holds at this state, for the first stage at the step's start only). */
+static int stage_use(const soa_model *m, int use_fext, int first)
+{
+    return ((use_fext & ~SOA_CONTACT_HELD) ? SOA_USE_FEXT : 0) | (m->nsph ? SOA_USE_CONTACT : 0)
+           | (first && m->nsph ? use_fext & SOA_CONTACT_HELD : 0);
+}
+
+/* The checks of a linearly implicit method: inputs and step. */
+static soa_status check_implicit(const soa_model *m, const double *q, const double *qd,
+                                 const double *tau, double h, int nsub)
 {
     soa_status st = soa_check_inputs(m, q, qd, tau);
     if (st.kind == SOA_OK) st = check_step(m, q, qd, 0.0, h, nsub);
-    if (st.kind != SOA_OK) return st;
-    if (m->nm) {
-        st.kind = SOA_IMPLICIT_UNSUPPORTED;
-        st.index = 0;
-        return st;
+    return st;
+}
+
+/* DIVERGED when the state or qdd is not finite after a step. */
+static soa_status check_finite(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                               const double *qdd)
+{
+    soa_status st = {SOA_OK, 0};
+    if (soa_first_nonfinite(q, m->nq) >= 0 || soa_first_nonfinite(qd, m->nv) >= 0
+        || soa_first_nonfinite(qdd, m->nv) >= 0) {
+        st.kind = SOA_DIVERGED;
+        return soa_diverged(m, d, q, qd, st);
     }
+    return st;
+}
+
+/* nsub linearly implicit Euler steps (first order): one stage with g = h, r = beta, s = 0,
+ *     (M + diag(a + h B + h^2 K)) x = T - h K beta - C - g,  beta <- beta + h x,
+ *     theta <- theta (+) h beta
+ * (semi-implicit Euler where B = K = 0; docs/joints.md). */
+soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                        int use_fext, double h, int nsub, double *qdd)
+{
+    soa_status st = check_implicit(m, q, qd, tau, h, nsub);
+    if (st.kind != SOA_OK) return st;
     for (int step = 0; step < nsub; step++) {
-        const double *T = soa_joint_forces(m, d, q, qd, tau);
-        soa_implicit_terms(m, d, q, qd, T, h);
-        /* (SOA_CONTACT_HELD: the caller's data holds the contact forces at the first state) */
-        const int use = ((use_fext & ~SOA_CONTACT_HELD) ? SOA_USE_FEXT : 0)
-                        | (m->nsph ? SOA_USE_CONTACT : 0)
-                        | (step == 0 && m->nsph ? use_fext & SOA_CONTACT_HELD : 0);
-        const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, qdd);
+        const int k = implicit_stage(m, d, q, qd, tau, stage_use(m, use_fext, step == 0), h, NULL,
+                                     NULL, 0.0, qdd);
         if (k >= 0) {
             st.kind = SOA_SINGULAR;
             st.index = k;
             return step > 0 ? soa_diverged(m, d, q, qd, st) : st;   /* D was fine at the start */
         }
-        if (m->nsph) soa_contact_implicit(m, d, h, qdd);    /* contact.c */
-        soa_mimic_couple(m, d, qdd);          /* mimic.c: the coupled solve of the same matrix */
         for (int i = 0; i < m->nv; i++) {
             qd[i] += h * qdd[i];
             d->dv[i] = h * qd[i];
@@ -206,38 +254,205 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
         for (int i = 0; i < m->nq; i++) q[i] = d->qs[i];
         soa_normalize_quaternions(m, q);
     }
-    const int iq = soa_first_nonfinite(q, m->nq), iv = soa_first_nonfinite(qd, m->nv);
-    const int ia = soa_first_nonfinite(qdd, m->nv);
-    if (iq >= 0 || iv >= 0 || ia >= 0) {
-        st.kind = SOA_DIVERGED;
-        return soa_diverged(m, d, q, qd, st);
-    }
-    return st;
+    return check_finite(m, d, q, qd, qdd);
 }
 
-/* auto's choice (soa.h): the explicit bound of RK4 per dof, on the real axis h lambda > -2.79
- * (damping b / m) and on the imaginary axis |h omega| < 2.83 (stiffness: h^2 k / m < 8), each with a
- * margin, m the dof's articulated inertia at q (D(k) with the armature: the smallest inertia the
- * dof can see, the rest of the tree free). */
-int soa_auto_method(const soa_model *m, soa_data *d, const double *q, double h)
+/* ------------------------------------------------------------------ Rosenbrock
+ * A Rosenbrock (W-) method in the transformed form of Hairer & Wanner (vol. II, sec. IV.7,
+ * eq. 7.25) on y = (theta, beta), F = (f(theta) beta, beta-dot):
+ *
+ *     (I / (h gamma) - A_i) U_i = F(y0 + sum_j a_ij U_j) + sum_j (c_ij / h) U_j,
+ *     y1 = y0 + sum_i m_i U_i,   error estimate sum_i e_i U_i,
+ *
+ * A_i the Jacobian stage i treats implicitly, at its state: theta-dot's f(theta) and the joints'
+ * and contacts' -M^-1 K, -M^-1 B, the frictions' B their secants, a stop's k, b from where the
+ * step would reach it (a W-method: A may be any; the rigid-body terms dC/dbeta, dg/dtheta,
+ * dM/dtheta are left out; the secant keeps a saturated friction implicit, where its tangent
+ * vanishes and a step stalls across the velocity's sign change; the look-ahead makes every stage
+ * of a step that enters a stiff stop treat it implicitly, not the later ones only).
+ * Multiplied by M, the beta row is the implicit stage above with g = gamma h,
+ * r_i = beta_i + sum_j (c_ij / h) V_j and s_i = -sum_j (c_ij / h) Ub_j (the products M Ub_j cancel:
+ * docs/joints.md), and
+ *
+ *     Ub_i = g (x_i - s_i),   V_i = g (r_i + Ub_i),
+ *     U_theta,i = g f(theta_i) (beta_i + Ub_i) + g sum_j (c_ij / h) U_theta,j
+ *
+ * (V: U_theta's tangent vector, which the linearized stiffnesses act on).  One sweep per stage.
+ *
+ * ROS2: a two-stage Rosenbrock W-method of order 2 for ANY A, from the one-parameter family of
+ * Verwer, Spee, Blom & Hundsdorfer (1999, SIAM J. Sci. Comput. 20(4):1456-1480; Hairer & Wanner
+ * IV.7).  In the form (I - gamma h A) k_i = h F(y0 + sum alpha_ij k_j) + h A sum gamma_ij k_j its
+ * order conditions are b1 + b2 = 1, b2 alpha21 = 1/2, b2 (alpha21 + gamma21) = 1/2 - gamma, and
+ * every member has the stability function R(z) = (1 + (1 - 2 gamma) z + (gamma^2 - 2 gamma + 1/2)
+ * z^2) / (1 - gamma z)^2: L-stable (R(inf) = 0) for gamma = 1 +- 1/sqrt(2).  We take gamma =
+ * 1 - 1/sqrt(2) (the smaller error constant: 4x smaller on ur10 than 1 + 1/sqrt(2)) and the second
+ * stage at the midpoint, alpha21 = 1/2, b = (0, 1), gamma21 = -gamma; embedded first order
+ * y0 + k1.  (Verwer's ROS2 itself, alpha21 = 1, b = (1/2, 1/2), puts the second stage of a stiff
+ * component at -2.4 y0, beyond a joint stop's surface, and bounced a 1e6 N m/rad stop back at
+ * 440 rad/s where the midpoint gives 3.6, the true 0.3; error control resolves it.)  Transformed
+ * (Gamma^-1): a21 = 1 / (2 gamma), c21 = -1 / gamma, m = (1, 1) / gamma, e = (0, 1) / gamma. */
+#define ROS2_GAMMA 0.29289321881345247560    /* 1 - 1/sqrt(2) */
+typedef struct {
+    int stages;
+    double gamma, a[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES], c[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES];
+    double m[SOA_ROS_MAX_STAGES], e[SOA_ROS_MAX_STAGES];
+} rosenbrock_tableau;
+static const rosenbrock_tableau ROS2 = {
+    2, ROS2_GAMMA,
+    {{0.0, 0.0}, {0.5 / ROS2_GAMMA, 0.0}},
+    {{0.0, 0.0}, {-1.0 / ROS2_GAMMA, 0.0}},
+    {1.0 / ROS2_GAMMA, 1.0 / ROS2_GAMMA},
+    {0.0, 1.0 / ROS2_GAMMA}};
+
+/* One step of size h of the tableau from (q, qd) in place; *err <- the RMS of the error estimate
+ * scaled by atol + rtol max(|y0|, |y1|) when err (else rtol, atol unused); qdd <- the step's mean
+ * acceleration (beta1 - beta0) / h.  first: the contact forces the data holds are at (q, qd)
+ * (SOA_CONTACT_HELD in use_fext).  -1, or the body whose D is singular at a stage (the state then
+ * unspecified). */
+static int rosenbrock_step(const soa_model *m, soa_data *d, const rosenbrock_tableau *tb,
+                           const double *tau, int use_fext, int first, double *q, double *qd,
+                           double h, double rtol, double atol, double *err, double *qdd)
 {
-    if (m->nsph) return SOA_IMPLICIT;                /* contact: stiff (docs/contact.md) */
-    if (m->nm || m->nc || (!m->dissipative && !m->stopped)) return SOA_RK4;
-    if (soa_check_configuration(m, q).kind != SOA_OK) return SOA_RK4;
-    soa_outward_placements(m, d, q);
-    soa_world_placements(m, d);
-    if (soa_riccati_sweep(m, d, 1) >= 0) return SOA_IMPLICIT;
-    const double vs = m->vfric[0];
-    for (int k = 0; k < m->nb; k++)
-        for (int j = 0; j < m->nvj[k]; j++) {
-            const int i = m->v0[k] + j;
-            const double mi = 1.0 / d->Dinv[36 * k + 7 * j];
-            double b = m->damping[i] + m->friction[i] / vs, kk = 0.0;
-            if (m->stopped && m->stop_on[i]) {
-                b += m->stop_b[i];
-                kk = m->stop_k[i];
-            }
-            if (!(h * b < 2.8 * mi) || !(h * h * kk < 7.8 * mi)) return SOA_IMPLICIT;
+    const int nq = m->nq, nv = m->nv, ns = tb->stages, nu = nq + 2 * nv;
+    const double g = tb->gamma * h;
+    double *r = d->ros_w, *s = d->ros_w + nv, *w = d->ros_w + 2 * nv;
+    for (int i = 0; i < ns; i++) {
+        double *Uq = d->ros_U + nu * i, *V = Uq + nq, *Ub = V + nv;
+        double *qi = d->qs, *vi = d->vs;                  /* Y_i = y0 + sum a_ij U_j */
+        for (int k = 0; k < nq; k++) qi[k] = q[k];
+        for (int k = 0; k < nv; k++) vi[k] = qd[k];
+        for (int j = 0; j < i; j++) {
+            const double *Uj = d->ros_U + nu * j, a = tb->a[i][j];
+            for (int k = 0; k < nq; k++) qi[k] += a * Uj[k];
+            for (int k = 0; k < nv; k++) vi[k] += a * Uj[nq + nv + k];
         }
-    return SOA_RK4;
+        for (int k = 0; k < nv; k++) {
+            r[k] = vi[k];
+            s[k] = 0.0;
+        }
+        for (int j = 0; j < i; j++) {
+            const double *Uj = d->ros_U + nu * j, c = tb->c[i][j] / h;
+            for (int k = 0; k < nv; k++) {
+                r[k] += c * Uj[nq + k];
+                s[k] -= c * Uj[nq + nv + k];
+            }
+        }
+        if (i > 0) soa_normalize_quaternions(m, qi);
+        const int bad = implicit_stage(m, d, qi, vi, tau, stage_use(m, use_fext, first && i == 0),
+                                       g, i > 0 ? r : NULL, i > 0 ? s : NULL, h, Ub);
+        if (bad >= 0) return bad;
+        for (int k = 0; k < nv; k++) {
+            Ub[k] = g * (Ub[k] - s[k]);
+            V[k] = g * (r[k] + Ub[k]);
+            w[k] = vi[k] + Ub[k];
+        }
+        soa_configuration_rate(m, qi, w, Uq);
+        for (int k = 0; k < nq; k++) Uq[k] *= g;
+        for (int j = 0; j < i; j++) {
+            const double *Uj = d->ros_U + nu * j, c = g * tb->c[i][j] / h;
+            for (int k = 0; k < nq; k++) Uq[k] += c * Uj[k];
+        }
+    }
+    double sum = 0.0;
+    for (int k = 0; k < nq + nv; k++) {                 /* y1 = y0 + sum m_i U_i; the estimate */
+        const int o = k < nq ? k : nv + k;              /* (U_theta, then U_beta: skip V) */
+        double dy = 0.0, e = 0.0;
+        for (int i = 0; i < ns; i++) {
+            dy += tb->m[i] * d->ros_U[nu * i + o];
+            e += tb->e[i] * d->ros_U[nu * i + o];
+        }
+        double *y = k < nq ? q + k : qd + k - nq;
+        if (k >= nq) qdd[k - nq] = dy / h;
+        if (err) {
+            const double tol = atol + rtol * fmax(fabs(*y), fabs(*y + dy));
+            sum += (e / tol) * (e / tol);
+        }
+        *y += dy;
+    }
+    soa_normalize_quaternions(m, q);
+    if (err) *err = sqrt(sum / (nq + nv));
+    return -1;
+}
+
+/* nsub ROS2 steps of size h, (q, qd) in place; qdd <- the last one's mean acceleration. */
+soa_status soa_rosenbrock(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                          int use_fext, double h, int nsub, double *qdd)
+{
+    soa_status st = check_implicit(m, q, qd, tau, h, nsub);
+    if (st.kind != SOA_OK) return st;
+    for (int step = 0; step < nsub; step++) {
+        const int k = rosenbrock_step(m, d, &ROS2, tau, use_fext, step == 0, q, qd, h, 0.0, 0.0,
+                                      NULL, qdd);
+        if (k >= 0) {
+            st.kind = SOA_SINGULAR;
+            st.index = k;
+            return soa_diverged(m, d, q, qd, st);
+        }
+    }
+    return check_finite(m, d, q, qd, qdd);
+}
+
+/* ROS2 from 0 to h in error-controlled sub-steps (q, qd in place): a sub-step is accepted when
+ * its scaled error estimate err <= 1, and the next is h_sub min(5, max(0.2, 0.9 err^-1/2))
+ * (the estimate is first order: Hairer & Wanner vol. II sec. IV.8), no longer than max_step;
+ * a failed sub-step (singular D, non-finite state) is retried at a quarter.  The first sub-step
+ * is d->dop_h[0] (0: max_step), left holding the proposal for the next call.  qdd <- the last
+ * sub-step's mean acceleration. */
+soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
+                                   const double *tau, int use_fext, double h, double rtol,
+                                   double atol, double max_step, double *qdd)
+{
+    soa_status st = check_implicit(m, q, qd, tau, h, 1);
+    if (st.kind == SOA_OK && !(rtol > 0.0 && atol > 0.0 && max_step > 0.0 && rtol < 1e300
+                               && atol < 1e300)) {
+        st.kind = SOA_BAD_ARG;
+        st.index = 0;
+    }
+    if (st.kind != SOA_OK) return st;
+    const int nq = m->nq, nv = m->nv;
+    double t = 0.0, hs = d->dop_h[0] > 0.0 && d->dop_h[0] < 1e300 ? d->dop_h[0] : max_step;
+    int first = 1;
+    for (int tries = 0; t < h; tries++) {
+        if (tries >= SOA_DOP853_MAX_STEPS) {
+            st.kind = SOA_TOO_MANY_STEPS;
+            st.index = SOA_DOP853_MAX_STEPS;
+            return st;
+        }
+        hs = fmin(hs, max_step);
+        const int last = hs >= (h - t) * (1.0 - 1e-12);
+        const double hk = last ? h - t : hs;
+        for (int k = 0; k < nq; k++) d->ros_y0[k] = q[k];
+        for (int k = 0; k < nv; k++) d->ros_y0[nq + k] = qd[k];
+        double err = HUGE_VAL;
+        const int bad = rosenbrock_step(m, d, &ROS2, tau, use_fext, first, q, qd, hk, rtol, atol,
+                                        &err, qdd);
+        first = 0;              /* (the contact forces held at the start are overwritten now) */
+        const int ok = bad < 0 && isfinite(err) && soa_first_nonfinite(q, nq) < 0
+                       && soa_first_nonfinite(qd, nv) < 0;
+        if (ok && err <= 1.0) {                                  /* accepted */
+            t = last ? h : t + hk;
+            const double fac = err > 0.0 ? fmin(5.0, fmax(0.2, 0.9 / sqrt(err))) : 5.0;
+            if (!last || hk >= hs) hs = hk * fac;
+            continue;
+        }
+        for (int k = 0; k < nq; k++) q[k] = d->ros_y0[k];       /* rejected: again, shorter */
+        for (int k = 0; k < nv; k++) qd[k] = d->ros_y0[nq + k];
+        hs = hk * (ok ? fmax(0.2, 0.9 / sqrt(err)) : 0.25);
+        if (!(hs > 1e-14 * (1.0 + h))) {                         /* no step resolves it */
+            st.kind = SOA_DIVERGED;
+            return soa_diverged(m, d, q, qd, st);
+        }
+    }
+    d->dop_h[0] = hs;
+    return check_finite(m, d, q, qd, qdd);
+}
+
+/* auto's choice (soa.h): ROS2 for every model with stiff terms (joint dissipation, stops,
+ * contact), RK4 for the others, for closure constraints (the linearly implicit stage does not
+ * handle them) and for flexible bodies (their modes are lightly damped oscillations RK4 resolves
+ * at the step it is stable at; `implicit` and `ros2` take them on request). */
+int soa_auto_method(const soa_model *m)
+{
+    if (m->nm || m->nc) return SOA_RK4;
+    return m->nsph || m->dissipative || m->stopped ? SOA_ROS2 : SOA_RK4;
 }

@@ -28,7 +28,7 @@ static int sizes_ok(const soa_sizes *s)
     const int big = 1 << 20;
     return s && s->nb >= 0 && s->nq >= 0 && s->nv >= 0 && s->nb < big && s->nm >= 0
            && s->nm <= SOA_MAX_MODES && s->nq <= (7 + s->nm) * s->nb && s->nv <= (6 + s->nm) * s->nb
-           && s->nc >= 0 && s->nc < (1 << 12) && (s->nm == 0 || s->nc == 0)
+           && s->nc >= 0 && s->nc < (1 << 12)
            && s->nsph >= 0 && s->nsph < (1 << 12) && s->npln >= 0 && s->npln < (1 << 8)
            && s->nssp >= 0 && s->nssp < (1 << 16)            /* contact.c: the simulator's tree */
            && (s->nsph == 0 || (s->nm == 0 && s->nc == 0));

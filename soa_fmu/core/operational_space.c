@@ -178,6 +178,60 @@ static void pairs_at(soa_data *d, int c, int npt, const int *body,
     }
 }
 
+/* The 6 x nv rows J of point (R, l) of body k: its velocity [w; v] in its own axes (world_axes:
+ * world axes) per unit beta, from the world-axes point Jacobian (kinematics.c; with flexible
+ * bodies it holds the parents' modal columns Gamma, seed 000 eq. 4.1).  Needs the placements. */
+static void point_rows(const soa_model *m, soa_data *d, int k, const double *R, const double *l,
+                       int world_axes, double *J)
+{
+    const int nv = m->nv;
+    const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
+    double x[3], Rp[9];
+    for (int i = 0; i < 3; i++) {
+        x[i] = pw[i] + Rw[3 * i] * l[0] + Rw[3 * i + 1] * l[1] + Rw[3 * i + 2] * l[2];
+        for (int j = 0; j < 3; j++)
+            Rp[3 * i + j] = Rw[3 * i] * R[j] + Rw[3 * i + 1] * R[3 + j] + Rw[3 * i + 2] * R[6 + j];
+    }
+    soa_point_jacobian(m, d, k, x, J);
+    if (world_axes) return;
+    for (int c = 0; c < nv; c++)                           /* rows to the point's axes: Rp* */
+        for (int h = 0; h < 6; h += 3) {
+            const double a = J[h * nv + c], b = J[(h + 1) * nv + c], e = J[(h + 2) * nv + c];
+            for (int i = 0; i < 3; i++) J[(h + i) * nv + c] = Rp[i] * a + Rp[3 + i] * b + Rp[6 + i] * e;
+        }
+}
+
+/* Lambda^-1 = J M^-1 J* of a point set with flexible bodies (seed 000 eq. 3.10 with the bodies'
+ * (V, eta-dot), sec. 4): per point t its rows J_t (point_rows), X_t = M^-1 J_t* by the bias-free
+ * filter and smoother on the held factors of flexible.c (soa_flex_solve, seed 001 Identity 6:
+ * O(N) per column), then Lambda^-1(s, t) = J_s X_t.  O(npt N + npt^2 nv).  Needs the factors
+ * (soa_flex_fd or soa_flex_factor at theta) and the placements with the node columns
+ * (soa_outward_placements, soa_world_placements). */
+static void flex_point_inertia_inverse(const soa_model *m, soa_data *d, int npt, const int *body,
+                                       const double *R, const double *l, int world_axes, double *L)
+{
+    const int nv = m->nv, ld = 6 * npt;
+    double *J = d->os_J, *X = d->os_X;
+    for (int i = 0; i < 36 * npt * npt; i++) L[i] = 0.0;
+    for (int t = 0; t < npt; t++) {
+        if (body[t] < 0) continue;                         /* a point of world: no motion */
+        point_rows(m, d, body[t], R + 9 * t, l + 3 * t, world_axes, J);
+        for (int i = 0; i < nv; i++)
+            for (int c = 0; c < 6; c++) X[6 * i + c] = J[c * nv + i];
+        soa_flex_solve(m, d, X, 6, 6);
+        for (int s = t; s >= 0; s--) {                    /* J holds J_t first */
+            if (body[s] < 0) continue;
+            if (s < t) point_rows(m, d, body[s], R + 9 * s, l + 3 * s, world_axes, J);
+            for (int i = 0; i < 6; i++)
+                for (int j = 0; j < 6; j++) {
+                    double a = 0.0;
+                    for (int r = 0; r < nv; r++) a += J[i * nv + r] * X[6 * r + j];
+                    L[(6 * s + i) * ld + 6 * t + j] = L[(6 * t + j) * ld + 6 * s + i] = a;
+                }
+        }
+    }
+}
+
 /* Lambda^-1 = B* Omega B = J M^-1 J* of a point set (soa.h) by the Omega recursion: mark the paths,
  * sweep Upsilon outward, then one inward sweep carrying psi(c, k) of every body carrying points
  * (psi(p, b) = tau-bar(k) psi(k, b), seed 000 A.5) and forming each pair at its deepest common
@@ -189,6 +243,10 @@ void soa_point_inertia_inverse(const soa_model *m, soa_data *d, int npt, const i
                                double *L)
 {
     const int nb = m->nb;
+    if (m->nm) {                                       /* flexible bodies (nu: rigid only) */
+        flex_point_inertia_inverse(m, d, npt, body, R, l, world_axes, L);
+        return;
+    }
     for (int i = 0; i < 36 * npt * npt; i++) L[i] = 0.0;
     for (int k = 0; k < nb; k++) {
         d->os_mask[k] = 0;
@@ -231,6 +289,10 @@ void soa_correction_sweep(const soa_model *m, soa_data *d, const double *fext, d
 {
     static const double zero6[6] = {0, 0, 0, 0, 0, 0};
     for (int i = 0; i < m->nv; i++) d->zerov[i] = 0.0;
+    if (m->nm) {                                       /* flexible.c's factored form */
+        soa_flex_solve_forces(m, d, d->zerov, fext, dqdd);
+        return;
+    }
     soa_innovations_filter(m, d, d->zerov, 0, fext, 1);
     soa_innovations_smoother(m, d, zero6, 0, dqdd, 1);
 }
@@ -254,7 +316,6 @@ soa_status soa_operational_space_inverse(const soa_model *m, soa_data *d, const 
                                          const int *body, const double *R, const double *l,
                                          int world_axes, double *L)
 {
-    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = {SOA_BAD_FRAME, 0};
     for (int s = 0; s < npt; s++) {
         st.index = s;
@@ -262,8 +323,16 @@ soa_status soa_operational_space_inverse(const soa_model *m, soa_data *d, const 
         if (soa_first_nonfinite(R + 9 * s, 9) >= 0 || soa_first_nonfinite(l + 3 * s, 3) >= 0)
             return st;
     }
-    st = articulated_factors(m, d, q);
-    if (st.kind != SOA_OK) return st;
+    if (m->nm) {                                   /* flexible bodies: the factored form */
+        st = soa_check_configuration(m, q);
+        if (st.kind == SOA_OK) st = soa_flex_factor(m, d, q);
+        if (st.kind != SOA_OK) return st;
+        soa_outward_placements(m, d, q);              /* + the node columns Gamma of the Jacobians */
+        soa_world_placements(m, d);
+    } else {
+        st = articulated_factors(m, d, q);
+        if (st.kind != SOA_OK) return st;
+    }
     soa_point_inertia_inverse(m, d, npt, body, R, l, world_axes, NULL, L);
     return st;
 }
@@ -280,11 +349,9 @@ soa_status soa_correction_accelerations(const soa_model *m, soa_data *d, const d
     if (m->nm) {                                    /* flexible.c: the same factored form */
         st = soa_check_configuration(m, q);
         if (st.kind == SOA_OK) st = soa_flex_factor(m, d, q);
-        for (int i = 0; i < m->nv && st.kind == SOA_OK; i++) d->zerov[i] = 0.0;
-        if (st.kind == SOA_OK) soa_flex_solve_forces(m, d, d->zerov, fext, dqdd);
-        return st;
+    } else {
+        st = articulated_factors(m, d, q);
     }
-    st = articulated_factors(m, d, q);
     if (st.kind != SOA_OK) return st;
     soa_correction_sweep(m, d, fext, dqdd);
     return st;

@@ -61,11 +61,12 @@ typedef enum {
                            semi-definite or breaking the triangle inequality (soa_inertia_problem) */
     SOA_BAD_DISSIPATION, /* damping or friction of velocity dof index is not finite and >= 0;
                             index nv: the friction regularization velocity is not finite and > 0 */
-    SOA_UNSUPPORTED,    /* this algorithm does not handle flexible bodies (body index) */
+    SOA_UNSUPPORTED,    /* an algorithm that does not handle flexible bodies (body index); every
+                           family takes them today: kept so that the status codes stay stable */
     SOA_BAD_JOINT,      /* the armature or a joint stop (limits, stiffness, damping) of velocity
                            dof index is not finite and >= 0, or lower > upper */
-    SOA_IMPLICIT_UNSUPPORTED, /* the implicit integrator does not handle this model: index 0
-                                 flexible bodies, 1 closure constraints */
+    SOA_IMPLICIT_UNSUPPORTED, /* the implicit integrators do not handle this model: index 1
+                                 closure constraints */
     /* ---- bounded steps (integrators.c, constraint_time.c) ---- */
     SOA_TOO_MANY_SUBSTEPS, /* a fixed-step call would need more than SOA_MAX_SUBSTEPS sub-steps
                               (h / max_step too large); index: SOA_MAX_SUBSTEPS */
@@ -99,6 +100,7 @@ enum { SOA_CT_STIFFNESS, SOA_CT_EXPONENT, SOA_CT_DISSIPATION, SOA_CT_FRICTION, S
        SOA_CT_GEOMETRY, SOA_CONTACT_ROWS };
 #define SOA_CT_NLAW 5
 #define SOA_CONTACT_MAX_IMPLICIT 32   /* touching points whose damping is implicit (more: explicit) */
+#define SOA_ROS_MAX_STAGES 2          /* stages of the Rosenbrock tableau (integrators.c) */
 #include "collision.h"              /* the shapes (SOA_SHAPE_*, SOA_HULL_MAX, SOA_MANIFOLD) */
 
 /* ------------------------------------------------------------------ sizes */
@@ -304,6 +306,11 @@ typedef struct {
     X(jdiag,   1, nv, 0, 0)   /* the diagonal added to D(k) by an implicit step: a + h B + h^2 K */ \
     X(jrhs,    1, nv, 0, 0)   /* ... and its joint forces T - h K beta */                        \
     X(diverged, 1, 1, 0, 0)   /* soa_diverged: the value of the largest state component */      \
+    /* ---- integrators.c: the Rosenbrock stages (soa_rosenbrock; docs/joints.md) ---- */       \
+    X(ros_U,   2, SOA_ROS_MAX_STAGES, nq + 2 * nv, 0) /* stage i: U_theta (nq), its tangent      \
+                                 V (nv), U_beta (nv) */                                           \
+    X(ros_w,   2, 3, nv, 0)   /* a stage's r and s; beta + U_beta */                           \
+    X(ros_y0,  1, nq + nv, 0, 0) /* error control: (theta, beta) at the sub-step's start */      \
     /* ---- dop853.c: Dormand-Prince 8(5,3) on y = (theta, beta), n = nq + nv ---- */            \
     X(dop_K,     2, 13, nq + nv, 0) /* rates K(0..11) of the stages, K(12) = f(t+h, y_new) */    \
     X(dop_y,     1, nq + nv, 0, 0)  /* y at the start of the step */                             \
@@ -315,6 +322,8 @@ typedef struct {
     /* ---- operational_space.c: the Omega recursion (inertial frame; seed 000 A.3-A.5) ---- */   \
     X(os_Ups,   3, nb, 6, 6)  /* Upsilon(k) = Omega(k, k) on the paths of the points */          \
     X(os_Psi,   3, nb, 6, 6)  /* psi(c, k) for a body k carrying points, c where it has got to */ \
+    X(os_J,     2, 6, nv, 0)  /* flexible models: a point's rows J (6 x nv) ... */               \
+    X(os_X,     2, nv, 6, 0)  /* ... and M^-1 J* (nv x 6) */                                     \
     /* ---- closures.c: per-call arrays of the closure constraints (steps B-F) ---- */          \
     X(cl_R,     3, 2 * nc, 3, 3)  /* closure points (frame_a side, frame_b side) in their body:  \
                                      axes (frame_a's) ... */                                      \
@@ -398,7 +407,7 @@ typedef struct {
     /* ---- contact.c: the implicit contact damping (the touching pairs, at most nimp) ---- */  \
     X(ci_B,     2, nimp, 9, 0)   /* C = h B + h^2 K of each (B = -dF/dv, K = -dF/dx; 3 x 3) */   \
     X(ci_K,     2, nimp, 9, 0)   /* K */                                                         \
-    X(ci_u,     1, 3 * nimp, 0, 0) /* u = -h K J beta */                                        \
+    X(ci_u,     1, 3 * nimp, 0, 0) /* u = -h K J beta (-h K J r + C J s) */                     \
     X(ci_L,     2, 3 * nimp, 3 * nimp + 24 + nv, 0) /* Lambda_rel^-1 (3 nimp x 3 nimp), 6 x 3 \
                                  Z and Y of the 2 nimp points, N (nv x 3 nimp): contact.c */    \
     X(ci_A,     2, 3 * nimp, 3 * nimp, 0)   /* I + h B Lambda_rel^-1, then its LU factors */     \
@@ -583,11 +592,16 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
  * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
- * call these when m->nm > 0; the other algorithm families return SOA_UNSUPPORTED for such models. */
+ * call these when m->nm > 0 (every algorithm family takes flexible bodies). */
 void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd);
+soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                            const double *tau, int use_fext, const double *diag, double *qdd);
+/* The modes' strain and damping in an implicit stage's d->jdiag, d->jrhs (integrators.c). */
+void soa_flex_implicit_terms(const soa_model *m, soa_data *d, const double *qd, double g,
+                             const double *r, const double *s);
 soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
                          const double *qdd, int use_fext, double *tau);
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M);
@@ -603,6 +617,9 @@ void soa_flex_solve(const soa_model *m, soa_data *d, double *X, int ncols, int l
 void soa_flex_solve_forces(const soa_model *m, soa_data *d, const double *T, const double *fext,
                            double *x);
 soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
+/* soa_aba_bias_free (seed 001 Algorithm 2) with flexible bodies. */
+soa_status soa_flex_aba_bias_free(const soa_model *m, soa_data *d, const double *q,
+                                  const double *qd, const double *tau, int use_fext, double *qdd);
 /* The derivatives of soa_rnea_derivatives / soa_aba_derivatives with flexible bodies. */
 soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const double *q,
                                      const double *qd, const double *qdd, int use_fext,
@@ -610,7 +627,6 @@ soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const doub
 soa_status soa_flex_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
                                     const double *qd, const double *tau, int use_fext, double *ddq,
                                     double *ddv, int ld, double *Minv);
-soa_status soa_flex_unsupported(const soa_model *m);   /* SOA_OK for rigid models */
 
 /* ------------------------------------------------------------------ dissipation.c */
 /* The joint forces the simulator applies: tau - d qd - f_c tanh(qd / v_s) + the stops' forces
@@ -622,11 +638,13 @@ const double *soa_joint_forces(const soa_model *m, soa_data *d, const double *q,
  * *bb (may be NULL) <- its stiffness and damping where it acts, else 0. */
 double soa_stop_force(const soa_model *m, int i, const double *q, const double *qd, double *kk,
                       double *bb);
-/* d->jdiag <- a + h B + h^2 K and d->jrhs <- T - h K qd for the implicit step at (q, qd), T the
- * joint forces of soa_joint_forces (B: the dissipation's and active stops' damping d + f_c s'(qd)
- * + b, K: the active stops' stiffness). */
+/* d->jdiag <- a + h B + h^2 K and d->jrhs <- T - h K r + (h B + h^2 K) s for an implicit stage at
+ * (q, qd), T the joint forces of soa_joint_forces (B: the dissipation's and active stops' damping
+ * d + f_c s'(qd) + b; K: the active stops' stiffness); r = qd and s = 0 where NULL (the implicit
+ * Euler step).  ahead > 0 (a Rosenbrock stage): the friction's secant f_c s(qd) / qd instead of
+ * f_c s'(qd), and the stops that q + ahead qd is beyond count as active. */
 void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const double *qd,
-                        const double *T, double h);
+                        const double *T, double h, const double *r, const double *s, double ahead);
 
 /* ------------------------------------------------------------------ contact.c */
 /* Compliant contact (docs/contact.md): Hunt-Crossley normal force and regularized Coulomb
@@ -645,9 +663,12 @@ void soa_contact_forces(const soa_model *m, soa_data *d);
 soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              int use_fext);
 /* The contact forces linearly implicit over a step h (docs/contact.md):
- * qdd <- (M + J* (h B + h^2 K) J)^-1 (M qdd - h J* K J beta), after a tree acceleration with
- * SOA_USE_CONTACT on this data (its factors and contact forces). */
-void soa_contact_implicit(const soa_model *m, soa_data *d, double h, double *qdd);
+ * qdd <- (M + J* C J)^-1 (M qdd + J* u), C = h B + h^2 K, u = -h K J r + C J s (r = beta and s = 0
+ * where NULL: the implicit Euler step; a Rosenbrock stage's r, s: docs/joints.md; secant: the
+ * friction's B is its secant mu f_n / s P), after a tree acceleration with SOA_USE_CONTACT on
+ * this data (its factors and contact forces). */
+void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
+                          const double *s, int secant, double *qdd);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the
@@ -706,25 +727,34 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
 /* nsub linearly implicit Euler steps (first order) of the tree, (q, qd) in place:
  *     (M + diag(a + h B + h^2 K)) x = T - h K beta - C - g,  beta <- beta + h x,  theta <- theta (+) h beta
  * (soa_implicit_terms) by ONE articulated sweep with the diagonal in D(k); qdd <- x of the last
- * sub-step (the step's mean acceleration).  Flexible bodies: SOA_IMPLICIT_UNSUPPORTED.
+ * sub-step (the step's mean acceleration).  Flexible bodies: the modes' K, D join B, K (flexible.c).
  * use_fext | SOA_CONTACT_HELD: d holds the contact forces at (q, qd) (the caller's last
  * evaluation there); the first sub-step takes them as they are. */
 soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
                         int use_fext, double h, int nsub, double *qdd);
-/* The integrator `auto` picks at (q, its initialization) for sub-steps h: SOA_RK4 where for every
- * dof h b_i / m_i < 2.8 and h^2 k_i / m_i < 7.8 (b_i = d + f_c / v_s + stop b, k_i = stop k, m_i
- * = 1 / D^-1(i, i) of the articulated inertia with armature), else SOA_IMPLICIT; models the
- * implicit step does not handle (flexible, closures) get SOA_RK4. */
-int soa_auto_method(const soa_model *m, soa_data *d, const double *q, double h);
+/* nsub steps of the Rosenbrock method ROS2 (second order, L-stable; docs/joints.md), each two
+ * stages of the implicit step's kind (one sweep each); otherwise as soa_implicit (qdd <- the last
+ * sub-step's mean acceleration). */
+soa_status soa_rosenbrock(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                          int use_fext, double h, int nsub, double *qdd);
+/* ROS2 from 0 to h in sub-steps no longer than max_step, controlled by its embedded first-order
+ * estimate (rtol, atol); the first sub-step d->dop_h[0] (0: max_step), left holding the next. */
+soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
+                                   const double *tau, int use_fext, double h, double rtol,
+                                   double atol, double max_step, double *qdd);
+/* The integrator `auto` picks: SOA_ROS2 for a model with joint dissipation, stops or contact,
+ * else SOA_RK4; flexible and closed-chain models get SOA_RK4. */
+int soa_auto_method(const soa_model *m);
 
 /* ------------------------------------------------------------------ constraint_time.c */
 /* the integrators; SOA_AUTO is resolved once, at initialization, by soa_auto_method */
-enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_AUTO, SOA_NMETHODS };
+enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2, SOA_AUTO, SOA_NMETHODS };
 typedef struct {
-    int method;                    /* SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT */
+    int method;                    /* SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2 */
     double max_step;               /* rk4, euler: a step is split into equal sub-steps <= this */
-    double rtol, atol;             /* dop853 */
+    double rtol, atol;             /* dop853, ros2 with error control */
     int reanchor;                  /* a constraint switched on is re-anchored at the current pose */
+    int error_control;             /* ros2: error-controlled sub-steps (else fixed, max_step) */
 } soa_step_options;
 /* The held inputs of a model with closure constraints (soa_closure_accel's context):
  * tau (nv), f_ext in d->fext when use_fext; active (nc), u (nc x 6), Baumgarte gains;

@@ -127,7 +127,8 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
         break;
     case SOA_UNSUPPORTED:
         snprintf(buf, n, "this algorithm does not handle flexible bodies (body '%s'); forward and "
-                 "inverse dynamics, the mass matrix, energy, kinematics and simulation do",
+                 "inverse dynamics, M, M^-1, their derivatives, the sensitivities, operational "
+                 "space, energy, kinematics and simulation do",
                  name(nm, SOA_NAME_BODY, i, nb));
         break;
     case SOA_TOO_MANY_SUBSTEPS:
@@ -145,9 +146,9 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
             snprintf(buf, n, "joint stops are only on revolute and prismatic joints (dof %d)", i - nv + 1);
         break;
     case SOA_IMPLICIT_UNSUPPORTED:
-        snprintf(buf, n, "the implicit integrator does not handle %s; use integrator rk4 or dop853 "
-                 "(with max_step below the explicit bound, see docs/joints.md)",
-                 i == 0 ? "flexible bodies" : "closure constraints");
+        snprintf(buf, n, "the implicit integrator does not handle closure constraints; use "
+                 "integrator rk4 or dop853 (with max_step below the explicit bound, see "
+                 "docs/joints.md)");
         break;
     case SOA_BAD_MIMIC:
         if (i >= nv)
@@ -199,8 +200,8 @@ const char *soa_diverged_message(const soa_model *m, const soa_data *d, soa_stat
     if (d) snprintf(value, sizeof value, " reached %.6g,", d->diverged[0]);
     snprintf(buf, n, "the step diverged: %s[%d] (%s)%s the largest state component; the "
              "integrator is unstable at this step size (stiff damping or friction, a fast "
-             "motion): use integrator 'implicit' (stiff joint damping, friction or stops), "
-             "'dop853', or a smaller max_step",
+             "motion): use integrator 'ros2' (stiff joint damping, friction, stops or contact; "
+             "error_control for stiff events), 'dop853', or a smaller max_step",
              i < nq ? "q" : "qd", (i < nq ? i : i - nq) + 1,
              i < nq ? name(nm, SOA_NAME_POSITION, i, nq) : name(nm, SOA_NAME_VELOCITY, i - nq, nv),
              d ? value : " is");

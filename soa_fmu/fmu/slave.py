@@ -42,8 +42,8 @@ from .. import _core
 from ..contact import LAW, contact_forces
 from ..energy import total_energy
 from ..integrators import MIN_MAX_STEP, IntegrationError, Simulator
-from ..io import load_model
 from ..kinematics import forward_kinematics
+from . import load_bundled_model
 from .variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
 
 CONFIG_FILE = "fmu.json"
@@ -123,11 +123,7 @@ class SoaSlave(Fmi2Slave):
         _guard_pythonfmu_exit(resources, cfg["identifier"])
         with warnings.catch_warnings(record=True) as caught:    # reported when the FMU was built
             warnings.simplefilter("always")
-            self.model = load_model(resources / cfg["model_file"],
-                                    floating_base=cfg["floating_base"],
-                                    strict=cfg.get("strict", True),
-                                    contact_floor=cfg.get("contact_floor"))
-        self.model.stops_enabled = cfg.get("stops", True)      # --no-stops
+            self.model = load_bundled_model(resources, cfg)
         self.table = table = build_table(self.model, cfg["integrator"], cfg["max_step"])
         if table.digest() != cfg["table_digest"]:
             raise RuntimeError("the variable table built from the bundled model differs from the one "
@@ -176,6 +172,7 @@ class SoaSlave(Fmi2Slave):
         self.vr_integrator_used = table.groups["integrator_used"][0]
         self.b_stops = (table.groups["stops_enabled"][0] - nr if "stops_enabled" in table.groups
                         else None)
+        self.b_error_control = table.groups["error_control"][0] - nr
         self.inertial_start = self.real[self.sl_inertial].copy()
         # contact (soa_fmu/contact.py): tunable law and plane offsets, per-sphere outputs
         self.sl_law, self.sl_offset = sl("contact_law"), sl("plane_offset")
@@ -336,14 +333,14 @@ class SoaSlave(Fmi2Slave):
             q0[i:i + 4] /= n
         sim = Simulator(model, q0, r[self.sl_qd0], method=self.string[self.vr_integrator],
                         max_step=float(r[self.vr_max_step]), rtol=float(r[self.vr_rtol]),
-                        atol=float(r[self.vr_atol]))
+                        atol=float(r[self.vr_atol]),
+                        error_control=bool(self.boolean[self.b_error_control]))
         sim.t = self.start_time
         sim.tau = self.v_tau           # the held joint forces ARE the input buffer (no copy)
         if sim.options.method == "auto":
-            self._log(f"integrator auto: {sim.integrator_used} (the explicit bound of rk4 "
-                      f"{'holds' if sim.integrator_used == 'rk4' else 'fails'} for the joints' "
-                      f"dissipation and stops at max_step = {sim.options.max_step:g} s; "
-                      "docs/joints.md)")
+            why = ("the model has joint dissipation, stops or contact"
+                   if sim.integrator_used == "ros2" else "no stiff terms")
+            self._log(f"integrator auto: {sim.integrator_used} ({why}; docs/joints.md)")
         if self.sl_stab is not None:
             sim.stabilization = tuple(float(x) for x in r[self.sl_stab])
         self.sim = sim
@@ -596,7 +593,8 @@ class SoaSlave(Fmi2Slave):
             self._apply_stops()
         else:
             sim.set_method(self.string[self.vr_integrator], max_step=float(r[self.vr_max_step]),
-                           rtol=float(r[self.vr_rtol]), atol=float(r[self.vr_atol]))
+                           rtol=float(r[self.vr_rtol]), atol=float(r[self.vr_atol]),
+                           error_control=bool(self.boolean[self.b_error_control]))
         self.stale = True
 
     def set_integer(self, vrs, values):
@@ -613,6 +611,8 @@ class SoaSlave(Fmi2Slave):
                 self.pending.pop(vr, None)
             if self.b_stops is not None and self.mode == STEPPING:
                 self._apply_stops()                    # a tunable parameter
+            if self.mode == STEPPING:                  # ros2's mode, tunable
+                self.sim.options.error_control = bool(self.boolean[self.b_error_control])
             self.push = 2
             self.stale = True
             self._mark()

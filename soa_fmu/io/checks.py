@@ -1,8 +1,9 @@
 """What both model-file readers (:mod:`soa_fmu.io.urdf`, :mod:`soa_fmu.io.toml`) share.
 
 The bounded file read, number parsing, the inertia checks with their ``strict=False`` warning
-(:class:`ModelWarning`), the check that no moving joint carries a massless subtree (a singular D), and
-the parents-first ordering of bodies.
+(:class:`ModelWarning`), the checks that no moving joint carries a massless subtree or has a
+degenerate axis (a singular D; ``strict=False`` adds armature to the latter), and the parents-first
+ordering of bodies.
 """
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from typing import Callable, Iterable, TypeVar
 
 import numpy as np
 
+from .. import _core
 from ..model import Model, ModelError, check_inertia
 from ..spatial import phi_matrix, spatial_inertia
 
@@ -146,7 +148,6 @@ def degenerate_axes(model: Model, strict: bool) -> tuple[int, str] | None:
     icub's neck), singular for every forward dynamics.  ``strict``: returns (body index, reason)
     of the first; else adds to each, tip first, the smallest armature that lifts D(k) to
     WELL_CONDITIONED M_kk, and returns None after one ModelWarning naming them."""
-    from .. import _core
     if not model.nv or model.flexible:
         return None
     q = model.neutral_configuration()

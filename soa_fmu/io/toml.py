@@ -25,8 +25,8 @@ from .. import joints as J
 from ..contact import LAW
 from ..model import CONSTRAINT_KINDS, WORLD, Model, ModelError
 from ..spatial import rpy_to_matrix
-from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, finite_numbers, inertia_problem,
-                     parents_first, read_bounded, singular_joint)
+from .checks import (LENIENT_NOTE, MAX_MAGNITUDE, ModelWarning, degenerate_axes, finite_numbers,
+                     inertia_problem, parents_first, read_bounded, singular_joint)
 from .mjcf import MjcfModel, add_mjcf, parse_mjcf, warn_unsupported
 from .urdf import UrdfRobot, add_urdf, parse_urdf, warn_unphysical
 
@@ -376,7 +376,7 @@ def _load_native(path: str, floating_base: bool, strict: bool) -> Model:
         rd.frame(model, spec, where)
     for where, spec in rd.tables(doc, "constraints", KEYS["constraint"]):
         rd.constraint(model, spec, where)
-    bad = singular_joint(model)
+    bad = singular_joint(model) or degenerate_axes(model, rd.strict)
     if bad is not None:
         b = model.bodies[bad[0]]
         raise rd.error(rd.where_of_body.get(b.name, b.name),

@@ -1,5 +1,5 @@
-"""What each body looks like: URDF ``<visual>`` elements, the native file's ``visual`` entries, and
-meshes read by trimesh.
+"""What each body looks like: URDF ``<visual>`` elements, the native file's ``visual`` entries, MJCF
+geoms (:func:`mjcf_visuals`), and meshes read by trimesh.
 
 * URDF: ``<visual>`` with ``<origin>``, ``<geometry>`` (``box size``, ``cylinder radius length``,
   ``sphere radius``, ``mesh filename scale``) and ``<material>`` (inline ``<color rgba>`` or a named
@@ -45,6 +45,14 @@ class ViewWarning(UserWarning):
 
 
 @dataclass
+class Mesh:
+    """Triangles of a mesh file (vertices float32, faces uint32) and its own colour."""
+    vertices: np.ndarray
+    faces: np.ndarray
+    color: tuple
+
+
+@dataclass
 class Visual:
     """One shape fixed on a body: ``kind`` box/cylinder/sphere/mesh, placed by (R, p) in the body."""
     kind: str
@@ -52,16 +60,9 @@ class Visual:
     p: np.ndarray = field(default_factory=lambda: np.zeros(3))
     size: tuple = (0.1, 0.1, 0.1)     # box: edges; cylinder: (radius, length, 0); sphere: (radius,)
     file: Path | None = None          # mesh: resolved path
+    mesh: Mesh | None = None          # mesh: the triangles themselves (an MJCF model's meshes)
     scale: tuple = (1.0, 1.0, 1.0)
     color: tuple | None = None        # RGBA in 0..1; None: the mesh's own colour or the default
-
-
-@dataclass
-class Mesh:
-    """Triangles of a mesh file (vertices float32, faces uint32) and its own colour."""
-    vertices: np.ndarray
-    faces: np.ndarray
-    color: tuple
 
 
 # ---------------------------------------------------------------- URDF
@@ -208,6 +209,27 @@ def _toml_visual(spec, where: str, base: Path) -> Visual:
     return v
 
 
+def urdf_includes(doc: dict) -> list[tuple[str, str]]:
+    """(file as written, prefix) of the URDFs a native model file includes, in the file's order:
+    the top-level ``urdf``, then each ``[[include]]`` with ``urdf``."""
+    includes = list(doc.get("include", [])) if isinstance(doc.get("include", []), list) else []
+    if "urdf" in doc:
+        includes.insert(0, {"urdf": doc["urdf"]})
+    return [(inc["urdf"], str(inc.get("prefix", ""))) for inc in includes
+            if isinstance(inc, dict) and isinstance(inc.get("urdf"), str)]
+
+
+def toml_mesh_files(doc: dict) -> list[str]:
+    """The mesh files of a native model file's body visuals, as written (relative to the file)."""
+    out = []
+    for body in doc.get("bodies", []) if isinstance(doc.get("bodies", []), list) else []:
+        spec = body.get("visual", []) if isinstance(body, dict) else []
+        for v in spec if isinstance(spec, list) else [spec]:
+            if isinstance(v, dict) and v.get("shape") == "mesh" and isinstance(v.get("file"), str):
+                out.append(v["file"])
+    return out
+
+
 def toml_visuals(path: str | os.PathLike) -> dict[str, list[Visual]]:
     """{body name: visuals} of a native model file: its bodies' ``visual`` entries and the visuals
     of the URDFs it includes (prefixed)."""
@@ -215,12 +237,11 @@ def toml_visuals(path: str | os.PathLike) -> dict[str, list[Visual]]:
     where0 = str(path)
     doc = tomllib.loads(path.read_text(encoding="utf-8"))
     out: dict[str, list[Visual]] = {}
-    includes = list(doc.get("include", []))
-    if "urdf" in doc:
-        includes.insert(0, {"urdf": doc["urdf"]})
-    for inc in includes:
-        if isinstance(inc, dict) and isinstance(inc.get("urdf"), str):
-            out.update(urdf_visuals(path.parent / inc["urdf"], inc.get("prefix", "")))
+    for ref, prefix in urdf_includes(doc):
+        out.update(urdf_visuals(path.parent / ref, prefix))
+    for inc in doc.get("include", []) if isinstance(doc.get("include", []), list) else []:
+        if isinstance(inc, dict) and isinstance(inc.get("mjcf"), str):
+            out.update(mjcf_visuals(path.parent / inc["mjcf"], str(inc.get("prefix", ""))))
     for i, body in enumerate(doc.get("bodies", [])):
         if not isinstance(body, dict) or "visual" not in body:
             continue
@@ -232,8 +253,70 @@ def toml_visuals(path: str | os.PathLike) -> dict[str, list[Visual]]:
     return out
 
 
+# ---------------------------------------------------------------- MJCF
+MJCF_SHAPES = {2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box", 7: "mesh"}   # mjtGeom
+MJCF_FREE = 0                          # mjtJoint
+MJCF_VISIBLE_GROUPS = 3                # MuJoCo's viewer shows geom groups 0, 1, 2 at first
+
+
+def mjcf_visuals(path: str | os.PathLike, prefix: str = "") -> dict[str, list[Visual]]:
+    """{prefix + body name: visuals} of an MJCF file (``.xml`` or compiled ``.mjb``): the geoms of
+    groups 0-2 on bodies (not the world's), placed in our body frame — MuJoCo's body frame moved
+    to its last joint's anchor, as :func:`soa_fmu.io.mjcf.add_mjcf` places it — with their
+    material's or their own colour; meshes from the compiled model's vertices."""
+    from ..io.mjcf import parse_mjcf, quat_to_matrix
+    mj = parse_mjcf(path)
+    m = mj.m
+    meshes: dict[int, Mesh] = {}
+    out: dict[str, list[Visual]] = {}
+    for g in range(m.ngeom):
+        b, kind = int(m.geom_bodyid[g]), MJCF_SHAPES.get(int(m.geom_type[g]))
+        mat = int(m.geom_matid[g])
+        rgba = tuple(float(x) for x in (m.mat_rgba[mat] if mat >= 0 else m.geom_rgba[g]))
+        if b == 0 or kind is None or int(m.geom_group[g]) >= MJCF_VISIBLE_GROUPS or rgba[3] == 0:
+            continue
+        n, a = int(m.body_jntnum[b]), int(m.body_jntadr[b])
+        last = a + n - 1
+        anchor = m.jnt_pos[last] if n and int(m.jnt_type[last]) != MJCF_FREE else np.zeros(3)
+        R, p = quat_to_matrix(m.geom_quat[g]), np.asarray(m.geom_pos[g], dtype=float) - anchor
+        size = [float(x) for x in m.geom_size[g]]
+        if kind == "mesh":
+            i = int(m.geom_dataid[g])
+            if i not in meshes:
+                va, vn = int(m.mesh_vertadr[i]), int(m.mesh_vertnum[i])
+                fa, fn = int(m.mesh_faceadr[i]), int(m.mesh_facenum[i])
+                meshes[i] = Mesh(np.asarray(m.mesh_vert[va:va + vn], dtype=np.float32),
+                                 np.asarray(m.mesh_face[fa:fa + fn], dtype=np.uint32), rgba)
+            shapes = [Visual("mesh", R, p, mesh=meshes[i])]
+        elif kind == "ellipsoid":                    # a unit sphere's mesh, scaled by the semi-axes
+            shapes = [Visual("mesh", R, p, mesh=_unit_sphere(), scale=tuple(size))]
+        elif kind == "box":
+            shapes = [Visual("box", R, p, tuple(2 * x for x in size))]
+        elif kind == "sphere":
+            shapes = [Visual("sphere", R, p, (size[0],))]
+        else:                                        # cylinder, capsule: along z, half-length size[1]
+            shapes = [Visual("cylinder", R, p, (size[0], 2 * size[1], 0.0))]
+            if kind == "capsule":
+                shapes += [Visual("sphere", R, p + s * size[1] * R[:, 2], (size[0],)) for s in (-1, 1)]
+        for v in shapes:
+            v.color = rgba
+        out.setdefault(prefix + mj.body_names[b - 1], []).extend(shapes)
+    return out
+
+
+_SPHERE: list[Mesh] = []
+
+
+def _unit_sphere() -> Mesh:
+    if not _SPHERE:
+        import trimesh
+        s = trimesh.creation.icosphere(subdivisions=2)
+        _SPHERE.append(Mesh(s.vertices.astype(np.float32), s.faces.astype(np.uint32), DEFAULT_COLOR))
+    return _SPHERE[0]
+
+
 def model_visuals(model: Model) -> dict[str, list[Visual]]:
-    """Visuals of the model's bodies, read from its source file (URDF or native); {} otherwise."""
+    """Visuals of the model's bodies, read from its source file (URDF, native, MJCF); {} otherwise."""
     src = model.source
     if not src or not Path(src).is_file():
         return {}
@@ -242,6 +325,8 @@ def model_visuals(model: Model) -> dict[str, list[Visual]]:
         return urdf_visuals(src)
     if suffix == ".toml":
         return toml_visuals(src)
+    if suffix in (".xml", ".mjb"):
+        return mjcf_visuals(src)
     return {}
 
 
@@ -262,6 +347,8 @@ def _cache_file(file: Path) -> Path:
 def load_mesh(file: Path) -> Mesh | None:
     """A mesh file's triangles (cached by path, size and modification time: a DAE file takes
     trimesh and pycollada a good fraction of a second to read), None when unreadable."""
+    if file.suffix.lower() == ".glb":     # what an FMU carries (soa_fmu.view.bundle): read directly
+        return read_mesh(file)
     try:
         cached = _cache_file(file)
         with np.load(cached) as z:
@@ -281,7 +368,8 @@ def load_mesh(file: Path) -> Mesh | None:
 
 
 def read_mesh(file: Path) -> Mesh | None:
-    """A mesh file's triangles through trimesh (STL, DAE via pycollada, OBJ), None when unreadable."""
+    """A mesh file's triangles through trimesh (STL, DAE via pycollada, OBJ, binary glTF), None when
+    unreadable."""
     import trimesh
     try:
         loaded = trimesh.load(str(file), force="scene", process=False)
@@ -298,9 +386,11 @@ def read_mesh(file: Path) -> Mesh | None:
     mesh = trimesh.util.concatenate(geoms) if len(geoms) > 1 else geoms[0]
     color = DEFAULT_COLOR
     try:
-        c = np.asarray(mesh.visual.main_color, dtype=float) / 255.0
+        glb = file.suffix.lower() == ".glb"               # glTF: the material's base colour
+        c = np.asarray(mesh.visual.material.baseColorFactor if glb else mesh.visual.main_color,
+                       dtype=float) / 255.0
         if c.shape == (4,) and not np.allclose(c[:3], 102 / 255.0):     # trimesh's default grey
-            color = tuple(c)
+            color = tuple(float(x) for x in c)
     except Exception:  # noqa: BLE001 — a mesh without colour information
         pass
     try:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..contact import ContactGeom
 from ..kinematics import forward_kinematics
 from ..model import Model
 from .geometry import DEFAULT_COLOR, Mesh, Visual, load_mesh, model_visuals
@@ -33,8 +34,10 @@ STICK_COLOR = (0.55, 0.60, 0.68, 1.0)
 JOINT_COLOR = (0.95, 0.62, 0.15, 1.0)
 COM_COLOR = (0.15, 0.45, 0.85, 1.0)
 FLEX_COLOR = (0.20, 0.65, 0.35, 1.0)
-CONTACT_COLOR = (0.95, 0.45, 0.05, 0.6)
+CONTACT_COLOR = (0.85, 0.15, 0.75)      # contact geometry, planes: magenta (no other item's, not the sky's)
+CONTACT_ALPHA = {"visuals": 0.35, "alone": 0.7, "plane": 0.15}   # its opacity over visuals / without
 FORCE_COLORS = {"constraint": (0.85, 0.15, 0.15, 1.0), "contact": (0.95, 0.45, 0.05, 1.0)}
+GRID_CELLS = 20                 # the floor grid: this many cells a side, each about a quarter of the model's size
 _RX90 = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # three.js y axis -> z
 
 
@@ -47,6 +50,7 @@ class Node:
     position: np.ndarray | None = None      # (K, 3)
     rotation: np.ndarray | None = None      # (K, 3, 3)
     scale: np.ndarray | None = None         # (K, 3) or None
+    framed: bool = True                     # part of the model's shape: the first view frames it
 
 
 def _b64(a: np.ndarray, dtype) -> str:
@@ -126,20 +130,22 @@ class SceneBuilder:
             self.Rw[i], self.pw[i] = w.Rw, w.pw
         self.nodes: list[Node] = []
         self.meshes: list[Mesh] = []
-        self._mesh_index: dict[Path, int | None] = {}
+        self._mesh_index: dict[object, int | None] = {}     # mesh file (or inline Mesh's id) -> index
         ext = np.abs(self.pw.reshape(-1, 3) - self.pw.reshape(-1, 3).mean(axis=0)).max() if nb else 0.0
         lengths = [np.linalg.norm(b.translation) for b in model.bodies]
         self.size = max([ext, *lengths, 0.2])                  # the mechanism's size, m
+        self.contact_alpha = CONTACT_ALPHA["alone"]           # (add_contact: lower over visuals)
         self.r = 0.016 * self.size                            # stick radius
 
     # ---- items
     def mesh_item(self, v: Visual) -> dict | None:
-        if v.file not in self._mesh_index:
-            m = load_mesh(v.file)
-            self._mesh_index[v.file] = None if m is None else len(self.meshes)
+        key = v.file if v.mesh is None else id(v.mesh)
+        if key not in self._mesh_index:
+            m = load_mesh(v.file) if v.mesh is None else v.mesh
+            self._mesh_index[key] = None if m is None else len(self.meshes)
             if m is not None:
                 self.meshes.append(m)
-        i = self._mesh_index[v.file]
+        i = self._mesh_index[key]
         if i is None:
             return None
         return {"kind": "mesh", "mesh": i, "matrix": _matrix(v.R, v.p, v.scale),
@@ -193,8 +199,6 @@ class SceneBuilder:
     def add_bodies(self) -> None:
         m = self.model
         visuals = model_visuals(m)
-        spheres = [(n, m.body_index(b) if isinstance(b, str) else int(b), c, r)
-                   for n, b, c, r in _contact_spheres(m)]
         frames_on: dict[int, list] = {}
         for name in m.frames:
             k, R, p = m.frame_placement(name)
@@ -202,8 +206,8 @@ class SceneBuilder:
                 frames_on.setdefault(k, []).append({"kind": "axes", "size": [0.08 * self.size],
                                                     "matrix": _matrix(R, p)})
         for k, b in enumerate(m.bodies):
-            if b.frame_only:
-                items = []
+            if b.frame_only or (visuals and b.name not in visuals and b.mass == 0):
+                items = []                 # (a massless link of a model with shapes: nothing to see)
             elif b.name in visuals:
                 items = [self.visual_item(v) for v in visuals[b.name]]
             elif b.flexible is not None:
@@ -212,17 +216,52 @@ class SceneBuilder:
             else:
                 items = self.stick(k)
             items += frames_on.get(k, [])
-            items += [self.ball(c, max(r, self.r), CONTACT_COLOR) for _, body, c, r in spheres
-                      if body == k]
             if items:
                 self.nodes.append(Node("bodies", b.name, items, self.pw[:, k], self.Rw[:, k]))
-        for plane in getattr(m, "contact_planes", None) or []:    # a translucent square, still
+        self.add_contact(bool(visuals))
+
+    def contact_item(self, g: ContactGeom, alpha: float) -> dict:
+        """One contact geometry as one item in its own frame (docs/contact.md): a sphere (a point:
+        a small ball), a box (full edges), a cylinder or a capsule (radius, length; three.js y
+        along the geometry's z), a convex hull (its triangles, wound outward)."""
+        color = [*_color(CONTACT_COLOR, None), alpha]
+        if g.shape == "mesh":
+            from scipy.spatial import ConvexHull
+            v = np.asarray(g.vertices, dtype=float)
+            faces = ConvexHull(v).simplices.copy()
+            n = np.cross(v[faces[:, 1]] - v[faces[:, 0]], v[faces[:, 2]] - v[faces[:, 0]])
+            inward = np.einsum("ij,ij->i", n, v[faces].mean(axis=1) - v.mean(axis=0)) < 0
+            faces[inward] = faces[inward][:, ::-1]
+            self.meshes.append(Mesh(v.astype(np.float32), faces.astype(np.uint32), tuple(color)))
+            return {"kind": "mesh", "mesh": len(self.meshes) - 1, "matrix": _matrix(),
+                    "color": color, "contact": True}
+        if g.shape == "box":
+            size, M = [float(x) for x in 2 * np.asarray(g.half_extents)], _matrix()
+        elif g.shape in ("cylinder", "capsule"):
+            size, M = [float(g.radius), 2.0 * float(g.half_length)], _matrix(_RX90)
+        else:
+            size, M = [float(g.radius) if g.radius > 0 else self.r], _matrix()
+        return {"kind": g.shape, "size": size, "matrix": M, "color": color, "contact": True}
+
+    def add_contact(self, visuals: bool) -> None:
+        """Group ``contact``, toggled in the page's controls: a node per contact geometry, in its
+        frame on its body (x_world = R_k (R_g x + c_g) + p_k, forward kinematics), translucent
+        magenta — more opaque when the model has no visuals — and a square per contact plane."""
+        m = self.model
+        alpha = self.contact_alpha = CONTACT_ALPHA["visuals" if visuals else "alone"]
+        for g in m.contact_geoms:
+            Rk, pk = self.Rw[:, g.body], self.pw[:, g.body]
+            self.nodes.append(Node("contact", g.name, [self.contact_item(g, alpha)],
+                                   pk + np.einsum("kab,b->ka", Rk, np.asarray(g.center, float)),
+                                   np.einsum("kab,bc->kac", Rk, np.asarray(g.rotation, float))))
+        for plane in m.contact_planes:                            # a translucent square, still
             n = np.asarray(plane.normal, dtype=float)
             R = _align_y(n[None])[0] @ _RX90.T                    # the box's z along the normal
             side = 3.0 * self.size
             item = {"kind": "box", "size": [side, side, 0.002 * side], "matrix": _matrix(),
-                    "color": [0.5, 0.5, 0.5, 0.35]}
-            self.nodes.append(Node("contact", str(plane.name), [item], n * float(plane.offset), R))
+                    "color": [*_color(CONTACT_COLOR, None), CONTACT_ALPHA["plane"]], "contact": True}
+            self.nodes.append(Node("contact", plane.name, [item], n * float(plane.offset), R,
+                                   framed=False))
 
     def add_flexible(self, k: int) -> None:
         """The deformed centreline of flexible body k: node j at Q(j) + Ψ_j η in the body frame
@@ -254,7 +293,7 @@ class SceneBuilder:
         scale = np.stack([np.ones_like(L), np.maximum(L, 1e-6), np.ones_like(L)], axis=1)
         item = {"kind": "arrow", "size": [1.2 * self.r], "matrix": _matrix(),
                 "color": _color(FORCE_COLORS[kind], None)}
-        self.nodes.append(Node("forces", name, [item], at, _align_y(F), scale))
+        self.nodes.append(Node("forces", name, [item], at, _align_y(F), scale, framed=False))
 
     def add_forces(self) -> None:
         """Constraint forces ``<c>.f[k]`` (frame_a axes, at frame_b's origin; the last three rows
@@ -273,12 +312,11 @@ class SceneBuilder:
                 at = np.broadcast_to(pb, (len(self.t), 3)) if kb < 0 else \
                     self.pw[:, kb] + np.einsum("kab,b->ka", self.Rw[:, kb], pb)
                 found.append(("constraint", c.name, at, Fw))
-        for name, body, center, _ in _contact_spheres(m):
-            cols = [f"{name}.force[{i}]" for i in (1, 2, 3)]
+        for g in m.contact_geoms:
+            cols = [f"{g.name}.force[{i}]" for i in (1, 2, 3)]
             if all(col in out for col in cols):
-                k = m.body_index(body) if isinstance(body, str) else int(body)
-                at = self.pw[:, k] + np.einsum("kab,b->ka", self.Rw[:, k], center)
-                found.append(("contact", name, at, np.stack([out[c] for c in cols], axis=1)))
+                at = self.pw[:, g.body] + np.einsum("kab,b->ka", self.Rw[:, g.body], g.center)
+                found.append(("contact", g.name, at, np.stack([out[c] for c in cols], axis=1)))
         for kind in FORCE_COLORS:
             group = [x for x in found if x[0] == kind]
             fmax = max([float(np.linalg.norm(F, axis=1).max()) for *_, F in group] + [0.0])
@@ -286,24 +324,63 @@ class SceneBuilder:
                 self.arrow(kind, name, np.asarray(at, float), F, fmax or 1.0)
 
     # ---- output
-    def extent_points(self) -> np.ndarray:
-        """World points the camera must see: node origins, bodies' CoMs and frames."""
-        pts = [np.broadcast_to(n.position, (len(self.t), 3)) for n in self.nodes]
-        for k, b in enumerate(self.model.bodies):
-            pts.append(self.pw[:, k] + self.Rw[:, k] @ b.com)
-        for name in self.model.frames:
-            k, _, p = self.model.frame_placement(name)
-            if k >= 0:
-                pts.append(self.pw[:, k] + self.Rw[:, k] @ p)
-        return np.concatenate(pts) if pts else np.zeros((1, 3))
+    def item_corners(self, it: dict) -> np.ndarray | None:
+        """(8, 3) corners of an item's bounding box in its node's frame (None: a force arrow,
+        not part of the model's shape)."""
+        kind, size = it["kind"], np.asarray(it.get("size", [0.0]), dtype=float)
+        if kind == "mesh":
+            v = self.meshes[it["mesh"]].vertices
+            lo, hi = v.min(axis=0), v.max(axis=0)
+        elif kind in ("box", "sphere", "cylinder", "capsule"):     # cylinder, capsule: along y
+            hi = {"box": size / 2, "sphere": np.full(3, size[0]),
+                  "cylinder": np.array([size[0], size[-1] / 2, size[0]]),
+                  "capsule": np.array([size[0], size[-1] / 2 + size[0], size[0]])}[kind]
+            lo = -hi
+        elif kind == "axes":
+            lo, hi = np.zeros(3), np.full(3, size[0])
+        else:
+            return None
+        corners = np.array(np.meshgrid(*zip(lo, hi), indexing="ij")).reshape(3, -1).T
+        M = np.asarray(it["matrix"], dtype=float).reshape(4, 4).T       # column-major
+        return corners @ M[:3, :3].T + M[:3, 3]
+
+    def shape_points(self) -> np.ndarray:
+        """(K, n, 3): the corners of every drawn shape of the model (bodies, flexible segments,
+        contact geometry) in
+        world at each keyframe — what the camera frames and the floor lies under."""
+        K, out = len(self.t), []
+        for n in self.nodes:
+            if not n.framed:
+                continue
+            local = [c for c in (self.item_corners(it) for it in n.items) if c is not None]
+            if not local:
+                continue
+            x = np.concatenate(local)[None] * (1.0 if n.scale is None else np.asarray(n.scale)[:, None])
+            R, p = np.broadcast_to(n.rotation, (K, 3, 3)), np.broadcast_to(n.position, (K, 3))
+            out.append(np.einsum("kab,knb->kna", R, np.broadcast_to(x, (K, *x.shape[1:]))) + p[:, None])
+        if not out:                                  # nothing drawn: the bodies' origins
+            out = [self.pw]
+        return np.concatenate(out, axis=1)
 
     def camera(self) -> dict:
-        pts = self.extent_points()
-        lo, hi = pts.min(axis=0), pts.max(axis=0)
-        c = (lo + hi) / 2
-        r = max(0.5 * float(np.linalg.norm(hi - lo)), 0.25)
-        d = np.array([1.0, 0.75, 0.55])
-        return {"target": c.tolist(), "position": (c + 1.5 * r * d / np.linalg.norm(d)).tolist()}
+        """The first view: the model's bounding box at t0 (its centre, the half diagonal), looked at
+        across its longer horizontal side from 35° aside and 25° above; the floor: the contact plane
+        facing up, else the lowest point of the result."""
+        pts = self.shape_points()
+        lo, hi = pts[0].min(axis=0), pts[0].max(axis=0)
+        ext = hi - lo
+        main, side = (np.array([0.0, -1.0, 0.0]), np.array([1.0, 0.0, 0.0])) if ext[0] > ext[1] \
+            else (np.array([1.0, 0.0, 0.0]), np.array([0.0, 1.0, 0.0]))
+        az, el = np.radians(35.0), np.radians(25.0)
+        d = np.cos(el) * (np.cos(az) * main + np.sin(az) * side) + np.sin(el) * np.array([0, 0, 1.0])
+        floors = [float(pl.offset) for pl in getattr(self.model, "contact_planes", None) or []
+                  if np.asarray(pl.normal, dtype=float)[2] > 0.999]
+        floor = max(floors) if floors else float(pts[..., 2].min())
+        radius = max(0.5 * float(np.linalg.norm(ext)), 0.05)
+        cell = _nice(radius / 2)                            # the grid: 20 x 20 cells under the model
+        centre = np.round((lo + hi)[:2] / 2 / cell) * cell
+        return {"target": ((lo + hi) / 2).tolist(), "radius": radius, "direction": d.tolist(),
+                "grid": {"centre": [*centre.tolist(), floor], "cell": cell, "cells": GRID_CELLS}}
 
     def payload(self, title: str) -> dict:
         K = len(self.t)
@@ -323,24 +400,17 @@ class SceneBuilder:
             nodes.append(entry)
         return {"title": title, "t0": float(self.t[0]), "duration": float(self.t[-1] - self.t[0]),
                 "times": _b64(self.t - self.t[0], np.float32), "camera": self.camera(),
+                "contact_opacity": self.contact_alpha,
                 "meshes": [{"positions": _b64(m.vertices, np.float32),
                             "indices": _b64(m.faces, np.uint16 if len(m.vertices) < 65536 else np.uint32),
                             "wide": len(m.vertices) >= 65536} for m in self.meshes],
                 "nodes": nodes}
 
 
-def _contact_spheres(model: Model) -> list[tuple[str, object, np.ndarray, float]]:
-    """(name, body, centre, radius) of the model's contact spheres, when it has any (issue 19)."""
-    spheres = getattr(model, "contact_spheres", None) or []
-    items = spheres.items() if hasattr(spheres, "items") else ((getattr(s, "name", None), s) for s in spheres)
-    out = []
-    for name, s in items:
-        body = getattr(s, "body", None)
-        center = getattr(s, "center", (0.0, 0.0, 0.0))
-        if name is not None and body is not None:
-            out.append((str(name), body, np.asarray(center, dtype=float),
-                        float(getattr(s, "radius", 0.0))))
-    return out
+def _nice(x: float) -> float:
+    """The largest of 1, 2, 5 times a power of ten that is at most x."""
+    e = 10.0 ** np.floor(np.log10(x))
+    return float(max(m * e for m in (1.0, 2.0, 5.0) if m * e <= x * (1 + 1e-12)))
 
 
 def viewer_js() -> str:
@@ -412,13 +482,18 @@ def write_atomic(path: Path, text: str) -> None:
         raise
 
 
-def animate(model: Model, result, path, *, sample: int | None = None, max_fps: float = MAX_FPS,
-            title: str | None = None) -> Path:
+def animate(model: Model | str | os.PathLike, result, path, *, sample: int | None = None,
+            max_fps: float = MAX_FPS, title: str | None = None) -> Path:
     """Write ``path`` (.html): the 3-D animation of ``result`` (a ``sf.simulate`` result, an FMI
     host's CSV, an ``.npz`` of (t, q), or sample ``sample`` of a ``soa-sweep`` result) on
-    ``model``.  One self-contained file: it opens from ``file://`` with no network request and
-    plays on open.  Raises :class:`~soa_fmu.view.ResultError` (one line) on a result that does not
-    fit the model; nothing is written then."""
+    ``model`` (a Model, a model file, or an FMU built by soa-build-fmu: its model, meshes and
+    options are inside it).  One self-contained file: it opens from ``file://`` with no network
+    request and plays on open.  Raises :class:`~soa_fmu.view.ResultError` (one line) on a result
+    that does not fit the model; nothing is written then."""
+    if not isinstance(model, Model):
+        from .bundle import opened_model
+        with opened_model(model) as m:
+            return animate(m, result, path, sample=sample, max_fps=max_fps, title=title)
     res = load_result(result, model, sample)
     b = SceneBuilder(model, res, keyframe_rows(res.t, max_fps))
     b.add_bodies()

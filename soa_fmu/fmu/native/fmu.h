@@ -68,7 +68,7 @@ typedef struct {
      * stop_damping[nv] (tunable), the Boolean stops_enabled and the outputs stop_tau[nv] (-1:
      * absent); the output integrator_used */
     int vr_armature, vr_stop_stiffness, vr_stop_damping, vr_stops_enabled, vr_stop_tau,
-        vr_integrator_used;
+        vr_integrator_used, vr_error_control;
     int interfaces;                      /* 1: Co-Simulation, 2: Model Exchange, 3: both */
     int vr_qdot;                         /* of der(q)[1], the q-dot locals (-1: no states) */
     /* ---- contact (fmu_contact.c): spheres, planes, sphere pairs; value references of

@@ -30,7 +30,8 @@
 
 #define QUAT_NORM_TOL 1e-3     /* q0 quaternions are normalized when | |q| - 1 | is below this */
 
-const char *const METHOD_NAMES[SOA_NMETHODS] = {"rk4", "euler", "dop853", "implicit", "auto"};
+const char *const METHOD_NAMES[SOA_NMETHODS] = {"rk4", "euler", "dop853", "implicit", "ros2",
+                                                "auto"};
 const char *const MODE_NAMES[] = {"instantiated", "initialization", "step", "terminated", "event",
                                   "continuous-time"};
 
@@ -301,18 +302,23 @@ static void write_parameters(Instance *c, int start)
                             : c->boolean[D.vr_stops_enabled - D.nreal] != 0;
 }
 
-/* The integrator auto resolves to (soa_auto_method at the state, for sub-steps of max_step):
+/* The integrator auto resolves to (soa_auto_method: ros2 for a model with stiff terms, else rk4):
  * decided when the simulation state is built and never inside a run; logged. */
 static void resolve_method(Instance *c)
 {
     c->method_used = c->method;
     if (c->method != SOA_AUTO) return;
-    c->method_used = soa_auto_method(c->m, c->d, c->real + D.vr_q, c->real[D.vr_max_step]);
-    fmu_log(c, FMU_OK, "integrator auto: %s (the explicit bound of rk4 %s for the joints' "
-            "dissipation and stops at max_step = %g s; docs/joints.md)",
-            METHOD_NAMES[c->method_used], c->method_used == SOA_RK4 ? "holds" : "fails",
-            c->real[D.vr_max_step]);
+    c->method_used = soa_auto_method(c->m);
+    fmu_log(c, FMU_OK, "integrator auto: %s (%s; docs/joints.md)", METHOD_NAMES[c->method_used],
+            c->method_used == SOA_ROS2 ? "the model has joint dissipation, stops or contact"
+                                       : "no stiff terms");
     c->real[D.vr_integrator_used] = c->method_used;
+}
+
+/* ros2's mode: the Boolean parameter error_control. */
+static int error_control(const Instance *c)
+{
+    return c->boolean[D.vr_error_control - D.nreal] != 0;
 }
 
 /* The parameters into the model; 0 (msg, which may be NULL: the reason naming the body or dof)
@@ -411,7 +417,7 @@ static soa_status integrate(Instance *c, double h)
         c->factored = 0;
         fmu_gather_closure_inputs(c);
         const soa_step_options o = {c->method_used, c->real[D.vr_max_step], c->real[D.vr_rtol],
-                                    c->real[D.vr_atol], 1};
+                                    c->real[D.vr_atol], 1, error_control(c)};
         soa_closure_inputs in = {c->m, c->d, tau, use, c->active, c->u, c->real[D.vr_stab],
                                  c->real[D.vr_stab + 1], c->anchors, c->t, c->forces,
                                  c->residuals};
@@ -423,6 +429,13 @@ static soa_status integrate(Instance *c, double h)
         st = soa_dop853(c->m, c->d, c->qs, c->qds, tau, use, c->t, h, c->real[D.vr_rtol],
                         c->real[D.vr_atol], HUGE_VAL, c->qdds);
         last_h = c->d->dop_h[0];
+    } else if (c->method_used == SOA_ROS2 && error_control(c)) {
+        c->factored = 0;
+        c->d->dop_h[0] = last_h;
+        st = soa_rosenbrock_adaptive(c->m, c->d, c->qs, c->qds, tau,
+                                     use | (held ? SOA_CONTACT_HELD : 0), h, c->real[D.vr_rtol],
+                                     c->real[D.vr_atol], c->real[D.vr_max_step], c->qdds);
+        last_h = c->d->dop_h[0];
     } else {
         const int nsub = soa_substeps(h, c->real[D.vr_max_step]);
         if (nsub < 1) {
@@ -430,10 +443,11 @@ static soa_status integrate(Instance *c, double h)
             st.index = SOA_MAX_SUBSTEPS;
             return st;
         }
-        if (c->method_used == SOA_IMPLICIT) {
+        if (c->method_used == SOA_IMPLICIT || c->method_used == SOA_ROS2) {
             c->factored = 0;
-            st = soa_implicit(c->m, c->d, c->qs, c->qds, tau, use | (held ? SOA_CONTACT_HELD : 0),
-                              h / nsub, nsub, c->qdds);
+            st = (c->method_used == SOA_IMPLICIT ? soa_implicit : soa_rosenbrock)(
+                c->m, c->d, c->qs, c->qds, tau, use | (held ? SOA_CONTACT_HELD : 0), h / nsub, nsub,
+                c->qdds);
         } else {
             st = soa_check_inputs(c->m, c->qs, c->qds, tau);
             if (st.kind != SOA_OK) return st;
@@ -457,17 +471,17 @@ static soa_status integrate(Instance *c, double h)
     }
     if (st.kind != SOA_OK) return st;
     /* contact outputs at the new state: rk4 and euler end with an evaluation there; implicit's
-     * come with its qdd (update_outputs, below) */
+     * and ros2's come with their qdd (update_outputs, below) */
     st = fmu_put_contact_outputs(c, c->qs, c->method_used == SOA_DOP853);
     if (st.kind != SOA_OK) return st;
-    if (c->method_used == SOA_DOP853) c->last_h = last_h;
+    if (c->method_used == SOA_DOP853 || c->method_used == SOA_ROS2) c->last_h = last_h;
     memcpy(c->real + D.vr_q, c->qs, sizeof(double) * D.nq);
     memcpy(c->real + D.vr_qd, c->qds, sizeof(double) * D.nv);
     memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
     fmu_put_constraint_outputs(c);
-    /* the implicit step's qdd is its mean acceleration: the output beta-dot at t + h is computed
-     * when asked for (update_outputs), keeping the step at one sweep */
-    c->stale = c->method_used == SOA_IMPLICIT;
+    /* the implicit and ros2 steps' qdd is their mean acceleration: the output beta-dot at t + h
+     * is computed when asked for (update_outputs), keeping the step at its stages' sweeps */
+    c->stale = c->method_used == SOA_IMPLICIT || c->method_used == SOA_ROS2;
     c->energy_valid = c->poses_valid = 0;
     return st;
 }
@@ -1180,7 +1194,7 @@ int fmu_set_string(Instance *c, unsigned vr, const char *value)
     if (method < 0) {
         char text[MSG];
         snprintf(text, sizeof text, "integrator '%.200s' is not one of rk4, euler, dop853, "
-                 "implicit, auto",
+                 "implicit, ros2, auto",
                  value ? value : "(null)");
         reject(c, (int)vr, REJ_METHOD, text);
         return FMU_ERROR;
@@ -1227,7 +1241,9 @@ int fmu_pending_reasons(const Instance *c, char *out, size_t n)
 static int too_many_substeps(const Instance *c, double h, char *msg, size_t n)
 {
     const double max_step = c->real[D.vr_max_step];
-    if (c->method_used == SOA_DOP853 || soa_substeps(h, max_step) >= 1) return 0;
+    if (c->method_used == SOA_DOP853 || (c->method_used == SOA_ROS2 && error_control(c))
+        || soa_substeps(h, max_step) >= 1)
+        return 0;
     snprintf(msg, n, "h / max_step = %.17g / %.17g needs %.6g sub-steps, more than the %d one "
              "step may take: raise max_step to at least %.6g s or make shorter communication "
              "steps", h, max_step, ceil(h / max_step), SOA_MAX_SUBSTEPS,

@@ -36,7 +36,10 @@
  *     composed with the map from a change of the coordinates to a velocity direction (tangent()),
  *     d theta-dot by differentiating f(theta) beta, the energy's from the composite momenta and
  *     inertias (dE/dtheta_i = -u(i).h + s(i).R_I a0, dE/dbeta_a = s(a).h), the frame poses' from
- *     the inertial joint maps H*_I.
+ *     the inertial joint maps H*_I.  With flexible bodies: d beta-dot / d theta from the
+ *     fourth-order differences of soa_flex_rnea_derivatives (d/d beta exact), the energy's alike
+ *     (flexible_energy_derivative), the poses' from the frames' Jacobians (soa_point_jacobian,
+ *     the node columns included).
  * With a constraint switched on, the derivatives of qdd, constraint forces and residuals with
  * respect to the state are not provided (an error naming them); see docs/fmu.md. */
 #include <math.h>
@@ -336,6 +339,8 @@ static void tangent(const Instance *c, const double *dq, double *dth)
         } else {
             for (int i = 0; i < m->nvj[k]; i++) dth[v + i] = dq[a + i];
         }
+        if (m->nm)                               /* a flexible body's modal coordinates: vectors */
+            for (int i = 0; i < m->nmod[k]; i++) dth[v + m->nvj[k] + i] = dq[a + m->nqj[k] + i];
     }
 }
 
@@ -383,11 +388,44 @@ static int body_of_dof(const soa_model *m, int i)
     return -1;
 }
 
+/* E(theta, beta) of soa_energy (kinetic + potential). */
+static double energy_at(const Instance *c, const double *q, const double *qd)
+{
+    double T = 0.0, U = 0.0;
+    soa_energy(c->m, c->d, q, qd, &T, &U);
+    return T + U;
+}
+
+/* dE along (dth, dv) with flexible bodies: E is quadratic in beta, so the central difference of
+ * a unit step along dv is its beta part exactly; along theta (+) t dth, Richardson's
+ * fourth-order central difference (steps h, h / 2), as the flexible derivatives of the
+ * linearization (flexible.c). */
+static double flexible_energy_derivative(const Instance *c, const double *dth, const double *dv)
+{
+    const soa_model *m = c->m;
+    soa_data *d = c->d;
+    const double *qd = c->real + D.vr_qd, h = 1e-3;
+    for (int i = 0; i < D.nv; i++) d->vs[i] = qd[i] + dv[i];
+    double dE = 0.5 * energy_at(c, c->qn, d->vs);
+    for (int i = 0; i < D.nv; i++) d->vs[i] = qd[i] - dv[i];
+    dE -= 0.5 * energy_at(c, c->qn, d->vs);
+    for (int level = 0; level < 2; level++) {
+        const double step = level ? 0.5 * h : h, w = (level ? 4.0 : -1.0) / (6.0 * step);
+        for (int sgn = -1; sgn <= 1; sgn += 2) {
+            for (int i = 0; i < D.nv; i++) d->dv[i] = sgn * step * dth[i];
+            soa_integrate_configuration(m, c->qn, d->dv, d->qs);
+            dE += sgn * w * energy_at(c, d->qs, qd);
+        }
+    }
+    return dE;
+}
+
 /* dE along (dth, dv) at the data of soa_aba_derivatives (hc, Ri, lin_u, Sw): the file comment. */
 static double energy_derivative(const Instance *c, const double *dth, const double *dv)
 {
     const soa_model *m = c->m;
     const soa_data *d = c->d;
+    if (m->nm) return flexible_energy_derivative(c, dth, dv);
     double dE = 0.0;
     for (int i = 0; i < D.nv; i++) {
         const int n = body_of_dof(m, i);
@@ -410,7 +448,18 @@ static void pose_derivative(const Instance *c, int f, const double *dth, double 
     const soa_fmu_frame *fr = &D.frames[f];
     const double *p = c->real + fr->vr_pose, *quat = p + 3;
     double W[4] = {0, 0, 0, 0}, dp[3] = {0, 0, 0};
-    for (int k = fr->body; k >= 0; k = m->parent[k])
+    if (m->nm && fr->body >= 0) {     /* flexible: the frame's Jacobian, node columns Gamma in it */
+        const double *J = c->d->Y;
+        soa_outward_placements(m, c->d, c->qn);
+        soa_world_placements(m, c->d);
+        soa_point_jacobian(m, c->d, fr->body, p, c->d->Y);
+        for (int i = 0; i < D.nv; i++)
+            for (int r = 0; r < 3; r++) {
+                W[1 + r] += J[r * D.nv + i] * dth[i];
+                dp[r] += J[(3 + r) * D.nv + i] * dth[i];
+            }
+    }
+    for (int k = fr->body; k >= 0 && !m->nm; k = m->parent[k])
         for (int i = m->v0[k]; i < m->v0[k] + m->nvj[k]; i++) {
             const double *s = c->d->Sw + 6 * i;
             double wxp[3];

@@ -1,0 +1,165 @@
+"""ROS2, the default integrator of stiff models (core/integrators.c, docs/joints.md): its order
+measured against a tight DOP853, its stability function on a stiff damped joint against the closed
+form R(z), its error control against the tolerance, and the defaults that used to fail: the
+bouncing ball's rebound (implicit Euler lost 17 %) and example-robot-data's g1_with_hands and
+human (rk4, chosen once at t = 0, diverged at 0.45 s)."""
+from __future__ import annotations
+
+import math
+import warnings
+
+import numpy as np
+import pytest
+
+import soa_fmu as sf
+from soa_fmu import _core
+from soa_fmu.io import ModelWarning
+
+GAMMA = 1 - 1 / math.sqrt(2)
+
+
+def damped_pendulum(damping=0.5, gravity=True):
+    m = sf.Model("pendulum")
+    m.add_body("bob", joint=sf.Revolute((0, 1, 0)), joint_name="hinge", mass=1.0,
+               com=(0, 0, -1.0), inertia=np.eye(3) * 1e-3, limits={"damping": damping})
+    if not gravity:
+        m.gravity = [0.0, 0.0, 0.0]
+    return m
+
+
+def run(model, method, t_end, h, q0=(1.0,), qd0=(0.0,), **kw):
+    sim = sf.Simulator(model, q0=list(q0), qd0=list(qd0), method=method, max_step=h, **kw)
+    for _ in range(int(round(t_end / 0.01))):
+        sim.step(0.01)
+    return np.concatenate([sim.q, sim.qd])
+
+
+def test_second_order_against_dop853():
+    """Halving h divides the error at t = 1 s by 4 (order 2) on a smooth damped pendulum."""
+    model = damped_pendulum()
+    ref = run(model, "dop853", 1.0, 0.01, rtol=1e-13, atol=1e-13)
+    err = [np.abs(run(model, "ros2", 1.0, h) - ref).max() for h in (0.01, 0.005, 0.0025)]
+    ratios = [err[0] / err[1], err[1] / err[2]]
+    assert all(3.5 < r < 4.5 for r in ratios), (err, ratios)
+
+
+def test_stability_function_is_l_stable():
+    """A damped joint without gravity is linear: one step multiplies β by ROS2's
+    R(z) = (1 + (1 − 2γ) z + (γ² − 2γ + ½) z²) / (1 − γ z)², z = −h b / I; with γ = 1 − 1/√2 the z²
+    term vanishes and R(−∞) = 0 (L-stable), where implicit Euler's R = 1 / (1 − z)."""
+    h = 1e-3
+    for b in (1e-3, 1.0, 1e3, 1e9):
+        model = damped_pendulum(damping=b, gravity=False)
+        inertia = 1.0 + 1e-3                     # m l² + I about the hinge
+        z = -h * b / inertia
+        R = (1 + (1 - 2 * GAMMA) * z + (GAMMA ** 2 - 2 * GAMMA + 0.5) * z * z) / (1 - GAMMA * z) ** 2
+        q, qd = np.array([0.0]), np.array([1.0])
+        _core.rosenbrock(model.data, q, qd, np.zeros(1), False, h, 1)
+        assert qd[0] == pytest.approx(R, rel=1e-8, abs=1e-15), b
+    assert abs(qd[0]) < 1e-5                       # z = −1e6: damped in one step
+
+
+def test_error_control_meets_the_tolerance():
+    """With error_control the error at 1 s follows rtol (a fixed max_step of 0.01 s alone misses
+    it by far); ten times tighter, about ten times smaller."""
+    model = damped_pendulum()
+    ref = run(model, "dop853", 1.0, 0.01, rtol=1e-13, atol=1e-13)
+    fixed = np.abs(run(model, "ros2", 1.0, 0.01) - ref).max()
+    errs = []
+    for rtol in (1e-5, 1e-6):
+        y = run(model, "ros2", 1.0, 0.01, error_control=True, rtol=rtol, atol=rtol)
+        errs.append(np.abs(y - ref).max())
+        assert errs[-1] < rtol, (rtol, errs)      # (global error ~0.6 rtol here)
+    assert fixed > 10 * errs[0] and errs[0] > 3 * errs[1]
+
+
+def bouncing_ball() -> sf.Model:
+    """1 kg, Hunt–Crossley k = 1e5, n = 1.5, d = 0.2, radius 0.1 m (the issue's ball)."""
+    m = sf.Model("ball")
+    m.add_body("ball", joint=sf.Free(), mass=1.0, inertia=np.eye(3) * 0.004)
+    m.add_contact_sphere("s", "ball", radius=0.1, stiffness=1e5, exponent=1.5, dissipation=0.2)
+    m.add_contact_plane("floor")
+    return m
+
+
+def rebound(**kw) -> float:
+    """The upward speed after the first bounce of the ball dropped from 5 cm, steps of 1 ms."""
+    model = bouncing_ball()
+    q = model.neutral_configuration()
+    q[6] = 0.15
+    sim = sf.Simulator(model, q, **kw)
+    touched, v = False, 0.0
+    for _ in range(400):
+        sim.step(1e-3)
+        touched |= sim.q[6] < 0.1
+        if touched and sim.q[6] >= 0.1:
+            v = max(v, sim.qd[5])
+    return v
+
+
+def test_default_ball_rebound_within_2_percent():
+    """The default (auto → ros2 at 1 ms) rebounds within 2 % of DOP853 at 1e-12; implicit Euler,
+    the old default for contact, loses about 17 %."""
+    assert sf.Simulator(bouncing_ball()).integrator_used == "ros2"
+    ref = rebound(method="dop853", rtol=1e-12, atol=1e-12)
+    assert ref == pytest.approx(0.8335, rel=1e-3)
+    assert rebound() == pytest.approx(ref, rel=0.02)
+    assert rebound(method="implicit") < 0.9 * ref
+
+
+def robot_data(path: str) -> sf.Model:
+    from test_robot_data import robot_path
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ModelWarning)
+        return sf.load_model(robot_path(*path.rsplit("/", 1)), strict=False)
+
+
+@pytest.mark.parametrize("path", ["g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf",
+                                  "human_description/robots/human.urdf"])
+def test_defaults_run_g1_with_hands_and_human(path):
+    """The default integrator runs example-robot-data's g1_with_hands and human 2 s at 1 ms under
+    gravity with zero torque (rk4, chosen at t = 0 by its bound there, diverged at 0.45 s; human
+    flails through its joint stops, where Verwer's ROS2 stage placement diverged at 0.9 s)."""
+    pytest.importorskip("pinocchio")               # example-robot-data comes with the extra
+    model = robot_data(path)
+    sim = sf.Simulator(model)
+    assert sim.integrator_used == "ros2"
+    for _ in range(2000):
+        sim.step(1e-3)
+    assert np.isfinite(sim.q).all() and np.isfinite(sim.qd).all()
+    with pytest.raises(sf.IntegrationError):
+        rk = sf.Simulator(model, method="rk4")
+        for _ in range(2000):
+            rk.step(1e-3)
+
+
+def friction_wheel() -> sf.Model:
+    """A wheel on a vertical axis, 1e-3 kg·m², Coulomb friction 0.5 N·m (v_s = 0.01 rad/s)."""
+    m = sf.Model("wheel")
+    m.add_body("w", joint=sf.Revolute((0, 0, 1)), joint_name="j", mass=1.0,
+               inertia=np.eye(3) * 1e-3, limits={"friction": 0.5})
+    return m
+
+
+def friction_puck() -> sf.Model:
+    """A 20 g puck sliding along x on a contact sphere pressed 0.1 mm into the floor (the normal
+    force is constant: k δ^1.5 = 0.1 N), μ = 0.5, v_s = 1e-3 m/s."""
+    m = sf.Model("puck")
+    m.add_body("puck", joint=sf.Prismatic((1, 0, 0)), mass=0.02, inertia=np.eye(3) * 1e-6)
+    m.add_contact_sphere("s", "puck", radius=0.1, center=(0, 0, -(0.1 - 1e-4)), stiffness=1e5,
+                         exponent=1.5, dissipation=0.0, friction=0.5, stiction_velocity=1e-3)
+    m.add_contact_plane("floor")
+    return m
+
+
+@pytest.mark.parametrize("make", [friction_wheel, friction_puck])
+def test_coulomb_friction_brings_it_to_rest(make):
+    """Sliding at 10–300 v_s, a Coulomb friction stops the joint in under 6 ms (I v0 / f_c); ros2
+    at 1 ms comes to rest. (With the friction's tangent in its Jacobian, which vanishes where the
+    friction saturates, the step stalled: the wheel and the puck slid on at their initial speed.)"""
+    for v0 in (0.1, 0.3):
+        sim = sf.Simulator(make(), q0=[0.0], qd0=[v0])
+        assert sim.integrator_used == "ros2"
+        for _ in range(200):
+            sim.step(1e-3)
+        assert abs(sim.qd[0]) < 1e-9, v0
