@@ -1,8 +1,8 @@
 """Contact cost (docs/contact.md): the native FMU of solo12 standing on 4 foot contacts against the
 same FMU without contact, stepped by the C host (benchmarks/fmu_step_host.c) at h = 1 ms — with
-rk4 (the law explicit: the cost of the contact forces) and with implicit (auto's choice for
-contact: the linearly implicit step, Λ⁻¹ of the feet from one inward pass over their legs and one
-smoother).
+rk4 (the law explicit: the cost of the contact forces) and with implicit (the linearly implicit
+Euler step, Λ⁻¹ of the feet from one inward pass over their legs and one smoother; auto's choice
+for contact is ros2, two such stages).
 
     python benchmarks/bench_contact.py
 

@@ -29,6 +29,11 @@ Forward dynamics:  q̈ = 𝓜⁻¹(τ − C − g),  ∂q̈/∂θ = −𝓜⁻¹
 smoother (seed 001 eqs. 49–54) on all of them at once: O(N·nv) per matrix, where a dense product
 with 𝓜⁻¹ would cost O(nv³) (up to nv = 12 the dense product is the cheaper one and is used).
 
+Flexible bodies (seed 000 §4; core/flexible.c): ∂T/∂β exactly (T is quadratic in β: the central
+difference of unit steps), ∂T/∂θ by Richardson's fourth-order central difference of the O(N)
+flexible Newton–Euler along θ ⊕ h eᵢ — O(N·nv) as above, not the analytic recursion — and 𝓜⁻¹ by
+the factored form of the flexible innovations factorization (docs/flexible.md).
+
 The kernels are the C core's ``soa_fmu/core/derivatives.c`` (``soa_rnea_derivatives``,
 ``soa_aba_derivatives``), over the shared sweeps (placements, H_𝕀*, M_𝕀, V_𝕀, ``soa_aba``,
 ``soa_minv_columns``, ``soa_innovations_solve``) and the composite inertias, rates and momenta of

@@ -109,6 +109,10 @@ def test_two_arms_holding_a_box_recursive_equals_general_form():
     gen = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method="general")
     qdd_ref, lam_ref = kkt(model, q0, qd, tau, (5.0, 5.0))
     assert rel(rec.qdd, qdd_ref) <= 1e-9 and rel(gen.qdd, rec.qdd) <= 1e-9
+    for method in ("rccfd2", "rccfd3"):                 # seed 003's other two, flexible links in
+        res = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method=method)
+        assert rel(res.qdd, rec.qdd) <= 1e-10 and rel(stacked_forces(model, res),
+                                                       stacked_forces(model, rec)) <= 1e-10
     assert rel(stacked_forces(model, rec), lam_ref) <= 1e-9
     assert rel(stacked_forces(model, gen), lam_ref) <= 1e-9
     assert rec.lambda_matrix.shape == (12, 12)
@@ -432,12 +436,10 @@ def test_flexible_links_in_closed_loops_equal_dense_kkt_and_the_general_form(see
     assert model.max_modes > 0
     tau = np.random.default_rng(seed).normal(size=model.nv)
     qdd_ref, lam_ref = kkt(model, q, qd, tau, (3.0, 7.0))
-    for method in ("recursive", "general"):
+    for method in ("recursive", "rccfd2", "rccfd3", "general"):
         res = constrained_forward_dynamics(model, q, qd, tau, stabilization=(3.0, 7.0), method=method)
         assert rel(res.qdd, qdd_ref) <= 1e-9, method
         assert rel(stacked_forces(model, res), lam_ref) <= 1e-9, method
-    with pytest.raises(sf._core.StatusError, match="flexible"):
-        constrained_forward_dynamics(model, q, qd, tau, method="rccfd2")
 
 
 def test_flexible_constraint_bias_against_finite_differences():
@@ -465,6 +467,10 @@ def test_flexible_arms_holding_a_box():
     gen = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method="general")
     qdd_ref, lam_ref = kkt(model, q0, qd, tau, (5.0, 5.0))
     assert rel(rec.qdd, qdd_ref) <= 1e-9 and rel(gen.qdd, rec.qdd) <= 1e-9
+    for method in ("rccfd2", "rccfd3"):                 # seed 003's other two, flexible links in
+        res = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method=method)
+        assert rel(res.qdd, rec.qdd) <= 1e-10 and rel(stacked_forces(model, res),
+                                                       stacked_forces(model, rec)) <= 1e-10
     assert rel(stacked_forces(model, rec), lam_ref) <= 1e-9
     gamma = constraint_bias(model, q0, qd)
     assert np.abs(G @ rec.qdd + gamma).max() <= 1e-9 * np.abs(gamma).max() + 1e-9

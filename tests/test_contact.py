@@ -392,8 +392,7 @@ def test_implicit_integrator_in_the_contact():
     corner) and rocking are far beyond the explicit step bound; RK4 rattles on in a limit cycle,
     the implicit step comes to rest (its damping: the tight solution still rocks at 2e-4 rad/s
     at 0.3 s) and carries the weight; the default (auto: ros2 for a model with contact) follows
-    the tight solution's decay (its frictions' secant keeps the stick implicit: without it the
-    box spun on at 0.14 rad/s)."""
+    the tight solution's decay."""
     m, q, qd = light_box()
     assert sf.Simulator(m, q, qd).integrator_used == "ros2"
     ros = sf.Simulator(m, q, qd, max_step=1e-3)

@@ -342,16 +342,6 @@ def test_model_errors():
         m.add_frame("f", "d", node=99)
 
 
-def test_algorithms_not_extended_to_flexible_bodies_refuse_clearly():
-    m = load_model("model_descriptions/examples/flexible_arm.toml")
-    m.add_constraint("pin", "ball", m.bodies[-1].name, "world")
-    q, qd = m.neutral_configuration(), np.zeros(m.nv)
-    with pytest.raises(sf._core.StatusError, match="does not handle flexible bodies"):
-        sf.constrained_forward_dynamics(m, q, qd, qd, method="rccfd2")
-    with pytest.raises(sf._core.StatusError, match="does not handle flexible bodies"):
-        sf.forward_dynamics_bias_free(m, q, qd, np.zeros(m.nv))
-
-
 def test_describe_lists_modes_and_node_frames():
     from soa_fmu.cli import describe
     text = describe(load_model("model_descriptions/examples/flexible_arm.toml"))

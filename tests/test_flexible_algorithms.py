@@ -93,6 +93,20 @@ def _body_to_world(model, q, name, f):
     return np.r_[R @ f[:3], R @ f[3:]]
 
 
+def test_algorithm_2_equals_forward_dynamics_and_the_outward_accelerations(case):
+    """Seed 001's Algorithm 2 (T′ = T − ID(θ, β, 0), β̇ = M⁻¹T′, α = λ + ζ): β̇ equals the articulated
+    forward dynamics, and α the body accelerations of the Newton–Euler outward pass at that β̇ plus
+    the base acceleration [0; −g] in each body's axes (as the rigid algorithm reports them)."""
+    model, q, qd, tau = case
+    f_ext = {model.bodies[-1].name: np.arange(1.0, 7.0)}
+    qdd, alpha = sf.forward_dynamics_bias_free(model, q, qd, tau, f_ext)
+    assert rel(qdd, sf.forward_dynamics(model, q, qd, tau, f_ext)) <= 1e-11
+    sf.inverse_dynamics(model, q, qd, qdd)
+    w = model.workspace()
+    g = np.array([w.Rw[k].T @ -np.asarray(model.gravity) for k in range(len(model.bodies))])
+    assert rel(alpha, w.alpha + np.c_[np.zeros_like(g), g]) <= 1e-10
+
+
 def test_inverse_dynamics_derivatives(case):
     """∂T/∂β is exact (T is quadratic in β); ∂T/∂θ by the core's fourth-order differences."""
     model, q, qd, qdd = case

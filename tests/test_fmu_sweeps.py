@@ -1,6 +1,7 @@
 """The native FMU's RK4 step reuses the articulated factors of the last evaluation for its first
-stage (issue 24): counted in a test build of the FMU's own sources (-DSOA_COUNT_SWEEPS,
-tests/fmu_sweeps_host.c), so that the reuse cannot silently go again."""
+stage (issue 24), and a ros2 step is one sweep per stage (issue 30): counted in a test build of the
+FMU's own sources (-DSOA_COUNT_SWEEPS, tests/fmu_sweeps_host.c), so that neither can silently
+go."""
 from __future__ import annotations
 
 import shutil
@@ -19,13 +20,12 @@ pytestmark = pytest.mark.skipif(sys.platform != "linux" or shutil.which("gcc") i
 STEPS = 50
 
 
-@pytest.fixture(scope="module")
-def host(tmp_path_factory):
-    """The arm7 FMU's sources/ compiled with the sweep counter into the host; its run(energy)."""
+def compile_host(tmp, integrator: str):
+    """The arm7 FMU (integrator start value ``integrator``) with its sources/ compiled with the
+    sweep counter into the host; its run(energy)."""
     from fmpy import read_model_description
     from soa_fmu.fmu.native import fmi_headers
-    fmu = build("arm7.urdf", name="Arm7", runtime="native", integrator="rk4")   # (auto: implicit)
-    tmp = tmp_path_factory.mktemp("sweeps")
+    fmu = build("arm7.urdf", name="Arm7", runtime="native", integrator=integrator)
     zipfile.ZipFile(fmu).extractall(tmp / "fmu")
     src = tmp / "fmu" / "sources"
     exe = tmp / "fmu_sweeps_host"
@@ -45,6 +45,19 @@ def host(tmp_path_factory):
         full, refilter = map(int, lines[0].split()[1:])
         return full, refilter, np.array([float(x) for x in lines[1:] if x])
     return run
+
+
+@pytest.fixture(scope="module")
+def host(tmp_path_factory):
+    return compile_host(tmp_path_factory.mktemp("sweeps"), "rk4")     # (auto: ros2)
+
+
+def test_ros2_step_is_one_sweep_per_stage(tmp_path):
+    """setReal(tau) + doStep + getReal(q, qd, qdd) with ros2 (auto's choice for the arm's
+    damping): its two stages, and the reported beta-dot at the new state (computed when read):
+    3 full sweeps a step, as implicit Euler's 2."""
+    full, refilter, q = compile_host(tmp_path, "ros2")(False)
+    assert (full, refilter) == (3 * STEPS, 0) and np.all(np.isfinite(q))
 
 
 def test_rk4_step_reuses_the_first_stage(host):

@@ -536,9 +536,9 @@ soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const doubl
 soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              const double *tau, int use_fext, double *qdd)
 {
-    if (m->nm) return soa_flex_unsupported(m);      /* flexible.c */
     soa_status st = soa_check_inputs(m, q, qd, tau);
     if (st.kind != SOA_OK) return st;
+    if (m->nm) return soa_flex_aba_bias_free(m, d, q, qd, tau, use_fext, qdd);   /* flexible.c */
     const int nb = m->nb, nv = m->nv;
     const double zero6[6] = {0, 0, 0, 0, 0, 0};
     soa_outward_placements(m, d, q);

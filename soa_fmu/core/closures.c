@@ -727,6 +727,24 @@ static int bias_free_moments(const soa_model *m, soa_data *d, const double *q, c
     return soa_riccati_sweep(m, d, 1);
 }
 
+/* alpha_I(k): d->alpha as it is (the inertial-frame sweeps), or with flexible bodies the
+ * body-frame alpha(k) of flexible.c's smoother moved to the world origin, phi(I, k) alpha(k). */
+static void inertial_alpha(const soa_model *m, const soa_data *d, int k, double *out)
+{
+    const double *x = d->alpha + 6 * k, *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k;
+    if (!m->nm) {
+        for (int i = 0; i < 6; i++) out[i] = x[i];
+        return;
+    }
+    double c[3];
+    for (int i = 0; i < 3; i++) {
+        out[i] = Rw[3 * i] * x[0] + Rw[3 * i + 1] * x[1] + Rw[3 * i + 2] * x[2];
+        out[3 + i] = Rw[3 * i] * x[3] + Rw[3 * i + 1] * x[4] + Rw[3 * i + 2] * x[5];
+    }
+    cross3(pw, out, c);
+    for (int i = 0; i < 3; i++) out[3 + i] += c[i];
+}
+
 /* y <- A (phi*(I, C_b) alpha(k_b) - phi*(I, C_a) alpha(k_a)) of the active rows, for the alpha
  * = psi* H* nu the Omega pass left on the points' paths: B* psi* H* nu = J M^-1 T' (seed 003
  * eqs. 6.12-6.13; a world point contributes 0). */
@@ -738,8 +756,13 @@ static void tip_accelerations(const soa_model *m, soa_data *d, const int *active
         double RA[9], xA[3], RB[9], xB[3], acc[2][6] = {{0, 0, 0, 0, 0, 0}, {0, 0, 0, 0, 0, 0}}, rel[6];
         frame_in_world(d, ka, m->cn_Ra + 9 * j, m->cn_pa + 3 * j, RA, xA);
         frame_in_world(d, kb, m->cn_Rb + 9 * j, m->cn_pb + 3 * j, RB, xB);
-        if (ka >= 0) apply_phi_star(RA, xB, d->alpha + 6 * ka, acc[0]);
-        if (kb >= 0) apply_phi_star(RA, xB, d->alpha + 6 * kb, acc[1]);
+        for (int side = 0; side < 2; side++) {
+            const int k = side ? kb : ka;
+            if (k < 0) continue;
+            double al[6];
+            inertial_alpha(m, d, k, al);
+            apply_phi_star(RA, xB, al, acc[side]);
+        }
         for (int i = 0; i < 6; i++) rel[i] = acc[1][i] - acc[0][i];
         for (int r = 0; r < m->cn_size[j]; r++) y[d->cl_row0[j] + r] = dot6(m->cn_A + 36 * j + 6 * r, rel);
     }
@@ -805,6 +828,55 @@ static soa_status rccfd23(const soa_model *m, soa_data *d, int method, const dou
     return st;
 }
 
+/* RCCFD2 and RCCFD3 with flexible bodies (seed 000 sec. 4): the same groupings of (3.6) on
+ * flexible.c's factored form, whose filter and smoother run together (soa_flex_solve_forces):
+ *   (6.18a) T' = T - ID(theta, beta, 0) by the flexible Newton-Euler, its alpha (inertial frame,
+ *           gravity as the base acceleration) giving -a'(C);
+ *   (6.13)  x = M^-1 T', its smoother's alpha the tip accelerations B* psi* H* nu = J M^-1 T'
+ *           (Omega from the factored form's columns: soa_point_inertia_inverse);
+ *   RCCFD2  (6.18e) theta-dd = M^-1 (T' - J* B f(0)): one solve with T' and the tip forces;
+ *   RCCFD3  (6.21)  theta-dd1 = x + M^-1 J* (the forces of f1), (6.20) theta-dd2 the correction of
+ *           f2, (6.22g) their sum. */
+static soa_status rccfd23_flexible(const soa_model *m, soa_data *d, int method, const double *q,
+                                   const double *qd, const double *tau, int use_fext,
+                                   const int *active, const double *u, const double *udot,
+                                   const double *anchors, double alpha, double beta, double *qdd)
+{
+    for (int i = 0; i < m->nv; i++) d->zerov[i] = 0.0;
+    soa_status st = soa_flex_rnea(m, d, q, qd, d->zerov, use_fext, d->tbias);      /* (6.18a) */
+    if (st.kind != SOA_OK) return st;
+    for (int i = 0; i < m->nv; i++) d->tprime[i] = tau[i] - d->tbias[i];
+    soa_world_placements(m, d);
+    flex_inertial_motion(m, d, 1);
+    const int n = closure_kinematics(m, d, active, anchors, 1);               /* -a'(C) */
+    closure_rhs(m, d, active, u, udot, alpha, beta);
+    for (int i = 0; i < n; i++) d->cl_arhs[i] = d->cl_rhs_dyn[i] + d->cl_rhs_stab[i];
+    st = soa_flex_factor(m, d, q);
+    if (st.kind != SOA_OK) return st;
+    soa_outward_placements(m, d, q);                  /* + the node columns Gamma, for Omega */
+    soa_flex_solve_forces(m, d, d->tprime, NULL, d->cl_qfree);                   /* (6.13) */
+    tip_accelerations(m, d, active, d->cl_tip);
+    soa_point_inertia_inverse(m, d, 2 * m->nc, d->cl_body, d->cl_R, d->cl_l, 0, NULL, d->cl_L);
+    closure_matrix(m, d, active);
+    for (int i = 0; i < n; i++) d->cl_rhs_dyn[i] += d->cl_tip[i];   /* A alpha~f, as in RCCFD1 */
+    st = closure_factor(m, d, active, reference_acceleration(m, d, n));
+    if (st.kind != SOA_OK) return st;
+    if (method == SOA_RCCFD2) {
+        closure_apply(m, d, d->cl_tip, d->cl_arhs, d->cl_f);                          /* (6.18d) */
+        closure_body_forces(m, d, active, d->cl_f);                                  /* (6.18e) */
+        soa_flex_solve_forces(m, d, d->tprime, d->cl_fext, qdd);
+        return st;
+    }
+    closure_apply(m, d, d->cl_tip, NULL, d->cl_f);                                   /* (6.21) */
+    closure_correction(m, d, active, d->cl_f, d->cl_dq);
+    for (int r = 0; r < m->nv; r++) d->cl_qfree[r] += d->cl_dq[r];
+    closure_apply(m, d, d->cl_arhs, NULL, d->cl_f2);                                 /* (6.20) */
+    closure_correction(m, d, active, d->cl_f2, d->cl_dq);
+    for (int r = 0; r < m->nv; r++) qdd[r] = d->cl_qfree[r] + d->cl_dq[r];         /* (6.22g) */
+    for (int i = 0; i < n; i++) d->cl_f[i] += d->cl_f2[i];
+    return st;
+}
+
 /* Constrained forward dynamics by RCCFD1, 2 or 3 (seed 003 Part II); inputs and outputs in soa.h. */
 soa_status soa_constrained_fd_method(const soa_model *m, soa_data *d, int method, const double *q,
                                      const double *qd, const double *tau, int use_fext,
@@ -814,11 +886,13 @@ soa_status soa_constrained_fd_method(const soa_model *m, soa_data *d, int method
 {
     soa_status st = {SOA_BAD_ARG, 3};
     if (method != SOA_RCCFD1 && method != SOA_RCCFD2 && method != SOA_RCCFD3) return st;
-    if (m->nm && method != SOA_RCCFD1) return soa_flex_unsupported(m);   /* RCCFD1 only */
     st = check_fd_inputs(m, q, qd, tau, u, udot, anchors, alpha, beta);
     if (st.kind != SOA_OK) return st;
     if (method == SOA_RCCFD1)
         st = rccfd1(m, d, q, qd, tau, use_fext, active, u, udot, anchors, alpha, beta, qdd);
+    else if (m->nm)
+        st = rccfd23_flexible(m, d, method, q, qd, tau, use_fext, active, u, udot, anchors, alpha,
+                              beta, qdd);
     else
         st = rccfd23(m, d, method, q, qd, tau, use_fext, active, u, udot, anchors, alpha, beta, qdd);
     if (st.kind != SOA_OK) return st;

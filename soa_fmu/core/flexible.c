@@ -851,6 +851,32 @@ soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, doubl
     return soa_check_result(Minv, nv, nv);
 }
 
+/* Seed 001's Algorithm 2 with flexible bodies: T' = T - ID(theta, beta, 0) (eqs. 55-56; zeta =
+ * the accelerations at beta-dot = 0, velocity products included), beta-dot = M^-1 T' by the
+ * factored form (its smoother's lambda, eqs. 49-54), alpha = lambda + zeta, plus the base
+ * acceleration [0; -g] in each body's axes as the rigid algorithm reports it (flexible.c takes
+ * gravity as an applied force).  Body frames. */
+soa_status soa_flex_aba_bias_free(const soa_model *m, soa_data *d, const double *q,
+                                  const double *qd, const double *tau, int use_fext, double *qdd)
+{
+    const int nb = m->nb, nv = m->nv;
+    for (int i = 0; i < nv; i++) d->zerov[i] = 0.0;
+    soa_status st = soa_flex_rnea(m, d, q, qd, d->zerov, use_fext, d->tbias);
+    if (st.kind != SOA_OK) return st;
+    for (int i = 0; i < 6 * nb; i++) d->zeta[i] = d->alpha[i];
+    for (int i = 0; i < nv; i++) d->tprime[i] = tau[i] - d->tbias[i];
+    st = soa_flex_factor(m, d, q);
+    if (st.kind != SOA_OK) return st;
+    soa_world_placements(m, d);
+    flex_solve_one(m, d, d->tprime, NULL, qdd);
+    for (int k = 0; k < nb; k++) {
+        double *al = d->alpha + 6 * k, g[3];
+        mat3t_vec(d->Rw + 9 * k, m->a0 + 3, g);
+        for (int i = 0; i < 6; i++) al[i] += d->zeta[6 * k + i] + (i < 3 ? 0.0 : g[i - 3]);
+    }
+    return soa_check_result(qdd, nv, 1);
+}
+
 /* ------------------------------------------------------------------ derivatives */
 /* (dT/dtheta, dT/dbeta) of T = inverse dynamics with flexible bodies (nv x nv, row stride ld),
  * along the velocity directions as derivatives.c.  T is a quadratic polynomial in beta (V, a, b,
@@ -1045,17 +1071,24 @@ soa_status soa_flex_energy(const soa_model *m, soa_data *d, const double *q, con
     return (soa_status){SOA_OK, 0};
 }
 
-/* {SOA_UNSUPPORTED, the first flexible body} for a model with flexible bodies, else SOA_OK: the
- * answer of the algorithm families not extended to them (closures, Algorithm 2). */
-soa_status soa_flex_unsupported(const soa_model *m)
+/* The modal part of a linearly implicit stage (integrators.c, docs/joints.md) for g = gamma h: the
+ * strain and modal damping forces -K eta - D eta-dot linearized with the diagonals of K and D
+ * (exact for normal modes, fl_diag; an admissible Jacobian of the W-method otherwise),
+ *     jdiag += g D_ii + g^2 K_ii,   jrhs += -g K_ii r_i + (g D_ii + g^2 K_ii) s_i
+ * over the modal dofs, r the stage velocity qd where NULL, s = 0 where NULL (the stage's own
+ * forces -K eta - D eta-dot stay in soa_flex_fd_diag's applied forces). */
+void soa_flex_implicit_terms(const soa_model *m, soa_data *d, const double *qd, double g,
+                             const double *r, const double *s)
 {
-    soa_status st = {SOA_OK, 0};
-    for (int k = 0; m->nm && k < m->nb; k++)
-        if (m->nmod[k]) {
-            st.kind = SOA_UNSUPPORTED;
-            st.index = k;
-            return st;
+    const int nm = m->nm;
+    for (int k = 0; k < m->nb; k++) {
+        const int e0 = m->v0[k] + m->nvj[k];
+        const double *K = m->fl_K + nm * nm * k, *D = m->fl_D + nm * nm * k;
+        for (int i = 0; i < m->nmod[k]; i++) {
+            const int e = e0 + i;
+            const double c = g * D[nm * i + i] + g * g * K[nm * i + i];
+            d->jdiag[e] += c;
+            d->jrhs[e] += -g * K[nm * i + i] * (r ? r[e] : qd[e]) + (s ? c * s[e] : 0.0);
         }
-    if (m->nm) st.kind = SOA_UNSUPPORTED;
-    return st;
+    }
 }

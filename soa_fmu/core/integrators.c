@@ -178,6 +178,9 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
  * forward dynamics with the diagonal in D(k) of the Riccati sweep
  * (seed 001 eqs. 34-36), its filter and smoother (eqs. 49-54, 60-65), ONE sweep, then the
  * contact's Woodbury correction through Lambda^-1 (contact.c) and the mimic couplings (mimic.c).
+ * With flexible bodies (seed 000 sec. 4) the modes' strain and damping forces -K eta - D eta-dot
+ * join B and K by their diagonals (soa_flex_implicit_terms) and the sweep is flexible.c's
+ * (soa_flex_fd_diag, D(k) of the modal and joint steps with the diagonal).
  * use: the use_fext bits of the sweep.  Returns -1, or the body whose D is singular. */
 static int implicit_stage(const soa_model *m, soa_data *d, const double *q, const double *qd,
                           const double *tau, int use, double g, const double *r, const double *s,
@@ -185,6 +188,11 @@ static int implicit_stage(const soa_model *m, soa_data *d, const double *q, cons
 {
     const double *T = soa_joint_forces(m, d, q, qd, tau);
     soa_implicit_terms(m, d, q, qd, T, g, r, s, ahead);
+    if (m->nm) {                      /* flexible bodies (no contact, no mimics): + the modes' terms */
+        soa_flex_implicit_terms(m, d, qd, g, r, s);
+        const soa_status sf = soa_flex_fd_diag(m, d, q, qd, d->jrhs, use & SOA_USE_FEXT, d->jdiag, x);
+        return sf.kind == SOA_OK ? -1 : sf.index;
+    }
     const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, x);
     if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead > 0.0, x);    /* contact.c */
     if (k < 0) soa_mimic_couple(m, d, x);     /* mimic.c: the coupled solve of the same matrix */
@@ -199,16 +207,12 @@ static int stage_use(const soa_model *m, int use_fext, int first)
            | (first && m->nsph ? use_fext & SOA_CONTACT_HELD : 0);
 }
 
-/* The checks of a linearly implicit method: inputs, step, a model it handles (not flexible). */
+/* The checks of a linearly implicit method: inputs and step. */
 static soa_status check_implicit(const soa_model *m, const double *q, const double *qd,
                                  const double *tau, double h, int nsub)
 {
     soa_status st = soa_check_inputs(m, q, qd, tau);
     if (st.kind == SOA_OK) st = check_step(m, q, qd, 0.0, h, nsub);
-    if (st.kind == SOA_OK && m->nm) {
-        st.kind = SOA_IMPLICIT_UNSUPPORTED;
-        st.index = 0;
-    }
     return st;
 }
 
@@ -444,8 +448,9 @@ soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, d
 }
 
 /* auto's choice (soa.h): ROS2 for every model with stiff terms (joint dissipation, stops,
- * contact), RK4 for the others and for those the linearly implicit stage does not handle
- * (flexible bodies, closure constraints). */
+ * contact), RK4 for the others, for closure constraints (the linearly implicit stage does not
+ * handle them) and for flexible bodies (their modes are lightly damped oscillations RK4 resolves
+ * at the step it is stable at; `implicit` and `ros2` take them on request). */
 int soa_auto_method(const soa_model *m)
 {
     if (m->nm || m->nc) return SOA_RK4;

@@ -61,11 +61,12 @@ typedef enum {
                            semi-definite or breaking the triangle inequality (soa_inertia_problem) */
     SOA_BAD_DISSIPATION, /* damping or friction of velocity dof index is not finite and >= 0;
                             index nv: the friction regularization velocity is not finite and > 0 */
-    SOA_UNSUPPORTED,    /* this algorithm does not handle flexible bodies (body index) */
+    SOA_UNSUPPORTED,    /* an algorithm that does not handle flexible bodies (body index); every
+                           family takes them today: kept so that the status codes stay stable */
     SOA_BAD_JOINT,      /* the armature or a joint stop (limits, stiffness, damping) of velocity
                            dof index is not finite and >= 0, or lower > upper */
-    SOA_IMPLICIT_UNSUPPORTED, /* the implicit integrator does not handle this model: index 0
-                                 flexible bodies, 1 closure constraints */
+    SOA_IMPLICIT_UNSUPPORTED, /* the implicit integrators do not handle this model: index 1
+                                 closure constraints */
     /* ---- bounded steps (integrators.c, constraint_time.c) ---- */
     SOA_TOO_MANY_SUBSTEPS, /* a fixed-step call would need more than SOA_MAX_SUBSTEPS sub-steps
                               (h / max_step too large); index: SOA_MAX_SUBSTEPS */
@@ -593,13 +594,16 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
  * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
- * call these when m->nm > 0; Algorithm 2 (soa_aba_bias_free) returns SOA_UNSUPPORTED for such models. */
+ * call these when m->nm > 0 (every algorithm family takes flexible bodies). */
 void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
 void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd);
 soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
                             const double *tau, int use_fext, const double *diag, double *qdd);
+/* The modes' strain and damping in an implicit stage's d->jdiag, d->jrhs (integrators.c). */
+void soa_flex_implicit_terms(const soa_model *m, soa_data *d, const double *qd, double g,
+                             const double *r, const double *s);
 soa_status soa_flex_rnea(const soa_model *m, soa_data *d, const double *q, const double *qd,
                          const double *qdd, int use_fext, double *tau);
 soa_status soa_flex_crba(const soa_model *m, soa_data *d, const double *q, double *M);
@@ -615,6 +619,9 @@ void soa_flex_solve(const soa_model *m, soa_data *d, double *X, int ncols, int l
 void soa_flex_solve_forces(const soa_model *m, soa_data *d, const double *T, const double *fext,
                            double *x);
 soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
+/* soa_aba_bias_free (seed 001 Algorithm 2) with flexible bodies. */
+soa_status soa_flex_aba_bias_free(const soa_model *m, soa_data *d, const double *q,
+                                  const double *qd, const double *tau, int use_fext, double *qdd);
 /* The derivatives of soa_rnea_derivatives / soa_aba_derivatives with flexible bodies. */
 soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const double *q,
                                      const double *qd, const double *qdd, int use_fext,
@@ -622,7 +629,6 @@ soa_status soa_flex_rnea_derivatives(const soa_model *m, soa_data *d, const doub
 soa_status soa_flex_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
                                     const double *qd, const double *tau, int use_fext, double *ddq,
                                     double *ddv, int ld, double *Minv);
-soa_status soa_flex_unsupported(const soa_model *m);   /* SOA_OK for rigid models */
 
 /* ------------------------------------------------------------------ dissipation.c */
 /* The joint forces the simulator applies: tau - d qd - f_c tanh(qd / v_s) + the stops' forces
@@ -723,7 +729,7 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
 /* nsub linearly implicit Euler steps (first order) of the tree, (q, qd) in place:
  *     (M + diag(a + h B + h^2 K)) x = T - h K beta - C - g,  beta <- beta + h x,  theta <- theta (+) h beta
  * (soa_implicit_terms) by ONE articulated sweep with the diagonal in D(k); qdd <- x of the last
- * sub-step (the step's mean acceleration).  Flexible bodies: SOA_IMPLICIT_UNSUPPORTED.
+ * sub-step (the step's mean acceleration).  Flexible bodies: the modes' K, D join B, K (flexible.c).
  * use_fext | SOA_CONTACT_HELD: d holds the contact forces at (q, qd) (the caller's last
  * evaluation there); the first sub-step takes them as they are. */
 soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
@@ -739,7 +745,7 @@ soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, d
                                    const double *tau, int use_fext, double h, double rtol,
                                    double atol, double max_step, double *qdd);
 /* The integrator `auto` picks: SOA_ROS2 for a model with joint dissipation, stops or contact,
- * else SOA_RK4; models the implicit stages do not handle (flexible, closures) get SOA_RK4. */
+ * else SOA_RK4; flexible and closed-chain models get SOA_RK4. */
 int soa_auto_method(const soa_model *m);
 
 /* ------------------------------------------------------------------ constraint_time.c */

@@ -146,9 +146,9 @@ const char *soa_status_message(const soa_model *m, soa_status st, const soa_name
             snprintf(buf, n, "joint stops are only on revolute and prismatic joints (dof %d)", i - nv + 1);
         break;
     case SOA_IMPLICIT_UNSUPPORTED:
-        snprintf(buf, n, "the implicit integrator does not handle %s; use integrator rk4 or dop853 "
-                 "(with max_step below the explicit bound, see docs/joints.md)",
-                 i == 0 ? "flexible bodies" : "closure constraints");
+        snprintf(buf, n, "the implicit integrator does not handle closure constraints; use "
+                 "integrator rk4 or dop853 (with max_step below the explicit bound, see "
+                 "docs/joints.md)");
         break;
     case SOA_BAD_MIMIC:
         if (i >= nv)
