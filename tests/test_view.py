@@ -291,18 +291,81 @@ def test_soa_sweep_view_animates_sample_k_of_the_fmu(tmp_path, capsys):
     assert "--view 3: no such sample (0..2)" in capsys.readouterr().err
 
 
-def test_contact_spheres_planes_and_force_arrows(tmp_path):
+def contact_model():
+    """The double pendulum with one contact geometry of each shape on its lower link, turned and
+    moved off its axis, all of them under a plane at z = -0.5 (so that the core reports each
+    one's penetration depth: the distance of a gap it does not compute exactly)."""
     model = sf.load_model(example_path("double_pendulum.toml"))
+    R = sf.spatial.rpy_to_matrix((0.3, -0.5, 0.2))
+    hull = np.array([[0, 0, 0], [0.1, 0, 0], [0, 0.06, 0], [0, 0, 0.12], [0.03, 0.02, 0.02]])
     model.add_contact_sphere("foot", "lower", center=(0.0, 0.0, -1.0), radius=0.05)   # issue 19
-    model.add_contact_plane("ground", point=(0.0, 0.0, -2.0), normal=(0.0, 0.0, 1.0))
+    model.add_contact_geom("b", "lower", "box", center=(0.1, 0, -0.7), rotation=R,
+                           half_extents=(0.1, 0.2, 0.3))
+    model.add_contact_geom("c", "lower", "cylinder", center=(0, 0.05, -0.4), rotation=R.T,
+                           radius=0.05, half_length=0.2)
+    model.add_contact_geom("k", "lower", "capsule", center=(0.02, 0, -0.2), rotation=R,
+                           radius=0.02, half_length=0.1)
+    model.add_contact_geom("m", "lower", "mesh", center=(0, -0.1, -0.5), rotation=R.T @ R.T,
+                           vertices=hull)
+    model.add_contact_plane("ground", point=(0.0, 0.0, -0.5), normal=(0.0, 0.0, 1.0))
+    return model
+
+
+def drawn_lowest(sc, n, j) -> float:
+    """The lowest world z of contact node ``n``'s shape at keyframe j, from the scene alone."""
+    (it,) = n["items"]
+    R, p = rotation(f32(n["quaternion"], 4))[j], f32(n["position"], 3)[j]
+    M = np.array(it["matrix"]).reshape(4, 4).T
+    Rw, pw = R @ M[:3, :3], p + R @ M[:3, 3]
+    if it["kind"] == "mesh":
+        return float((f32(sc["meshes"][it["mesh"]]["positions"], 3) @ Rw.T + pw)[:, 2].min())
+    size = it["size"]
+    if it["kind"] == "box":
+        corners = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * size
+        return float((corners / 2 @ Rw.T + pw)[:, 2].min())
+    if it["kind"] == "sphere":
+        return pw[2] - size[0]
+    axis = Rw[:, 1]                                         # cylinder, capsule: along its y
+    ends = pw[2] - size[1] / 2 * abs(axis[2])
+    return ends - size[0] * (1.0 if it["kind"] == "capsule" else np.sqrt(1 - axis[2] ** 2))
+
+
+def test_contact_geometry_is_drawn_where_the_engine_puts_it(tmp_path):
+    """One node per contact geometry (group "contact", toggled in the page) with its shape's kind
+    and size, in its frame on its body at every keyframe (forward kinematics composed with the
+    geometry's placement), its lowest point where the C core's contact finds it (the depth of its
+    pair with the floor), and a square per plane; the old balls on the bodies are gone."""
+    model = contact_model()
     res = swing(model, 0.5)
     F = np.stack([np.zeros_like(res["t"]), np.zeros_like(res["t"]), 10 + res["t"]], axis=1)
     res.update({f"foot.force[{i + 1}]": F[:, i] for i in range(3)})
     sc = scene_of(sf.animate(model, res, tmp_path / "c.html"))
-    ball = [i for i in node(sc, "bodies", "lower")["items"] if i["kind"] == "sphere"
-            and i["size"] == [0.05]]
-    assert len(ball) == 1 and ball[0]["matrix"][12:15] == [0, 0, -1.0]
+    assert sc["contact_opacity"] == 0.7                        # no visuals: the geometry stands out
+    contact = [n["name"] for n in sc["nodes"] if n["group"] == "contact"]
+    assert contact == ["foot", "b", "c", "k", "m", "ground"]
+    assert not [i for n in sc["nodes"] if n["group"] != "contact" for i in n["items"] if i.get("contact")]
+    kinds = {"foot": ("sphere", [0.05]), "b": ("box", [0.2, 0.4, 0.6]), "c": ("cylinder", [0.05, 0.4]),
+             "k": ("capsule", [0.02, 0.2])}
     rows = keyframe_rows(res["t"])
+    for g in model.contact_geoms:
+        n = node(sc, "contact", g.name)
+        (it,) = n["items"]
+        assert it["contact"] and it["color"][:3] == [0.85, 0.15, 0.75]
+        if g.shape == "mesh":
+            V = f32(sc["meshes"][it["mesh"]]["positions"], 3)
+            assert sorted(map(tuple, V)) == sorted(map(tuple, g.vertices.astype(np.float32)))
+        else:
+            assert (it["kind"], it["size"]) == kinds[g.name]
+        P, R = f32(n["position"], 3), rotation(f32(n["quaternion"], 4))
+        for j in (0, rows.size // 2, rows.size - 1):
+            q = res["q"][rows[j]]
+            Rb, pb = sf.frame_pose(model, q, "lower")
+            np.testing.assert_allclose(P[j], pb + Rb @ g.center, atol=2e-6)
+            np.testing.assert_allclose(R[j], Rb @ g.rotation, atol=2e-6)
+            c = sf.contact_forces(model, q, np.zeros(model.nv))
+            depth = c.depth[c.pairs.index((g.name, "ground"))]
+            assert depth > 0.1
+            np.testing.assert_allclose(drawn_lowest(sc, n, j), -0.5 - depth, atol=2e-6)
     arrow = node(sc, "forces", "foot")
     for j in (0, rows.size - 1):
         np.testing.assert_allclose(f32(arrow["position"], 3)[j],
@@ -312,32 +375,9 @@ def test_contact_spheres_planes_and_force_arrows(tmp_path):
     L = f32(arrow["scale"], 3)[:, 1]                          # length ∝ |F|, the largest 0.35 × size
     np.testing.assert_allclose(L / L[-1], F[rows, 2] / F[rows[-1], 2], rtol=1e-6)
     plane = node(sc, "contact", "ground")
-    np.testing.assert_allclose(f32(plane["position"], 3)[0], [0, 0, -2.0])
+    np.testing.assert_allclose(f32(plane["position"], 3)[0], [0, 0, -0.5])
     Rp = rotation(f32(plane["quaternion"], 4))[0]
     np.testing.assert_allclose(Rp[:, 2], [0, 0, 1.0], atol=1e-6)       # the square's normal
-
-
-def test_contact_shapes_are_drawn(tmp_path):
-    """Every contact geometry of a body is drawn in its frame: a box (full sizes), a cylinder
-    (three.js y along its axis), a capsule (a cylinder and two balls), a convex hull (a mesh of
-    its triangles)."""
-    model = sf.load_model(example_path("double_pendulum.toml"))
-    R = sf.spatial.rpy_to_matrix((0.3, 0.0, 0.0))
-    model.add_contact_geom("b", "lower", "box", center=(0, 0, -1.0), half_extents=(0.1, 0.2, 0.3))
-    model.add_contact_geom("c", "lower", "cylinder", rotation=R, radius=0.05, half_length=0.2)
-    model.add_contact_geom("k", "lower", "capsule", radius=0.02, half_length=0.1)
-    cube = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)]) * 0.05
-    model.add_contact_geom("m", "lower", "mesh", vertices=cube)
-    sc = scene_of(sf.animate(model, swing(model, 0.2), tmp_path / "s.html"))
-    items = node(sc, "bodies", "lower")["items"]
-    box = [i for i in items if i["kind"] == "box"]
-    assert len(box) == 1 and box[0]["size"] == [0.2, 0.4, 0.6] and box[0]["matrix"][12:15] == [0, 0, -1.0]
-    cyl = [i for i in items if i["kind"] == "cylinder" and i["size"] == [0.05, 0.4]]
-    M = np.array(cyl[0]["matrix"]).reshape(4, 4).T
-    np.testing.assert_allclose(M[:3, 1], R[:, 2], atol=1e-6)           # its y: the axis
-    assert [i["size"] for i in items if i["kind"] == "sphere" and i["size"] == [0.02]] == [[0.02]] * 2
-    (mesh,) = [i for i in items if i["kind"] == "mesh"]
-    assert len(sc["meshes"]) == 1 and mesh["mesh"] == 0
 
 
 def test_cli_reports_a_missing_mesh_as_a_warning_line(tmp_path, capsys):
@@ -512,13 +552,14 @@ def test_mjcf_geoms_drawn_where_mujoco_puts_them(tmp_path):
         fmu = build_fmu.build(tmp_path / "s.xml", tmp_path / "S.fmu")
     for page in (sf.animate(model, res, tmp_path / "s.html"), sf.animate(fmu, res, tmp_path / "f.html")):
         sc = scene_of(page)
+        assert sc["contact_opacity"] == 0.35                  # contact geometry over the visuals: fainter
+        contact = sorted(n["name"] for n in sc["nodes"] if n["group"] == "contact")
+        assert contact == ["floor", "geom1", "geom2", "geom3"]      # the MJCF geoms, its plane
         drawn = {}
         for name in ("a", "b"):
             n = node(sc, "bodies", name)
             P, R = f32(n["position"], 3)[0], rotation(f32(n["quaternion"], 4))[0]
             for it in n["items"]:
-                if it["color"] == [0.95, 0.45, 0.05, 0.6]:                  # contact geometry
-                    continue
                 M = np.array(it["matrix"]).reshape(4, 4).T
                 drawn.setdefault(name, []).append((it["kind"], R @ M[:3, :3], P + R @ M[:3, 3], it["color"]))
         a, b = drawn["a"], drawn["b"]

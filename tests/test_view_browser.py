@@ -202,3 +202,39 @@ def test_real_robots_from_an_fmi_host_csv_and_from_their_fmu_alone(browser, tmp_
     assert rows.min() > 0 and rows.max() < h - 1 and cols.min() > 0 and cols.max() < w - 1  # whole
     assert pg.errors == []
     pg.page.close()
+
+
+def test_contact_geometry_on_a_floor_loads_and_toggles(browser, tmp_path):
+    """A box, a capsule and a convex hull on a floor (a model without visuals): the page loads
+    with no error, the geometry is on screen in its colour, and the "contact geometry" checkbox
+    of the controls hides it (and shows it again)."""
+    m = sf.Model("parts")
+    m.add_body("parts", joint=sf.Free(), mass=1.0, inertia=np.eye(3) * 0.01)
+    m.add_contact_geom("box", "parts", "box", center=(-0.3, 0, 0.1), half_extents=(0.1, 0.08, 0.1))
+    m.add_contact_geom("capsule", "parts", "capsule", center=(0, 0, 0.05), radius=0.05,
+                       half_length=0.1, rotation=sf.spatial.rpy_to_matrix((0, np.pi / 2, 0)))
+    hull = np.array([[0, 0, 0], [0.2, 0, 0], [0, 0.2, 0], [0, 0, 0.2], [0.12, 0.12, 0.1]])
+    m.add_contact_geom("hull", "parts", "mesh", center=(0.25, -0.1, 0), vertices=hull)
+    m.add_contact_plane("floor")
+    out = sf.animate(m, swing(m, 1.0, amplitude=0.2), tmp_path / "parts.html")
+    pg = Page(browser, out)
+    assert pg.offline() == [] and pg.errors == []
+    pg.page.evaluate("soaView.pause(); soaView.seek(soaView.t0)")
+    pg.rendered()
+    pg.page.screenshot(path=str(tmp_path / "parts.png"))
+
+    def drawn() -> int:
+        return int(magenta(pg.pixels()).sum())
+    shown = drawn()
+    assert shown > 0.02 * W * H                                  # the three shapes, in their colour
+    pg.page.get_by_text("Open Controls").click()
+    toggle = pg.control("contact geometry").locator("input")
+    toggle.uncheck()
+    pg.rendered()
+    assert drawn() < 0.01 * shown and not pg.page.evaluate(
+        "soaView.viewer.scene_tree.find(['soa', 'contact']).object.visible")
+    toggle.check()
+    pg.rendered()
+    assert drawn() > 0.9 * shown
+    assert pg.errors == []
+    pg.page.close()

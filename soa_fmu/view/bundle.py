@@ -7,8 +7,9 @@ once through trimesh (:func:`~soa_fmu.view.geometry.load_mesh`), simplified by q
 when it has more than :data:`MAX_TRIANGLES` triangles, and written as binary glTF (float32
 positions, 32-bit indices, its colour as the material's base colour) to
 ``resources/model/visuals/<name>_<hash>.glb``.  The model file inside the FMU is rewritten to point
-at it (a path relative to the file).  Collision meshes are not carried: neither the engine nor the
-viewer reads them.
+at it (a path relative to the file).  Collision meshes are not converted: those the contact
+geometry comes from travel as they are (``build_fmu.bundle_meshes``); the viewer draws their
+hulls.
 
 Read (``soa-view``, ``sf.animate``, ``soa-sweep --view``): :func:`model_from_fmu` loads the model
 file with the options ``resources/fmu.json`` records (floating base, strict/lenient); everything else

@@ -21,20 +21,53 @@ window.soaPlay = function (scene) {
     g.computeVertexNormals();
     return g;
   });
-  function material(c) {
-    return new THREE.MeshLambertMaterial({color: new THREE.Color(c[0], c[1], c[2]),
-                                          opacity: c[3], transparent: c[3] < 1});
+  var contactMaterials = [];
+  function material(c, contact) {
+    if (!contact) {
+      return new THREE.MeshLambertMaterial({color: new THREE.Color(c[0], c[1], c[2]),
+                                            opacity: c[3], transparent: c[3] < 1});
+    }
+    // contact geometry: translucent over the visuals (no depth writes; pulled towards the camera,
+    // so a contact surface that coincides with a visual one wins), flat-shaded, its edges drawn
+    var m = new THREE.MeshLambertMaterial({color: new THREE.Color(c[0], c[1], c[2]), opacity: c[3],
+      transparent: true, depthWrite: false, flatShading: true, polygonOffset: true,
+      polygonOffsetFactor: -1, polygonOffsetUnits: -4});
+    m.userData.opacity = c[3];
+    contactMaterials.push(m);
+    return m;
+  }
+  function capsule(r, length) {             // along y, centred: a lathe of two quarter circles and a line
+    var pts = [], n = 12;
+    for (var i = 0; i <= n; i++) {
+      var a = -Math.PI / 2 + (Math.PI / 2) * i / n;
+      pts.push(new THREE.Vector2(r * Math.cos(a) + 1e-9, -length / 2 + r * Math.sin(a)));
+    }
+    for (i = 0; i <= n; i++) {
+      a = (Math.PI / 2) * i / n;
+      pts.push(new THREE.Vector2(r * Math.cos(a) + 1e-9, length / 2 + r * Math.sin(a)));
+    }
+    return new THREE.LatheGeometry(pts, 24);
+  }
+  function shape(it) {
+    if (it.kind === "mesh") return geometries[it.mesh];
+    if (it.kind === "box") return new THREE.BoxGeometry(it.size[0], it.size[1], it.size[2]);
+    if (it.kind === "sphere") return new THREE.SphereGeometry(it.size[0], 24, 16);
+    if (it.kind === "cylinder") return new THREE.CylinderGeometry(it.size[0], it.size[0], it.size[1], 20);
+    if (it.kind === "capsule") return capsule(it.size[0], it.size[1]);
+    return null;
   }
   function build(it) {
-    var obj;
-    if (it.kind === "mesh") {
-      obj = new THREE.Mesh(geometries[it.mesh], material(it.color));
-    } else if (it.kind === "box") {
-      obj = new THREE.Mesh(new THREE.BoxGeometry(it.size[0], it.size[1], it.size[2]), material(it.color));
-    } else if (it.kind === "sphere") {
-      obj = new THREE.Mesh(new THREE.SphereGeometry(it.size[0], 24, 16), material(it.color));
-    } else if (it.kind === "cylinder") {       // along y, centred
-      obj = new THREE.Mesh(new THREE.CylinderGeometry(it.size[0], it.size[0], it.size[1], 20), material(it.color));
+    var obj, g = shape(it);
+    if (g !== null) {                          // cylinder, capsule: along y, centred
+      obj = new THREE.Mesh(g, material(it.color, it.contact));
+      if (it.contact) {
+        var edges = new THREE.LineSegments(new THREE.EdgesGeometry(g, 25), new THREE.LineBasicMaterial(
+          {color: new THREE.Color(it.color[0], it.color[1], it.color[2]), transparent: true,
+           opacity: Math.min(1, 2 * it.color[3]), depthWrite: false}));
+        edges.material.userData.opacity = edges.material.opacity;
+        contactMaterials.push(edges.material);
+        obj.add(edges);
+      }
     } else if (it.kind === "axes") {
       obj = new THREE.AxesHelper(it.size[0]);
     } else if (it.kind === "arrow") {          // from the origin along y, length 1 (scaled per frame)
@@ -95,6 +128,18 @@ window.soaPlay = function (scene) {
   viewer.set_animation(animations, {play: scene.duration > 0, loopMode: THREE.LoopRepeat,
                                     repetitions: Infinity});
   var animator = viewer.animator;
+  if (contactMaterials.length) {   // the contact geometry (group "contact"): a toggle, its opacity
+    var contact = viewer.scene_tree.find(["soa", "contact"]), a0 = scene.contact_opacity;
+    viewer.set_control("contact geometry", function (on) {
+      contact.object.visible = on;
+      if (contact.vis_controller) contact.vis_controller.updateDisplay();   // (its Scene checkbox)
+      viewer.set_dirty();
+    }, true);
+    viewer.set_control("contact opacity", function (a) {
+      contactMaterials.forEach(function (m) { m.opacity = Math.min(1, m.userData.opacity * a / a0); });
+      viewer.set_dirty();
+    }, a0, 0.0, 1.0, 0.05);
+  }
   viewer.gui.close();             // the controls (Animations: play, pause, time, speed) start closed
   if (scene.duration === 0) animator.seek(0);
 

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..contact import ContactGeom
 from ..kinematics import forward_kinematics
 from ..model import Model
 from .geometry import DEFAULT_COLOR, Mesh, Visual, load_mesh, model_visuals
@@ -33,7 +34,8 @@ STICK_COLOR = (0.55, 0.60, 0.68, 1.0)
 JOINT_COLOR = (0.95, 0.62, 0.15, 1.0)
 COM_COLOR = (0.15, 0.45, 0.85, 1.0)
 FLEX_COLOR = (0.20, 0.65, 0.35, 1.0)
-CONTACT_COLOR = (0.95, 0.45, 0.05, 0.6)
+CONTACT_COLOR = (0.85, 0.15, 0.75)      # contact geometry, planes: magenta (no other item's, not the sky's)
+CONTACT_ALPHA = {"visuals": 0.35, "alone": 0.7, "plane": 0.15}   # its opacity over visuals / without
 FORCE_COLORS = {"constraint": (0.85, 0.15, 0.15, 1.0), "contact": (0.95, 0.45, 0.05, 1.0)}
 GRID_CELLS = 20                 # the floor grid: this many cells a side, each about a quarter of the model's size
 _RX90 = np.array([[1.0, 0.0, 0.0], [0.0, 0.0, -1.0], [0.0, 1.0, 0.0]])   # three.js y axis -> z
@@ -48,6 +50,7 @@ class Node:
     position: np.ndarray | None = None      # (K, 3)
     rotation: np.ndarray | None = None      # (K, 3, 3)
     scale: np.ndarray | None = None         # (K, 3) or None
+    framed: bool = True                     # part of the model's shape: the first view frames it
 
 
 def _b64(a: np.ndarray, dtype) -> str:
@@ -131,6 +134,7 @@ class SceneBuilder:
         ext = np.abs(self.pw.reshape(-1, 3) - self.pw.reshape(-1, 3).mean(axis=0)).max() if nb else 0.0
         lengths = [np.linalg.norm(b.translation) for b in model.bodies]
         self.size = max([ext, *lengths, 0.2])                  # the mechanism's size, m
+        self.contact_alpha = CONTACT_ALPHA["alone"]           # (add_contact: lower over visuals)
         self.r = 0.016 * self.size                            # stick radius
 
     # ---- items
@@ -174,34 +178,6 @@ class SceneBuilder:
     def ball(self, p, radius, color) -> dict:
         return {"kind": "sphere", "size": [radius], "matrix": _matrix(p=p), "color": _color(color, None)}
 
-    def contact_items(self, k: int) -> list[dict]:
-        """The contact geometries on body k (docs/contact.md), translucent: spheres, boxes,
-        cylinders, capsules (a cylinder and two balls), convex hulls (their triangles)."""
-        items, color = [], _color(CONTACT_COLOR, None)
-        for g in getattr(self.model, "contact_geoms", None) or []:
-            if g.body != k:
-                continue
-            R, p, shape = np.asarray(g.rotation, float), np.asarray(g.center, float), g.shape
-            if shape == "sphere":
-                items.append(self.ball(p, max(g.radius, self.r), CONTACT_COLOR))
-            elif shape == "box":
-                items.append({"kind": "box", "size": [float(x) for x in 2 * g.half_extents],
-                              "matrix": _matrix(R, p), "color": color})
-            elif shape in ("cylinder", "capsule"):
-                items.append({"kind": "cylinder", "size": [g.radius, 2 * g.half_length],
-                              "matrix": _matrix(R @ _RX90, p), "color": color})
-                if shape == "capsule":
-                    items += [self.ball(p + s * g.half_length * R[:, 2], g.radius, CONTACT_COLOR)
-                              for s in (-1.0, 1.0)]
-            else:
-                from scipy.spatial import ConvexHull
-                faces = ConvexHull(g.vertices).simplices
-                self.meshes.append(Mesh(np.asarray(g.vertices, np.float32),
-                                        np.asarray(faces, np.uint32), CONTACT_COLOR))
-                items.append({"kind": "mesh", "mesh": len(self.meshes) - 1, "matrix": _matrix(R, p),
-                              "color": color})
-        return items
-
     def stick(self, k: int) -> list[dict]:
         """Links from the body origin to its children's joint origins and its CoM, a joint ball
         and the joint's axis."""
@@ -240,16 +216,52 @@ class SceneBuilder:
             else:
                 items = self.stick(k)
             items += frames_on.get(k, [])
-            items += self.contact_items(k)
             if items:
                 self.nodes.append(Node("bodies", b.name, items, self.pw[:, k], self.Rw[:, k]))
-        for plane in getattr(m, "contact_planes", None) or []:    # a translucent square, still
+        self.add_contact(bool(visuals))
+
+    def contact_item(self, g: ContactGeom, alpha: float) -> dict:
+        """One contact geometry as one item in its own frame (docs/contact.md): a sphere (a point:
+        a small ball), a box (full edges), a cylinder or a capsule (radius, length; three.js y
+        along the geometry's z), a convex hull (its triangles, wound outward)."""
+        color = [*_color(CONTACT_COLOR, None), alpha]
+        if g.shape == "mesh":
+            from scipy.spatial import ConvexHull
+            v = np.asarray(g.vertices, dtype=float)
+            faces = ConvexHull(v).simplices.copy()
+            n = np.cross(v[faces[:, 1]] - v[faces[:, 0]], v[faces[:, 2]] - v[faces[:, 0]])
+            inward = np.einsum("ij,ij->i", n, v[faces].mean(axis=1) - v.mean(axis=0)) < 0
+            faces[inward] = faces[inward][:, ::-1]
+            self.meshes.append(Mesh(v.astype(np.float32), faces.astype(np.uint32), tuple(color)))
+            return {"kind": "mesh", "mesh": len(self.meshes) - 1, "matrix": _matrix(),
+                    "color": color, "contact": True}
+        if g.shape == "box":
+            size, M = [float(x) for x in 2 * np.asarray(g.half_extents)], _matrix()
+        elif g.shape in ("cylinder", "capsule"):
+            size, M = [float(g.radius), 2.0 * float(g.half_length)], _matrix(_RX90)
+        else:
+            size, M = [float(g.radius) if g.radius > 0 else self.r], _matrix()
+        return {"kind": g.shape, "size": size, "matrix": M, "color": color, "contact": True}
+
+    def add_contact(self, visuals: bool) -> None:
+        """Group ``contact``, toggled in the page's controls: a node per contact geometry, in its
+        frame on its body (x_world = R_k (R_g x + c_g) + p_k, forward kinematics), translucent
+        magenta — more opaque when the model has no visuals — and a square per contact plane."""
+        m = self.model
+        alpha = self.contact_alpha = CONTACT_ALPHA["visuals" if visuals else "alone"]
+        for g in m.contact_geoms:
+            Rk, pk = self.Rw[:, g.body], self.pw[:, g.body]
+            self.nodes.append(Node("contact", g.name, [self.contact_item(g, alpha)],
+                                   pk + np.einsum("kab,b->ka", Rk, np.asarray(g.center, float)),
+                                   np.einsum("kab,bc->kac", Rk, np.asarray(g.rotation, float))))
+        for plane in m.contact_planes:                            # a translucent square, still
             n = np.asarray(plane.normal, dtype=float)
             R = _align_y(n[None])[0] @ _RX90.T                    # the box's z along the normal
             side = 3.0 * self.size
             item = {"kind": "box", "size": [side, side, 0.002 * side], "matrix": _matrix(),
-                    "color": [0.5, 0.5, 0.5, 0.35]}
-            self.nodes.append(Node("contact", str(plane.name), [item], n * float(plane.offset), R))
+                    "color": [*_color(CONTACT_COLOR, None), CONTACT_ALPHA["plane"]], "contact": True}
+            self.nodes.append(Node("contact", plane.name, [item], n * float(plane.offset), R,
+                                   framed=False))
 
     def add_flexible(self, k: int) -> None:
         """The deformed centreline of flexible body k: node j at Q(j) + Ψ_j η in the body frame
@@ -281,7 +293,7 @@ class SceneBuilder:
         scale = np.stack([np.ones_like(L), np.maximum(L, 1e-6), np.ones_like(L)], axis=1)
         item = {"kind": "arrow", "size": [1.2 * self.r], "matrix": _matrix(),
                 "color": _color(FORCE_COLORS[kind], None)}
-        self.nodes.append(Node("forces", name, [item], at, _align_y(F), scale))
+        self.nodes.append(Node("forces", name, [item], at, _align_y(F), scale, framed=False))
 
     def add_forces(self) -> None:
         """Constraint forces ``<c>.f[k]`` (frame_a axes, at frame_b's origin; the last three rows
@@ -300,12 +312,11 @@ class SceneBuilder:
                 at = np.broadcast_to(pb, (len(self.t), 3)) if kb < 0 else \
                     self.pw[:, kb] + np.einsum("kab,b->ka", self.Rw[:, kb], pb)
                 found.append(("constraint", c.name, at, Fw))
-        for name, body, center, _ in _contact_spheres(m):
-            cols = [f"{name}.force[{i}]" for i in (1, 2, 3)]
+        for g in m.contact_geoms:
+            cols = [f"{g.name}.force[{i}]" for i in (1, 2, 3)]
             if all(col in out for col in cols):
-                k = m.body_index(body) if isinstance(body, str) else int(body)
-                at = self.pw[:, k] + np.einsum("kab,b->ka", self.Rw[:, k], center)
-                found.append(("contact", name, at, np.stack([out[c] for c in cols], axis=1)))
+                at = self.pw[:, g.body] + np.einsum("kab,b->ka", self.Rw[:, g.body], g.center)
+                found.append(("contact", g.name, at, np.stack([out[c] for c in cols], axis=1)))
         for kind in FORCE_COLORS:
             group = [x for x in found if x[0] == kind]
             fmax = max([float(np.linalg.norm(F, axis=1).max()) for *_, F in group] + [0.0])
@@ -320,9 +331,10 @@ class SceneBuilder:
         if kind == "mesh":
             v = self.meshes[it["mesh"]].vertices
             lo, hi = v.min(axis=0), v.max(axis=0)
-        elif kind in ("box", "sphere", "cylinder"):         # cylinder: along y, centred
+        elif kind in ("box", "sphere", "cylinder", "capsule"):     # cylinder, capsule: along y
             hi = {"box": size / 2, "sphere": np.full(3, size[0]),
-                  "cylinder": np.array([size[0], size[-1] / 2, size[0]])}[kind]
+                  "cylinder": np.array([size[0], size[-1] / 2, size[0]]),
+                  "capsule": np.array([size[0], size[-1] / 2 + size[0], size[0]])}[kind]
             lo = -hi
         elif kind == "axes":
             lo, hi = np.zeros(3), np.full(3, size[0])
@@ -333,11 +345,12 @@ class SceneBuilder:
         return corners @ M[:3, :3].T + M[:3, 3]
 
     def shape_points(self) -> np.ndarray:
-        """(K, n, 3): the corners of every drawn shape of the model (bodies, flexible segments) in
+        """(K, n, 3): the corners of every drawn shape of the model (bodies, flexible segments,
+        contact geometry) in
         world at each keyframe — what the camera frames and the floor lies under."""
         K, out = len(self.t), []
         for n in self.nodes:
-            if n.group not in ("bodies", "flexible"):
+            if not n.framed:
                 continue
             local = [c for c in (self.item_corners(it) for it in n.items) if c is not None]
             if not local:
@@ -387,6 +400,7 @@ class SceneBuilder:
             nodes.append(entry)
         return {"title": title, "t0": float(self.t[0]), "duration": float(self.t[-1] - self.t[0]),
                 "times": _b64(self.t - self.t[0], np.float32), "camera": self.camera(),
+                "contact_opacity": self.contact_alpha,
                 "meshes": [{"positions": _b64(m.vertices, np.float32),
                             "indices": _b64(m.faces, np.uint16 if len(m.vertices) < 65536 else np.uint32),
                             "wide": len(m.vertices) >= 65536} for m in self.meshes],
@@ -397,20 +411,6 @@ def _nice(x: float) -> float:
     """The largest of 1, 2, 5 times a power of ten that is at most x."""
     e = 10.0 ** np.floor(np.log10(x))
     return float(max(m * e for m in (1.0, 2.0, 5.0) if m * e <= x * (1 + 1e-12)))
-
-
-def _contact_spheres(model: Model) -> list[tuple[str, object, np.ndarray, float]]:
-    """(name, body, centre, radius) of the model's contact spheres, when it has any (issue 19)."""
-    spheres = getattr(model, "contact_spheres", None) or []
-    items = spheres.items() if hasattr(spheres, "items") else ((getattr(s, "name", None), s) for s in spheres)
-    out = []
-    for name, s in items:
-        body = getattr(s, "body", None)
-        center = getattr(s, "center", (0.0, 0.0, 0.0))
-        if name is not None and body is not None:
-            out.append((str(name), body, np.asarray(center, dtype=float),
-                        float(getattr(s, "radius", 0.0))))
-    return out
 
 
 def viewer_js() -> str:
