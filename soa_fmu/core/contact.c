@@ -225,6 +225,7 @@ static void apply(const soa_model *m, soa_data *d, int p, int a, int b, const so
     for (int k = 0; k < SOA_MANIFOLD; k++) {
         const int i = SOA_MANIFOLD * p + k;
         if (k >= c->n || !(c->depth[k] > 0.0)) {     /* not touching: no force, depth <= 0 */
+            if (k >= c->n && d->ct_depth[i] == 0.0) continue;   /* (an empty slot already) */
             double *F = d->ct_force + 3 * i;
             F[0] = F[1] = F[2] = 0.0;
             d->ct_depth[i] = k < c->n ? c->depth[k] : 0.0;
