@@ -90,7 +90,11 @@ def hull_vertices(points, what: str) -> np.ndarray:
     """The vertices of the convex hull of ``points`` (n × 3), at most :data:`HULL_MAX`: beyond
     that, the hull of the HULL_MAX hull vertices spread farthest apart (farthest-point sampling
     from the one farthest from the centroid); scipy.spatial.ConvexHull (Qhull)."""
-    from scipy.spatial import ConvexHull, QhullError
+    try:
+        from scipy.spatial import ConvexHull, QhullError
+    except ImportError:
+        raise ContactError(f"{what}: a convex mesh's hull needs scipy (pip install scipy, or "
+                           "'soa_fmu[plot]')") from None
     p = np.asarray(points, dtype=float).reshape(-1, 3)
     if len(p) < 4 or not np.isfinite(p).all():
         raise ContactError(f"{what}: a convex mesh needs at least 4 finite vertices, got {len(p)}")

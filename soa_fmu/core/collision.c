@@ -282,14 +282,46 @@ static void reduce(int n, double (*x)[3], const double *dep, const double *m, so
     }
 }
 
+/* A box's or a hull's vertices with their depths under the plane n.x = o, in the shape's frame
+ * (n turned into it): only those that touch (and the deepest) are placed in the world. */
+static int polytope_plane(const soa_shape *a, const double *n, double o, double (*x)[3], double *dep,
+                          int *deep)
+{
+    double nl[3], xl[3];
+    to_local(a, n, nl);
+    const double o0 = o - dot(n, a->p);
+    const int nf = a->type == SOA_SHAPE_BOX ? 8 : a->nv;
+    *deep = 0;
+    for (int i = 0; i < nf; i++) {
+        const double *v = a->v + 3 * i;
+        if (a->type == SOA_SHAPE_BOX) {
+            for (int j = 0; j < 3; j++) xl[j] = (i >> j & 1) ? a->size[j] : -a->size[j];
+            v = xl;
+        }
+        dep[i] = o0 - dot(nl, v);
+        if (dep[i] > dep[*deep]) *deep = i;
+        if (dep[i] > 0.0) to_world(a, v, x[i]);
+    }
+    if (!(dep[*deep] > 0.0)) {
+        const int i = *deep;
+        for (int j = 0; j < 3; j++) xl[j] = (i >> j & 1) ? a->size[j] : -a->size[j];
+        to_world(a, a->type == SOA_SHAPE_BOX ? xl : a->v + 3 * i, x[i]);
+    }
+    return nf;
+}
+
 void soa_collide_plane(const soa_shape *a, const double *n, double o, soa_manifold *c)
 {
     double x[NCAND][3], dep[NCAND] = {0.0}, m[3] = {-n[0], -n[1], -n[2]};
-    const int nf = features(a, m, x);
-    int nt = 0, deep = 0;
-    for (int i = 0; i < nf; i++) {
-        dep[i] = o - dot(n, x[i]);
-        if (dep[i] > dep[deep]) deep = i;
+    int nt = 0, deep = 0, nf;
+    if (a->type == SOA_SHAPE_BOX || a->type == SOA_SHAPE_MESH) {
+        nf = polytope_plane(a, n, o, x, dep, &deep);
+    } else {
+        nf = features(a, m, x);
+        for (int i = 0; i < nf; i++) {
+            dep[i] = o - dot(n, x[i]);
+            if (dep[i] > dep[deep]) deep = i;
+        }
     }
     for (int i = 0; i < nf; i++)         /* the touching ones first, on the plane */
         if (dep[i] > 0.0) {

@@ -40,9 +40,15 @@ static soa_status bad(int e, int c)
     return st;
 }
 
-/* The shape of geometry s as placed by the last kinematics (collision.h). */
-static soa_shape shape_of(const soa_model *m, const soa_data *d, int s)
+/* The shape of geometry s as placed by the last kinematics (collision.h): its origin sp_x (set
+ * for every geometry), its axes sp_R formed here (only the narrow phase reads them). */
+static soa_shape shape_of(const soa_model *m, soa_data *d, int s)
 {
+    const double *Rb = d->Rw + 9 * m->sp_body[s], *Rs = m->sp_rot + 9 * s;
+    double *R = d->sp_R + 9 * s;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 3; j++)
+            R[3 * i + j] = Rb[3 * i] * Rs[j] + Rb[3 * i + 1] * Rs[3 + j] + Rb[3 * i + 2] * Rs[6 + j];
     const soa_shape sh = {m->sp_shape[s], d->sp_R + 9 * s, d->sp_x + 3 * s, m->sp_radius[s],
                           m->sp_size + 3 * s, m->sp_hull + 3 * SOA_HULL_MAX * s, m->sp_nvert[s]};
     return sh;
@@ -219,6 +225,7 @@ static void apply(const soa_model *m, soa_data *d, int p, int a, int b, const so
     for (int k = 0; k < SOA_MANIFOLD; k++) {
         const int i = SOA_MANIFOLD * p + k;
         if (k >= c->n || !(c->depth[k] > 0.0)) {     /* not touching: no force, depth <= 0 */
+            if (k >= c->n && d->ct_depth[i] == 0.0) continue;   /* (an empty slot already) */
             double *F = d->ct_force + 3 * i;
             F[0] = F[1] = F[2] = 0.0;
             d->ct_depth[i] = k < c->n ? c->depth[k] : 0.0;
@@ -260,26 +267,19 @@ void soa_contact_forces(const soa_model *m, soa_data *d)
     for (int i = 0; i < 6 * nb; i++) d->ct_fw[i] = 0.0;
     for (int i = 0; i < 3 * nsph; i++) d->sp_force[i] = 0.0;
     for (int s = 0; s < nsph; s++) d->sp_depth[s] = 0.0;
-    for (int s = 0; s < nsph; s++) {       /* the geometries placed: origin, axes (world) */
-        const double *Rb = d->Rw + 9 * m->sp_body[s], *Rs = m->sp_rot + 9 * s;
-        double *R = d->sp_R + 9 * s;
+    for (int s = 0; s < nsph; s++)         /* the geometries' origins (world) */
         body_point(d, m->sp_body[s], m->sp_center + 3 * s, d->sp_x + 3 * s);
-        if (m->sp_shape[s] == SOA_SHAPE_SPHERE) continue;   /* (a sphere's axes are not read) */
-        for (int i = 0; i < 3; i++)
-            for (int j = 0; j < 3; j++)
-                R[3 * i + j] = Rb[3 * i] * Rs[j] + Rb[3 * i + 1] * Rs[3 + j] + Rb[3 * i + 2] * Rs[6 + j];
-    }
     for (int s = 0; s < nsph; s++) {       /* geometry-plane pairs, p = s npln + j */
-        const soa_shape sh = shape_of(m, d, s);
         const double *o = d->sp_x + 3 * s;
         for (int j = 0; j < npln; j++) {
             const double *n = m->pl_normal + 3 * j;
             const double dist = n[0] * o[0] + n[1] * o[1] + n[2] * o[2] - m->pl_offset[j];
-            if (dist > m->sp_bound[s] || sh.type == SOA_SHAPE_SPHERE) {
+            if (dist > m->sp_bound[s] || m->sp_shape[s] == SOA_SHAPE_SPHERE) {
                 double x[3];                 /* broad phase: its bounding sphere above the plane; */
                 for (int i = 0; i < 3; i++) x[i] = o[i] - dist * n[i];   /* a sphere's contact */
                 one_point(&c, m->sp_bound[s] - dist, x, -1.0, n);
             } else {
+                const soa_shape sh = shape_of(m, d, s);
                 soa_collide_plane(&sh, n, m->pl_offset[j], &c);
             }
             apply(m, d, s * npln + j, s, -1, &c, m->pl_set[j], m->pl_law + SOA_CT_NLAW * j);
@@ -458,111 +458,118 @@ static void lu_solve(double *A, int n, int *piv, double *y)
     }
 }
 
-/* y = A x: A n x m (row stride lda), x m x 3 and y n x 3 row-major. */
-static void rows_times_3(const double *A, int lda, int n, int m, const double *x, double *y)
+/* out += sign [alpha; a_o]: the rate of the spatial velocity of body k (world axes at the world
+ * origin, inertial frame) per unit rates qdd: the sum of the joint maps H*_I of k and its
+ * ancestors. */
+static void body_rate(const soa_model *m, const soa_data *d, int k, const double *qdd,
+                      double sign, double *out)
 {
-    for (int e = 0; e < n; e++) {
-        const double *a = A + lda * e;
-        double y0 = 0.0, y1 = 0.0, y2 = 0.0;
-        for (int i = 0; i < m; i++) {
-            y0 += a[i] * x[3 * i];
-            y1 += a[i] * x[3 * i + 1];
-            y2 += a[i] * x[3 * i + 2];
-        }
-        y[3 * e] = y0;
-        y[3 * e + 1] = y1;
-        y[3 * e + 2] = y2;
-    }
+    for (; k >= 0; k = m->parent[k])
+        for (int i = m->v0[k]; i < m->v0[k] + m->nvj[k]; i++)
+            for (int r = 0; r < 6; r++) out[r] += sign * d->Sw[6 * i + r] * qdd[i];
 }
 
-/* Lambda_rel^-1 = J M^-1 J* of the touching pairs (J: the relative point Jacobians, 3 rows each,
- * world axes) into L (3 na x 3 na, row-major), by the factorization of seed 000 eq. 3.10:
+/* The blocks of the implicit contact term.  The touching points of one pair of bodies (ka, kb)
+ * act on the step through one relative spatial velocity J_g beta (6 rows, world axes at the world
+ * origin): a point's rows are J_i = B_i* J_g, B_i = [x_i~; I], so that
  *
- *     J M^-1 J* = B* psi* H* D^-1 H psi B = sum_j Y(j)* D^-1(j) Y(j),   Y(j) = H(j) psi(j, .) B
+ *     sum_i J_i* C_i J_i = J_g* (sum_i B_i C_i B_i*) J_g,   sum_i J_i* u_i = J_g* sum_i B_i u_i
  *
- * (the Upsilon recursion A.3-A.5 unrolled into its sum).  A force along the world axes at the
- * point x of body k is B = [x~; I] at the world origin (6 x 3, inertial frame: seed 004 sec. 5),
- * and psi(j, k) B, zero unless j is k or an ancestor of it, is carried inward as
- * Z <- tau-bar(j) Z = Z - G(j) Y(j) (seed 000 eq. 3.2, A.1).  A pair's relative rows are its
- * first geometry's point minus the other's (signs in Z; a plane's point is the world's and
- * carries nothing).  One inward sweep over the bodies on the points' paths only, 6 x 3 columns
- * per point, a 3 x 3 product per two points at each body their paths share: no 6 x 6 blocks.
- * Also N = D^-1 H psi B (nv x 3 na, row-major): the innovations nu = N g of the bias-free filter
- * for the pairs' forces g (seed 000 A.6), kept for the correction.  Scratch after L: Z, Y (6 x 3
- * each per point), then N; the bodies the points on bodies have got to, and which points they
- * are, in ci_piv (before the LU). */
-static void pair_inertia_inverse(const soa_model *m, soa_data *d, int na, double *L)
+ * and such a group is one block of 6 rows (E = 1) whatever its number of points, a lone point one
+ * of 3 (E = B_i).  ci_grp: [0, na) the block of each point, [nimp + b] the rows of block b,
+ * [2 nimp + b] its first row, [3 nimp + b] its point when it has one; ci_body: its bodies. */
+enum { GRP_ROWS = 1, GRP_FIRST = 2, GRP_POINT = 3 };
+
+/* Lambda_g^-1 = J M^-1 J* of the blocks (J: their rows E* J_g, world axes) into L (nr x nr,
+ * row-major), by the factorization of seed 000 eq. 3.10:
+ *
+ *     J M^-1 J* = E* psi* H* D^-1 H psi E = sum_j Y(j)* D^-1(j) Y(j),   Y(j) = H(j) psi(j, .) E
+ *
+ * (the Upsilon recursion A.3-A.5 unrolled into its sum).  A wrench at the world origin is E = 1,
+ * a force along the world axes at the point x is E = B = [x~; I] (6 x 3; inertial frame: seed 004
+ * sec. 5), and psi(j, k) E, zero unless j is k or an ancestor of it, is carried inward as
+ * Z <- tau-bar(j) Z = Z - G(j) Y(j) (seed 000 eq. 3.2, A.1).  A block's relative rows are its
+ * first body's minus the other's (signs in Z; the world carries nothing).  One inward sweep over
+ * the bodies on the blocks' paths only, 6 x r columns per body end, an r x r' product per two ends
+ * at each body their paths share.  Also N = D^-1 H psi E (nv x nr, row-major): the innovations
+ * nu = N g of the bias-free filter for the blocks' forces g (seed 000 A.6), kept for the
+ * correction.  Scratch after L: Z, Y (6 x 6 each per body end), then N; the bodies the ends have
+ * got to, and which ends they are, in ci_piv (before the LU). */
+static void block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int nr, double *L)
 {
-    const int n3 = 3 * na, npt = 2 * na;
-    double *Z = L + n3 * n3, *Y = Z + 18 * npt, *N = Y + 18 * npt;
-    int *at = d->ci_piv, *sid = d->ci_piv + npt, np = 0, k = -1;
-    for (int i = 0; i < n3 * n3; i++) L[i] = 0.0;
-    for (int i = 0; i < n3 * m->nv; i++) N[i] = 0.0;
-    for (int s = 0; s < npt; s++) {                       /* the points on bodies (np of them) */
+    SOA_SIZES(m);
+    const int *grp = d->ci_grp, nend = 2 * nblk;
+    double *Z = L + nr * nr, *Y = Z + 36 * nend, *N = Y + 36 * nend;
+    int *at = d->ci_piv, *sid = d->ci_piv + nend, np = 0, k = -1;
+    for (int i = 0; i < nr * nr; i++) L[i] = 0.0;
+    for (int i = 0; i < nr * m->nv; i++) N[i] = 0.0;
+    for (int s = 0; s < nend; s++) {                      /* the ends on bodies (np of them) */
         if (d->ci_body[s] < 0) continue;
-        const double *x = d->ct_point + 3 * d->ci_pair[s / 2], sg = s % 2 ? -1.0 : 1.0;
-        double *z = Z + 18 * np;
+        const int b = s / 2, r = grp[nimp * GRP_ROWS + b];
+        const double sg = s % 2 ? -1.0 : 1.0;
+        double *z = Z + 36 * np;
         at[np] = d->ci_body[s];
         sid[np] = s;
         if (at[np] > k) k = at[np];
-        for (int i = 0; i < 18; i++) z[i] = 0.0;          /* sg [x~; I], row-major 6 x 3 */
-        z[1] = -sg * x[2];
-        z[2] = sg * x[1];
-        z[3] = sg * x[2];
-        z[5] = -sg * x[0];
-        z[6] = -sg * x[1];
-        z[7] = sg * x[0];
-        z[9] = z[13] = z[17] = sg;
+        for (int i = 0; i < 6 * r; i++) z[i] = 0.0;       /* sg E, row-major 6 x r */
+        if (r == 6) {
+            for (int i = 0; i < 6; i++) z[7 * i] = sg;
+        } else {
+            const double *x = d->ct_point + 3 * d->ci_pair[grp[nimp * GRP_POINT + b]];
+            z[1] = -sg * x[2];
+            z[2] = sg * x[1];
+            z[3] = sg * x[2];
+            z[5] = -sg * x[0];
+            z[6] = -sg * x[1];
+            z[7] = sg * x[0];
+            z[9] = z[13] = z[17] = sg;
+        }
         np++;
     }
-    while (k >= 0) {                                       /* the deepest body a point is at */
+    while (k >= 0) {                                       /* the deepest body an end is at */
         const int n = m->nvj[k], p = m->parent[k];
         const double *H = d->Sw + 6 * m->v0[k], *G = d->G + 36 * k, *Dinv = d->Dinv + 36 * k;
         int next = -1;
         for (int t = 0; t < np && n > 0; t++) {            /* Y = H Z; L += Y_s* D^-1 Y_t, s <= t */
             if (at[t] != k) continue;
-            const int ct = 3 * (sid[t] / 2);               /* the pair's rows */
-            double *z = Z + 18 * t, *yt = Y + 18 * t, W[18];
-            if (n == 1) {                                  /* (the common case, written out) */
-                for (int c = 0; c < 3; c++) {
+            const int bt = sid[t] / 2, rt = grp[nimp * GRP_ROWS + bt], ot = grp[nimp * GRP_FIRST + bt];
+            double *z = Z + 36 * t, *yt = Y + 36 * t, W[36];
+            for (int e = 0; e < n; e++)
+                for (int c = 0; c < rt; c++) {
                     double y = 0.0;
-                    for (int i = 0; i < 6; i++) y += H[i] * z[3 * i + c];
-                    yt[c] = y;
-                    W[c] = Dinv[0] * y;
+                    for (int i = 0; i < 6; i++) y += H[6 * e + i] * z[rt * i + c];
+                    yt[rt * e + c] = y;
                 }
-            } else {
-                rows_times_3(H, 6, n, 6, z, yt);
-                rows_times_3(Dinv, 6, n, n, yt, W);
-            }
+            if (n == 1)                                    /* (the common case, written out) */
+                for (int c = 0; c < rt; c++) W[c] = Dinv[0] * yt[c];
+            else
+                for (int e = 0; e < n; e++)
+                    for (int c = 0; c < rt; c++) {
+                        double w = 0.0;
+                        for (int f = 0; f < n; f++) w += Dinv[6 * e + f] * yt[rt * f + c];
+                        W[rt * e + c] = w;
+                    }
             for (int e = 0; e < n; e++) {                  /* N(k) += D^-1 Y_t */
-                double *Nr = N + n3 * (m->v0[k] + e) + ct;
-                Nr[0] += W[3 * e];
-                Nr[1] += W[3 * e + 1];
-                Nr[2] += W[3 * e + 2];
+                double *Nr = N + nr * (m->v0[k] + e) + ot;
+                for (int c = 0; c < rt; c++) Nr[c] += W[rt * e + c];
             }
             for (int s = 0; s <= t; s++) {
                 if (at[s] != k) continue;
-                const int cs = 3 * (sid[s] / 2);
-                const double *ys = Y + 18 * s;
-                double *Lst = L + cs * n3 + ct, *Lts = L + ct * n3 + cs;
-                double A[9];
-                for (int r = 0; r < 3; r++)                /* A = Y_s* D^-1 Y_t (e = 0 first) */
-                    for (int c = 0; c < 3; c++) A[3 * r + c] = ys[r] * W[c];
-                for (int e = 1; e < n; e++)
-                    for (int r = 0; r < 3; r++)
-                        for (int c = 0; c < 3; c++) A[3 * r + c] += ys[3 * e + r] * W[3 * e + c];
-                for (int r = 0; r < 3; r++)
-                    for (int c = 0; c < 3; c++) Lst[n3 * r + c] += A[3 * r + c];
-                if (s != t)
-                    for (int r = 0; r < 3; r++)
-                        for (int c = 0; c < 3; c++) Lts[n3 * c + r] += A[3 * r + c];
+                const int bs = sid[s] / 2, rs = grp[nimp * GRP_ROWS + bs];
+                const int os = grp[nimp * GRP_FIRST + bs];
+                const double *ys = Y + 36 * s;
+                for (int a = 0; a < rs; a++)
+                    for (int c = 0; c < rt; c++) {
+                        double A = ys[a] * W[c];
+                        for (int e = 1; e < n; e++) A += ys[rs * e + a] * W[rt * e + c];
+                        L[nr * (os + a) + ot + c] += A;
+                        if (s != t) L[nr * (ot + c) + os + a] += A;
+                    }
             }
             for (int e = 0; e < n && p >= 0; e++)          /* Z <- tau-bar(k) Z */
                 for (int i = 0; i < 6; i++) {
                     const double g = G[6 * i + e];
-                    z[3 * i] -= g * yt[3 * e];
-                    z[3 * i + 1] -= g * yt[3 * e + 1];
-                    z[3 * i + 2] -= g * yt[3 * e + 2];
+                    for (int c = 0; c < rt; c++) z[rt * i + c] -= g * yt[rt * e + c];
                 }
         }
         for (int t = 0; t < np; t++) {                     /* on to the parent */
@@ -573,68 +580,119 @@ static void pair_inertia_inverse(const soa_model *m, soa_data *d, int na, double
     }
 }
 
+
 void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
                           const double *s, int secant, double *qdd)
 {
     static const double zero6[6] = {0, 0, 0, 0, 0, 0};
     SOA_SIZES(m);
-    int na = 0;
+    int na = 0, nblk = 0, nr = 0, *grp = d->ci_grp, *pb = d->ci_piv;
     for (int p = 0; p < npt && na < nimp; p++) {       /* the touching points, up to nimp */
         const double *F = d->ct_force + 3 * p;
         if (!(d->ct_depth[p] > 0.0) || (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0)) continue;
         int a, b;
         point_geometries(m, p, &a, &b);
-        d->ci_body[2 * na] = m->sp_body[a];
-        d->ci_body[2 * na + 1] = b >= 0 ? m->sp_body[b] : -1;
+        pb[2 * na] = m->sp_body[a];
+        pb[2 * na + 1] = b >= 0 ? m->sp_body[b] : -1;
         pair_jacobians(d, p, F, h, secant, d->ci_B + 9 * na, d->ci_K + 9 * na);
         d->ci_pair[na++] = p;
     }
     if (na == 0) return;
-    const int n3 = 3 * na;
-    const double *L = d->ci_L;
-    pair_inertia_inverse(m, d, na, d->ci_L);
-    for (int i = 0; i < na; i++) {                      /* u = -h K J r + C J s (J beta = v of the pair) */
-        const int p = d->ci_pair[i];
-        const double *K = d->ci_K + 9 * i, *C = d->ci_B + 9 * i, *x = d->ct_point + 3 * p;
-        double v[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0};
+    for (int i = 0; i < na; i++) {                      /* the blocks: one per pair of bodies */
+        int b = 0;
+        while (b < nblk && !(d->ci_body[2 * b] == pb[2 * i] && d->ci_body[2 * b + 1] == pb[2 * i + 1]))
+            b++;
+        if (b == nblk) {
+            d->ci_body[2 * b] = pb[2 * i];
+            d->ci_body[2 * b + 1] = pb[2 * i + 1];
+            grp[nimp * GRP_ROWS + b] = 0;
+            grp[nimp * GRP_POINT + b] = i;
+            nblk++;
+        }
+        grp[i] = b;
+        grp[nimp * GRP_ROWS + b]++;                        /* (its points, for now) */
+    }
+    for (int b = 0; b < nblk; b++) {                    /* rows: 6 for several points, 3 for one */
+        const int rb = grp[nimp * GRP_ROWS + b] > 1 ? 6 : 3;
+        grp[nimp * GRP_ROWS + b] = rb;
+        grp[nimp * GRP_FIRST + b] = nr;
+        double *C = d->ci_C + 36 * b;
+        for (int j = 0; j < rb * rb; j++) C[j] = 0.0;
+        for (int j = 0; j < rb; j++) d->ci_u[nr + j] = 0.0;
+        nr += rb;
+    }
+    for (int i = 0; i < na; i++) {   /* C_g = sum B C_i B*, u_g = sum B u_i; u_i = -h K J r + C J s */
+        const int p = d->ci_pair[i], b = grp[i], rb = grp[nimp * GRP_ROWS + b];
+        const int o = grp[nimp * GRP_FIRST + b];
+        const double *K = d->ci_K + 9 * i, *Ci = d->ci_B + 9 * i, *x = d->ct_point + 3 * p;
+        double v[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0}, u[3];
         if (r) {
-            point_rate(m, d, d->ci_body[2 * i], x, r, 1.0, v);
-            point_rate(m, d, d->ci_body[2 * i + 1], x, r, -1.0, v);
+            point_rate(m, d, d->ci_body[2 * b], x, r, 1.0, v);
+            point_rate(m, d, d->ci_body[2 * b + 1], x, r, -1.0, v);
         } else {
             for (int t = 0; t < 3; t++) v[t] = d->ct_vrel[3 * p + t];
         }
         if (s) {
-            point_rate(m, d, d->ci_body[2 * i], x, s, 1.0, w);
-            point_rate(m, d, d->ci_body[2 * i + 1], x, s, -1.0, w);
+            point_rate(m, d, d->ci_body[2 * b], x, s, 1.0, w);
+            point_rate(m, d, d->ci_body[2 * b + 1], x, s, -1.0, w);
         }
         for (int t = 0; t < 3; t++)
-            d->ci_u[3 * i + t] = -h * (K[3 * t] * v[0] + K[3 * t + 1] * v[1] + K[3 * t + 2] * v[2])
-                                 + C[3 * t] * w[0] + C[3 * t + 1] * w[1] + C[3 * t + 2] * w[2];
+            u[t] = -h * (K[3 * t] * v[0] + K[3 * t + 1] * v[1] + K[3 * t + 2] * v[2])
+                   + Ci[3 * t] * w[0] + Ci[3 * t + 1] * w[1] + Ci[3 * t + 2] * w[2];
+        double *C = d->ci_C + 36 * b;
+        if (rb == 3) {
+            for (int j = 0; j < 9; j++) C[j] = Ci[j];
+            for (int t = 0; t < 3; t++) d->ci_u[o + t] = u[t];
+            continue;
+        }
+        const double B[18] = {0.0, -x[2], x[1], x[2], 0.0, -x[0], -x[1], x[0], 0.0,   /* [x~; I] */
+                              1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0};
+        double BC[18];
+        for (int a = 0; a < 6; a++)
+            for (int c = 0; c < 3; c++)
+                BC[3 * a + c] = B[3 * a] * Ci[c] + B[3 * a + 1] * Ci[3 + c] + B[3 * a + 2] * Ci[6 + c];
+        for (int a = 0; a < 6; a++) {
+            for (int c = 0; c < 6; c++)
+                C[6 * a + c] += BC[3 * a] * B[3 * c] + BC[3 * a + 1] * B[3 * c + 1]
+                                + BC[3 * a + 2] * B[3 * c + 2];
+            d->ci_u[o + a] += B[3 * a] * u[0] + B[3 * a + 1] * u[1] + B[3 * a + 2] * u[2];
+        }
     }
-    for (int i = 0; i < na; i++) {                      /* w = J qdd + Lambda^-1 u; A = I + C Lambda^-1 */
-        const int p = d->ci_pair[i];
-        const double *C = d->ci_B + 9 * i, *x = d->ct_point + 3 * p;
-        double w[3] = {0.0, 0.0, 0.0};
-        point_rate(m, d, d->ci_body[2 * i], x, qdd, 1.0, w);
-        point_rate(m, d, d->ci_body[2 * i + 1], x, qdd, -1.0, w);
-        for (int t = 0; t < 3; t++)
-            for (int j = 0; j < n3; j++) w[t] += L[n3 * (3 * i + t) + j] * d->ci_u[j];
-        for (int r = 0; r < 3; r++) {
-            d->ci_y[3 * i + r] = C[3 * r] * w[0] + C[3 * r + 1] * w[1] + C[3 * r + 2] * w[2];
-            for (int j = 0; j < n3; j++) {
+    const double *L = d->ci_L;
+    block_inertia_inverse(m, d, nblk, nr, d->ci_L);
+    for (int b = 0; b < nblk; b++) {                    /* w = J qdd + Lambda^-1 u; A = I + C Lambda^-1 */
+        const int rb = grp[nimp * GRP_ROWS + b], o = grp[nimp * GRP_FIRST + b];
+        const double *C = d->ci_C + 36 * b;
+        double acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, w[6];
+        body_rate(m, d, d->ci_body[2 * b], qdd, 1.0, acc);
+        body_rate(m, d, d->ci_body[2 * b + 1], qdd, -1.0, acc);
+        if (rb == 6) {
+            for (int t = 0; t < 6; t++) w[t] = acc[t];
+        } else {                                           /* B* acc = a_o + alpha x x */
+            const double *x = d->ct_point + 3 * d->ci_pair[grp[nimp * GRP_POINT + b]];
+            cross3(acc, x, w);
+            for (int t = 0; t < 3; t++) w[t] += acc[3 + t];
+        }
+        for (int t = 0; t < rb; t++)
+            for (int j = 0; j < nr; j++) w[t] += L[nr * (o + t) + j] * d->ci_u[j];
+        for (int a = 0; a < rb; a++) {
+            double y = 0.0;
+            for (int t = 0; t < rb; t++) y += C[rb * a + t] * w[t];
+            d->ci_y[o + a] = y;
+            for (int j = 0; j < nr; j++) {
                 double cl = 0.0;
-                for (int t = 0; t < 3; t++) cl += C[3 * r + t] * L[n3 * (3 * i + t) + j];
-                d->ci_A[n3 * (3 * i + r) + j] = (3 * i + r == j) + cl;
+                for (int t = 0; t < rb; t++) cl += C[rb * a + t] * L[nr * (o + t) + j];
+                d->ci_A[nr * (o + a) + j] = (o + a == j) + cl;
             }
         }
     }
-    lu_solve(d->ci_A, n3, d->ci_piv, d->ci_y);          /* z */
-    for (int j = 0; j < n3; j++) d->ci_y[j] = d->ci_u[j] - d->ci_y[j];   /* g = u - z */
-    const double *N = L + n3 * n3 + 72 * na;            /* nu = N g: the filter's, for J* g */
+    lu_solve(d->ci_A, nr, d->ci_piv, d->ci_y);          /* z */
+    for (int j = 0; j < nr; j++) d->ci_y[j] = d->ci_u[j] - d->ci_y[j];   /* g = u - z */
+    const double *N = L + nr * nr + 144 * nblk;         /* nu = N g: the filter's, for J* g */
     for (int i = 0; i < nv; i++) {
-        double s = 0.0;
-        for (int j = 0; j < n3; j++) s += N[n3 * i + j] * d->ci_y[j];
-        d->nu[i] = s;
+        double sum = 0.0;
+        for (int j = 0; j < nr; j++) sum += N[nr * i + j] * d->ci_y[j];
+        d->nu[i] = sum;
     }
     soa_innovations_smoother(m, d, zero6, 0, d->ci_dqdd, 1);   /* M^-1 J* g */
     for (int i = 0; i < nv; i++) qdd[i] += d->ci_dqdd[i];

@@ -408,7 +408,8 @@ typedef struct {
     X(ci_B,     2, nimp, 9, 0)   /* C = h B + h^2 K of each (B = -dF/dv, K = -dF/dx; 3 x 3) */   \
     X(ci_K,     2, nimp, 9, 0)   /* K */                                                         \
     X(ci_u,     1, 3 * nimp, 0, 0) /* u = -h K J beta (-h K J r + C J s) */                     \
-    X(ci_L,     2, 3 * nimp, 3 * nimp + 24 + nv, 0) /* Lambda_rel^-1 (3 nimp x 3 nimp), 6 x 3 \
+    X(ci_C,     2, nimp, 36, 0)  /* C_g of each block (3 x 3 or 6 x 6, contact.c) */          \
+    X(ci_L,     2, 3 * nimp, 3 * nimp + 48 + nv, 0) /* Lambda_g^-1 (nr x nr, nr <= 3 nimp), 6 x 6 \
                                  Z and Y of the 2 nimp points, N (nv x 3 nimp): contact.c */    \
     X(ci_A,     2, 3 * nimp, 3 * nimp, 0)   /* I + h B Lambda_rel^-1, then its LU factors */     \
     X(ci_y,     1, 3 * nimp, 0, 0) /* C (J beta-dot + Lambda^-1 u), then z, then g = u - z */   \
@@ -432,7 +433,8 @@ typedef struct {
     X(cl_eigen, 1, 1, 0, 0)   /* 1: the last factorization is the eigen-decomposition (dependent rows) */ \
     /* ---- contact.c: the implicit contact damping ---- */                                    \
     X(ci_pair,  1, nimp, 0, 0) /* the touching points treated implicitly */                     \
-    X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of their points (-1: world) */                 \
+    X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of each block (-1: world; contact.c) */        \
+    X(ci_grp,   1, 4 * nimp, 0, 0) /* the blocks: of each point, rows, first row, lone point */ \
     X(ci_piv,   1, 4 * nimp, 0, 0) /* pivots of the LU factors (before: the points' lists) */ \
     /* ---- kinematics.c: the fold (model.c) ---- */                                           \
     X(fold_set, 1, 1, 0, 0)   /* 1: the folded bodies' constant R, l, Rj, tj are written */
