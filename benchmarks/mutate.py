@@ -40,17 +40,19 @@ class Mutant:
     pending: str = ""          # why it cannot be killed yet (not counted)
 
 
-INSTANCE = "soa_fmu/fmu/native/instance.c"
+STATE = "soa_fmu/fmu/native/fmu_state.c"
+STEP = "soa_fmu/fmu/native/fmu_step.c"
+VALUES = "soa_fmu/fmu/native/fmu_values.c"
 CONTROLLER = "soa_fmu/fmu/native/controller.c"
 MUTANTS = [
-    Mutant("state-checksum-removed", INSTANCE,
+    Mutant("state-checksum-removed", STATE,
            '    if (get_u64(&end) != fnv1a(buf, n - 8)) return "it is corrupted (checksum mismatch)";\n',
            "", ("tests/test_fmu_hardening.py", "tests/test_fmu_errors.py", "tests/test_fmu_native_fuzz.py"),
            "drop a check: fmi2SetFMUstate/DeSerialize accept a corrupted state"),
-    Mutant("malloc-per-step", INSTANCE,
+    Mutant("malloc-per-step", STEP,
            "    const soa_status st = plant ? integrate(c, h) : fmu_controller_step(c);\n",
            "    const soa_status st = plant ? integrate(c, h) : fmu_controller_step(c);\n"
-           "    { void *volatile leak = malloc(16); free(leak); }\n",
+           "    { void *malloc(size_t), free(void *); void *volatile leak = malloc(16); free(leak); }\n",
            ("tests/test_fmu_allocations.py",),
            "allocate in a step: one malloc per fmi2DoStep"),
     Mutant("rk4-first-stage-reuse-disabled", "soa_fmu/core/integrators.c",
@@ -71,7 +73,7 @@ MUTANTS = [
            "    const int i = -1; (void)tau;\n    if (i >= 0) {\n        st.kind = SOA_BAD_TAU;",
            ("tests/test_bad_models.py", "tests/test_core.py", "tests/test_fuzz_core.py"),
            "drop a check: a non-finite tau reaches the sweeps"),
-    Mutant("setreal-nan-accepted", INSTANCE,
+    Mutant("setreal-nan-accepted", VALUES,
            "    if (isnan(x)) {\n        snprintf(text, n, \"%s is NaN\"",
            "    if (0 && isnan(x)) {\n        snprintf(text, n, \"%s is NaN\"",
            ("tests/test_fmu_errors.py",),

@@ -147,7 +147,7 @@ def test_solo12_stands_in_fmpy(tmp_path):
 
 def test_read_acceleration_changes_no_step():
     """Reading q̈ after an implicit step evaluates the tree with contact at the new state, and the
-    next step from there takes those contact forces as they are (instance.c, hold_contact): the
+    next step from there takes those contact forces as they are (fmu_step.c, hold_contact): the
     run is the same to the bit as one that never reads q̈ — also when a contact constant changes
     between the read and the next step (the held forces are the old law's)."""
     fmu = build(BALL, runtime="native")

@@ -266,9 +266,9 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str,
 
 
 def check_layout(table: VariableTable) -> None:
-    """The wrapper's assumptions about the table (instance.c, model_exchange.c): max_step,
-    rtol, atol adjacent; q, qd, qdd contiguous and before energy, energy before the frame poses;
-    der(q) between qdd and energy."""
+    """The wrapper's assumptions about the table (native/*.c): max_step, rtol, atol adjacent;
+    q, qd, qdd contiguous and before energy, energy before the frame poses; der(q) between qdd and
+    energy."""
     g = table.groups
     if isinstance(table, ControllerTable):      # (controller.c: each group by its own reference)
         return

@@ -2,7 +2,7 @@
  * the Co-Simulation ones.  The Model Exchange functions are in fmi2_me.c; an FMU built with
  * --interface both instantiates either kind from one binary (fmuType).
  *
- * The status discipline (instance.c): a rejected value is not applied (fmi2Error, logged with its
+ * The status discipline (instance.h): a rejected value is not applied (fmi2Error, logged with its
  * variable and joint) and every fmi2DoStep is refused with fmi2Discard until it is corrected; a
  * failed step returns fmi2Discard with the state unchanged; a call in the wrong state returns
  * fmi2Error naming the function and the state.  fmi2DoStep, the getters and setters allocate

@@ -1,7 +1,7 @@
 /* FMI 3.0 over the native FMU's instance (instance.h): Co-Simulation and Model Exchange with
  * array variables.  A value reference names a whole array of the variable table (tau [nv], q [nq],
  * <frame>.f_ext [6], der(q) [nq], ...; soa_fmu_variable.n3 scalars, the same buffer as FMI 2.0);
- * D.nvars is the independent variable time.  The semantics are FMI 2.0's (instance.c,
+ * D.nvars is the independent variable time.  The semantics are FMI 2.0's (instance.h,
  * model_exchange.c):
  *
  *   Co-Simulation  no event mode (hasEventMode=false; an importer that asks for it anyway gets a

@@ -1,6 +1,6 @@
 /* The native FMU: what build_fmu.py generates for one model (fmu_model.c, a soa_fmu_description of
- * constants) and what the FMI wrappers (instance.c and the interfaces fmi2_cs.c, fmi2_me.c,
- * fmi3.c) read from it.
+ * constants) and what the FMI wrappers (the instance, instance.h, and the interfaces fmi2_cs.c,
+ * fmi2_me.c, fmi3.c) read from it.
  *
  * The description is generated from the same variable table (soa_fmu/fmu/variables.py) as
  * modelDescription.xml and the pythonfmu slave, so every flavour has the same variables, value

@@ -4,10 +4,36 @@
  * references are those of the variable table (fmu.h), and each interface gives the instance its
  * logger through `emit`.
  *
- *   instance.c        life cycle, logging, values (getters / setters with the status discipline),
- *                     the simulation of a step (Co-Simulation), the FMU state as bytes
+ * One instance holds a soa_model built from the generated description (fmu_model.c), a soa_data,
+ * and the values of every variable (reals by value reference, Booleans, the integrator string).
+ * The semantics are the pythonfmu slave's (soa_fmu/fmu/slave.py) with the status discipline a C
+ * library can give:
+ *
+ *   - a rejected value (NaN/Inf, an output, a fixed parameter after initialization, max_step <= 0,
+ *     an unknown integrator) is NOT applied: the setter returns Error and logs the variable and
+ *     its joint; until a valid value is set for it (or the FMU state is set / the instance reset),
+ *     every step is refused with Discard, repeating the reason;
+ *   - a failed step (a diverging state, a singular articulated inertia) returns Discard with
+ *     the state unchanged;
+ *   - a call in the wrong state (a step before initialization or after termination) returns
+ *     Error naming the function and the state.
+ *
+ * Everything is allocated at instantiation (and by the FMU-state functions); a step, the getters
+ * and setters allocate nothing, do no I/O except through the logger, and take no locks.  The FMU
+ * state is one self-describing byte buffer (fmu_state.c), so getting and serializing a state
+ * share one format.  The files, split by what changes together:
+ *
+ *   instance.c        life cycle: instantiation, defaults, the parameters into the model, the build
+ *                     of the simulation state, leaving initialization, freeing
+ *   fmu_values.c      variable access: value references, getters / setters with the status
+ *                     discipline, the reasons steps are refused while a rejected value is pending
+ *   fmu_step.c        the simulation: the inputs in the engine's layout, a step (Co-Simulation),
+ *                     the outputs and what the data keeps for the next step
+ *   fmu_state.c       the FMU state as bytes and the model digest that binds it to its model
+ *   fmu_log.c         the log categories, fmu_log, variable names, the core's status messages
  *   model_exchange.c  x = (theta, beta), its derivative, events, completed integrator steps, and
  *                     the directional derivatives of every interface
+ *   fmu_contact.c     contact: the tunable constants, the outputs, the event indicators
  *   controller.c      the controller role (fmu.h): the computed torque where a plant simulates
  *
  * In FMI 2.0 every value reference names one scalar; in FMI 3.0 it names a whole array of the
@@ -82,7 +108,7 @@ struct Instance {
      * the tree's there, nothing else has used the data since): a step from that state runs its
      * first stage as the filter and smoother alone (soa_tree_accel, q_factored) */
     int factored;
-    /* a contact model's: the data holds the contact forces at (qf, qdf) (update_outputs: the
+    /* a contact model's: the data holds the contact forces at (qf, qdf) (fmu_update_outputs: the
      * host read qdd after an implicit step; nothing else has used the data since, the law is
      * unchanged): the next step from that state takes them as they are (SOA_CONTACT_HELD) */
     int contact_held;
@@ -111,23 +137,28 @@ Instance *fmu_new(const char *name, int kind, int fmi, fmu_emit_fn emit, void (*
                   void *env, int logging_on);
 void fmu_free(Instance *c);
 void fmu_set_defaults(Instance *c);
+int fmu_running(const Instance *c);       /* initialized and not terminated */
+void fmu_apply_gravity(Instance *c);      /* and the other tunables the model holds */
+int fmu_apply_parameters(Instance *c, char *msg, size_t n);   /* the physical ones, to c->m */
+int fmu_build(Instance *c, char *msg, size_t n);
+int fmu_exit_initialization(Instance *c, int mode, const char *fn);
+
+/* ---------------------------------------------------------------- fmu_log.c */
 void fmu_log(const Instance *c, int status, const char *fmt, ...);
 const char *fmu_named(int vr, char *buf, size_t n);
 void fmu_status_message(const Instance *c, soa_status st, char *buf, size_t n);
-int fmu_running(const Instance *c);       /* initialized and not terminated */
-void fmu_apply_gravity(Instance *c);
+
+/* ---------------------------------------------------------------- fmu_step.c */
 int fmu_pack_frame_forces(const Instance *c, const double *base, double *fext);
 int fmu_gather_closure_inputs(Instance *c);
 void fmu_put_constraint_outputs(Instance *c);
 void fmu_invalidate(Instance *c);         /* the state or an input changed */
 void fmu_data_used(Instance *c);          /* c->d is about to be used for other work */
-int fmu_apply_parameters(Instance *c, char *msg, size_t n);   /* the physical ones, to c->m */
-int fmu_build(Instance *c, char *msg, size_t n);
+soa_status fmu_update_outputs(Instance *c);   /* qdd and the constraint outputs at the state */
 int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char *fn);
-int fmu_pending_reasons(const Instance *c, char *out, size_t n);
-int fmu_exit_initialization(Instance *c, int mode, const char *fn);
 int fmu_do_step(Instance *c, double t, double h, const char *fn);
 
+/* ---------------------------------------------------------------- fmu_values.c */
 /* values: vr[nvr] with each vr spanning fmu_span() scalars, nvalues of them in all */
 int fmu_span(const Instance *c, unsigned vr, int lo, int hi);
 int fmu_check_refs(Instance *c, const unsigned *vr, size_t nvr, size_t nvalues, int lo, int hi,
@@ -144,12 +175,16 @@ int fmu_set_real(Instance *c, const unsigned *vr, size_t nvr, const double *valu
                  size_t nvalues, const char *fn);
 int fmu_set_boolean(Instance *c, unsigned vr, int value, const char *fn);  /* vr checked */
 int fmu_set_string(Instance *c, unsigned vr, const char *value);           /* vr checked */
+int fmu_pending_reasons(const Instance *c, char *out, size_t n);
 
+/* ---------------------------------------------------------------- fmu_state.c */
 /* the FMU state: one self-describing byte buffer */
 typedef struct {
     size_t size;
     unsigned char bytes[];
 } fmu_state;
+size_t fmu_state_bytes(void);             /* of a serialized state (c->state_size) */
+uint64_t fmu_model_digest(void);          /* c->model_digest */
 int fmu_get_state(Instance *c, fmu_state **state, const char *fn);
 int fmu_set_state(Instance *c, const fmu_state *state, const char *fn);
 fmu_state *fmu_state_from_bytes(Instance *c, const unsigned char *bytes, size_t size,
