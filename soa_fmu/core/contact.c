@@ -493,16 +493,16 @@ enum { GRP_ROWS = 1, GRP_FIRST = 2, GRP_POINT = 3 };
  * the bodies on the blocks' paths only, 6 x r columns per body end, an r x r' product per two ends
  * at each body their paths share.  Also N = D^-1 H psi E (nv x nr, row-major): the innovations
  * nu = N g of the bias-free filter for the blocks' forces g (seed 000 A.6), kept for the
- * correction.  Scratch after L: Z, Y (6 x 6 each per body end), then N; the bodies the ends have
- * got to, and which ends they are, in ci_piv (before the LU). */
-static void block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int nr, double *L)
+ * correction (its rows written on the paths only: zero elsewhere).  Scratch after L: Z, Y (6 x 6
+ * each per body end), then N; the bodies the ends have got to, and which ends they are, in ci_piv
+ * (before the LU).  Returns the number of bodies on the paths, listed in ci_path. */
+static int block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int nr, double *L)
 {
     SOA_SIZES(m);
     const int *grp = d->ci_grp, nend = 2 * nblk;
     double *Z = L + nr * nr, *Y = Z + 36 * nend, *N = Y + 36 * nend;
-    int *at = d->ci_piv, *sid = d->ci_piv + nend, np = 0, k = -1;
+    int *at = d->ci_piv, *sid = d->ci_piv + nend, np = 0, npath = 0, k = -1;
     for (int i = 0; i < nr * nr; i++) L[i] = 0.0;
-    for (int i = 0; i < nr * m->nv; i++) N[i] = 0.0;
     for (int s = 0; s < nend; s++) {                      /* the ends on bodies (np of them) */
         if (d->ci_body[s] < 0) continue;
         const int b = s / 2, r = grp[nimp * GRP_ROWS + b];
@@ -530,6 +530,8 @@ static void block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int
         const int n = m->nvj[k], p = m->parent[k];
         const double *H = d->Sw + 6 * m->v0[k], *G = d->G + 36 * k, *Dinv = d->Dinv + 36 * k;
         int next = -1;
+        d->ci_path[npath++] = k;
+        for (int i = nr * m->v0[k]; i < nr * (m->v0[k] + n); i++) N[i] = 0.0;  /* N(k) */
         for (int t = 0; t < np && n > 0; t++) {            /* Y = H Z; L += Y_s* D^-1 Y_t, s <= t */
             if (at[t] != k) continue;
             const int bt = sid[t] / 2, rt = grp[nimp * GRP_ROWS + bt], ot = grp[nimp * GRP_FIRST + bt];
@@ -558,12 +560,25 @@ static void block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int
                 const int bs = sid[s] / 2, rs = grp[nimp * GRP_ROWS + bs];
                 const int os = grp[nimp * GRP_FIRST + bs];
                 const double *ys = Y + 36 * s;
-                for (int a = 0; a < rs; a++)
+                double P[36];                              /* Y_s* D^-1 Y_t (rs x rt) */
+                if (n == 1)
+                    for (int a = 0; a < rs; a++)
+                        for (int c = 0; c < rt; c++) P[rt * a + c] = ys[a] * W[c];
+                else
+                    for (int a = 0; a < rs; a++)
+                        for (int c = 0; c < rt; c++) {
+                            double A = 0.0;
+                            for (int e = 0; e < n; e++) A += ys[rs * e + a] * W[rt * e + c];
+                            P[rt * a + c] = A;
+                        }
+                for (int a = 0; a < rs; a++) {
+                    double *La = L + nr * (os + a) + ot;
+                    for (int c = 0; c < rt; c++) La[c] += P[rt * a + c];
+                }
+                if (s != t)
                     for (int c = 0; c < rt; c++) {
-                        double A = ys[a] * W[c];
-                        for (int e = 1; e < n; e++) A += ys[rs * e + a] * W[rt * e + c];
-                        L[nr * (os + a) + ot + c] += A;
-                        if (s != t) L[nr * (ot + c) + os + a] += A;
+                        double *Lc = L + nr * (ot + c) + os;
+                        for (int a = 0; a < rs; a++) Lc[a] += P[rt * a + c];
                     }
             }
             for (int e = 0; e < n && p >= 0; e++)          /* Z <- tau-bar(k) Z */
@@ -578,6 +593,7 @@ static void block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int
         }
         k = next;
     }
+    return npath;
 }
 
 
@@ -659,7 +675,7 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
         }
     }
     const double *L = d->ci_L;
-    block_inertia_inverse(m, d, nblk, nr, d->ci_L);
+    const int npath = block_inertia_inverse(m, d, nblk, nr, d->ci_L);
     for (int b = 0; b < nblk; b++) {                    /* w = J qdd + Lambda^-1 u; A = I + C Lambda^-1 */
         const int rb = grp[nimp * GRP_ROWS + b], o = grp[nimp * GRP_FIRST + b];
         const double *C = d->ci_C + 36 * b;
@@ -676,23 +692,28 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
         for (int t = 0; t < rb; t++)
             for (int j = 0; j < nr; j++) w[t] += L[nr * (o + t) + j] * d->ci_u[j];
         for (int a = 0; a < rb; a++) {
-            double y = 0.0;
+            double y = 0.0, *A = d->ci_A + nr * (o + a);
             for (int t = 0; t < rb; t++) y += C[rb * a + t] * w[t];
             d->ci_y[o + a] = y;
-            for (int j = 0; j < nr; j++) {
-                double cl = 0.0;
-                for (int t = 0; t < rb; t++) cl += C[rb * a + t] * L[nr * (o + t) + j];
-                d->ci_A[nr * (o + a) + j] = (o + a == j) + cl;
+            for (int j = 0; j < nr; j++) A[j] = 0.0;
+            A[o + a] = 1.0;
+            for (int t = 0; t < rb; t++) {                 /* (row by row: contiguous in j) */
+                const double c = C[rb * a + t], *Lt = L + nr * (o + t);
+                for (int j = 0; j < nr; j++) A[j] += c * Lt[j];
             }
         }
     }
     lu_solve(d->ci_A, nr, d->ci_piv, d->ci_y);          /* z */
     for (int j = 0; j < nr; j++) d->ci_y[j] = d->ci_u[j] - d->ci_y[j];   /* g = u - z */
     const double *N = L + nr * nr + 144 * nblk;         /* nu = N g: the filter's, for J* g */
-    for (int i = 0; i < nv; i++) {
-        double sum = 0.0;
-        for (int j = 0; j < nr; j++) sum += N[nr * i + j] * d->ci_y[j];
-        d->nu[i] = sum;
+    for (int i = 0; i < nv; i++) d->nu[i] = 0.0;
+    for (int q = 0; q < npath; q++) {                   /* (N is zero off the blocks' paths) */
+        const int k = d->ci_path[q];
+        for (int i = m->v0[k]; i < m->v0[k] + m->nvj[k]; i++) {
+            double sum = 0.0;
+            for (int j = 0; j < nr; j++) sum += N[nr * i + j] * d->ci_y[j];
+            d->nu[i] = sum;
+        }
     }
     soa_innovations_smoother(m, d, zero6, 0, d->ci_dqdd, 1);   /* M^-1 J* g */
     for (int i = 0; i < nv; i++) qdd[i] += d->ci_dqdd[i];
