@@ -480,6 +480,49 @@ static void body_rate(const soa_model *m, const soa_data *d, int k, const double
  * [2 nimp + b] its first row, [3 nimp + b] its point when it has one; ci_body: its bodies. */
 enum { GRP_ROWS = 1, GRP_FIRST = 2, GRP_POINT = 3 };
 
+/* Y = H Z (n x r) and W = D^-1 Y of an end at a body of n dofs (Z: 6 x r, row-major), and
+ * Z <- tau-bar(k) Z = Z - G Y (seed 000 eq. 3.2, A.1) where the body has a parent.  r is 3 or 6,
+ * passed as a constant at the call (block_inertia_inverse) so that the loops are unrolled. */
+static inline void end_step(const double *H, const double *Dinv, const double *G, int n, int r,
+                            int carry, double *z, double *y, double *W)
+{
+    for (int e = 0; e < n; e++) {                          /* (rows: contiguous in c) */
+        double *ye = y + r * e;
+        for (int c = 0; c < r; c++) ye[c] = H[6 * e] * z[c];
+        for (int i = 1; i < 6; i++)
+            for (int c = 0; c < r; c++) ye[c] += H[6 * e + i] * z[r * i + c];
+    }
+    for (int e = 0; e < n; e++) {
+        double *We = W + r * e;
+        for (int c = 0; c < r; c++) We[c] = Dinv[6 * e] * y[c];
+        for (int f = 1; f < n; f++)
+            for (int c = 0; c < r; c++) We[c] += Dinv[6 * e + f] * y[r * f + c];
+    }
+    for (int e = 0; e < n && carry; e++)
+        for (int i = 0; i < 6; i++) {
+            const double g = G[6 * i + e];
+            for (int c = 0; c < r; c++) z[r * i + c] -= g * y[r * e + c];
+        }
+}
+
+/* L(os.., ot..) += Y_s* W_t (rs x rt; Y_s n x rs, W_t n x rt), and its transpose at (ot, os)
+ * when the two ends differ.  rs, rt constants at the call, as in end_step. */
+static inline void add_product(double *L, int nr, int os, int ot, int n, int rs, int rt,
+                               const double *ys, const double *W, int both)
+{
+    double P[36];
+    for (int a = 0; a < rs; a++)
+        for (int c = 0; c < rt; c++) P[rt * a + c] = ys[a] * W[c];
+    for (int e = 1; e < n; e++)                            /* (rows: contiguous in c) */
+        for (int a = 0; a < rs; a++)
+            for (int c = 0; c < rt; c++) P[rt * a + c] += ys[rs * e + a] * W[rt * e + c];
+    for (int a = 0; a < rs; a++)
+        for (int c = 0; c < rt; c++) {
+            L[nr * (os + a) + ot + c] += P[rt * a + c];
+            if (both) L[nr * (ot + c) + os + a] += P[rt * a + c];
+        }
+}
+
 /* Lambda_g^-1 = J M^-1 J* of the blocks (J: their rows E* J_g, world axes) into L (nr x nr,
  * row-major), by the factorization of seed 000 eq. 3.10:
  *
@@ -536,21 +579,10 @@ static int block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int 
             if (at[t] != k) continue;
             const int bt = sid[t] / 2, rt = grp[nimp * GRP_ROWS + bt], ot = grp[nimp * GRP_FIRST + bt];
             double *z = Z + 36 * t, *yt = Y + 36 * t, W[36];
-            for (int e = 0; e < n; e++)
-                for (int c = 0; c < rt; c++) {
-                    double y = 0.0;
-                    for (int i = 0; i < 6; i++) y += H[6 * e + i] * z[rt * i + c];
-                    yt[rt * e + c] = y;
-                }
-            if (n == 1)                                    /* (the common case, written out) */
-                for (int c = 0; c < rt; c++) W[c] = Dinv[0] * yt[c];
+            if (rt == 3)
+                end_step(H, Dinv, G, n, 3, p >= 0, z, yt, W);
             else
-                for (int e = 0; e < n; e++)
-                    for (int c = 0; c < rt; c++) {
-                        double w = 0.0;
-                        for (int f = 0; f < n; f++) w += Dinv[6 * e + f] * yt[rt * f + c];
-                        W[rt * e + c] = w;
-                    }
+                end_step(H, Dinv, G, n, 6, p >= 0, z, yt, W);
             for (int e = 0; e < n; e++) {                  /* N(k) += D^-1 Y_t */
                 double *Nr = N + nr * (m->v0[k] + e) + ot;
                 for (int c = 0; c < rt; c++) Nr[c] += W[rt * e + c];
@@ -560,32 +592,15 @@ static int block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int 
                 const int bs = sid[s] / 2, rs = grp[nimp * GRP_ROWS + bs];
                 const int os = grp[nimp * GRP_FIRST + bs];
                 const double *ys = Y + 36 * s;
-                double P[36];                              /* Y_s* D^-1 Y_t (rs x rt) */
-                if (n == 1)
-                    for (int a = 0; a < rs; a++)
-                        for (int c = 0; c < rt; c++) P[rt * a + c] = ys[a] * W[c];
+                if (rs == 3 && rt == 3)
+                    add_product(L, nr, os, ot, n, 3, 3, ys, W, s != t);
+                else if (rs == 3)
+                    add_product(L, nr, os, ot, n, 3, 6, ys, W, s != t);
+                else if (rt == 3)
+                    add_product(L, nr, os, ot, n, 6, 3, ys, W, s != t);
                 else
-                    for (int a = 0; a < rs; a++)
-                        for (int c = 0; c < rt; c++) {
-                            double A = 0.0;
-                            for (int e = 0; e < n; e++) A += ys[rs * e + a] * W[rt * e + c];
-                            P[rt * a + c] = A;
-                        }
-                for (int a = 0; a < rs; a++) {
-                    double *La = L + nr * (os + a) + ot;
-                    for (int c = 0; c < rt; c++) La[c] += P[rt * a + c];
-                }
-                if (s != t)
-                    for (int c = 0; c < rt; c++) {
-                        double *Lc = L + nr * (ot + c) + os;
-                        for (int a = 0; a < rs; a++) Lc[a] += P[rt * a + c];
-                    }
+                    add_product(L, nr, os, ot, n, 6, 6, ys, W, s != t);
             }
-            for (int e = 0; e < n && p >= 0; e++)          /* Z <- tau-bar(k) Z */
-                for (int i = 0; i < 6; i++) {
-                    const double g = G[6 * i + e];
-                    for (int c = 0; c < rt; c++) z[rt * i + c] -= g * yt[rt * e + c];
-                }
         }
         for (int t = 0; t < np; t++) {                     /* on to the parent */
             if (at[t] == k) at[t] = p;
