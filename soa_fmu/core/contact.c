@@ -480,11 +480,12 @@ static void body_rate(const soa_model *m, const soa_data *d, int k, const double
  * [2 nimp + b] its first row, [3 nimp + b] its point when it has one; ci_body: its bodies. */
 enum { GRP_ROWS = 1, GRP_FIRST = 2, GRP_POINT = 3 };
 
-/* Y = H Z (n x r) and W = D^-1 Y of an end at a body of n dofs (Z: 6 x r, row-major), and
- * Z <- tau-bar(k) Z = Z - G Y (seed 000 eq. 3.2, A.1) where the body has a parent.  r is 3 or 6,
- * passed as a constant at the call (block_inertia_inverse) so that the loops are unrolled. */
+/* Y = H Z (n x r) and W = D^-1 Y of an end at a body of n dofs (Z: 6 x r, row-major), its rows
+ * of N += W (N: row stride nr), and Z <- tau-bar(k) Z = Z - G Y (seed 000 eq. 3.2, A.1) where
+ * the body has a parent.  r is 3 or 6, passed as a constant at the call (block_inertia_inverse)
+ * so that the loops are unrolled. */
 static inline void end_step(const double *H, const double *Dinv, const double *G, int n, int r,
-                            int carry, double *z, double *y, double *W)
+                            int carry, double *z, double *y, double *W, double *N, int nr)
 {
     for (int e = 0; e < n; e++) {                          /* (rows: contiguous in c) */
         double *ye = y + r * e;
@@ -497,6 +498,7 @@ static inline void end_step(const double *H, const double *Dinv, const double *G
         for (int c = 0; c < r; c++) We[c] = Dinv[6 * e] * y[c];
         for (int f = 1; f < n; f++)
             for (int c = 0; c < r; c++) We[c] += Dinv[6 * e + f] * y[r * f + c];
+        for (int c = 0; c < r; c++) N[nr * e + c] += We[c];
     }
     for (int e = 0; e < n && carry; e++)
         for (int i = 0; i < 6; i++) {
@@ -579,14 +581,11 @@ static int block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int 
             if (at[t] != k) continue;
             const int bt = sid[t] / 2, rt = grp[nimp * GRP_ROWS + bt], ot = grp[nimp * GRP_FIRST + bt];
             double *z = Z + 36 * t, *yt = Y + 36 * t, W[36];
+            double *Nk = N + nr * m->v0[k] + ot;           /* N(k) += D^-1 Y_t */
             if (rt == 3)
-                end_step(H, Dinv, G, n, 3, p >= 0, z, yt, W);
+                end_step(H, Dinv, G, n, 3, p >= 0, z, yt, W, Nk, nr);
             else
-                end_step(H, Dinv, G, n, 6, p >= 0, z, yt, W);
-            for (int e = 0; e < n; e++) {                  /* N(k) += D^-1 Y_t */
-                double *Nr = N + nr * (m->v0[k] + e) + ot;
-                for (int c = 0; c < rt; c++) Nr[c] += W[rt * e + c];
-            }
+                end_step(H, Dinv, G, n, 6, p >= 0, z, yt, W, Nk, nr);
             for (int s = 0; s <= t; s++) {
                 if (at[s] != k) continue;
                 const int bs = sid[s] / 2, rs = grp[nimp * GRP_ROWS + bs];
@@ -611,6 +610,22 @@ static int block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int 
     return npath;
 }
 
+
+/* Block b's rows (first o, r of them; r constant at the call) of y = C w and A = I + C Lambda^-1
+ * (file comment; L: Lambda^-1, nr x nr). */
+static inline void block_rows(const double *C, const double *L, const double *w, int nr, int o,
+                              int r, double *A, double *y)
+{
+    for (int a = 0; a < r; a++) {
+        double v = 0.0, *Aa = A + nr * (o + a);
+        for (int t = 0; t < r; t++) v += C[r * a + t] * w[t];
+        y[o + a] = v;
+        for (int j = 0; j < nr; j++) Aa[j] = C[r * a] * L[nr * o + j];
+        for (int t = 1; t < r; t++)                        /* (row by row: contiguous in j) */
+            for (int j = 0; j < nr; j++) Aa[j] += C[r * a + t] * L[nr * (o + t) + j];
+        Aa[o + a] += 1.0;
+    }
+}
 
 void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
                           const double *s, int secant, double *qdd)
@@ -706,17 +721,10 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
         }
         for (int t = 0; t < rb; t++)
             for (int j = 0; j < nr; j++) w[t] += L[nr * (o + t) + j] * d->ci_u[j];
-        for (int a = 0; a < rb; a++) {
-            double y = 0.0, *A = d->ci_A + nr * (o + a);
-            for (int t = 0; t < rb; t++) y += C[rb * a + t] * w[t];
-            d->ci_y[o + a] = y;
-            for (int j = 0; j < nr; j++) A[j] = 0.0;
-            A[o + a] = 1.0;
-            for (int t = 0; t < rb; t++) {                 /* (row by row: contiguous in j) */
-                const double c = C[rb * a + t], *Lt = L + nr * (o + t);
-                for (int j = 0; j < nr; j++) A[j] += c * Lt[j];
-            }
-        }
+        if (rb == 3)
+            block_rows(C, L, w, nr, o, 3, d->ci_A, d->ci_y);
+        else
+            block_rows(C, L, w, nr, o, 6, d->ci_A, d->ci_y);
     }
     lu_solve(d->ci_A, nr, d->ci_piv, d->ci_y);          /* z */
     for (int j = 0; j < nr; j++) d->ci_y[j] = d->ci_u[j] - d->ci_y[j];   /* g = u - z */
