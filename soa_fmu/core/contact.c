@@ -487,18 +487,22 @@ enum { GRP_ROWS = 1, GRP_FIRST = 2, GRP_POINT = 3 };
 static inline void end_step(const double *H, const double *Dinv, const double *G, int n, int r,
                             int carry, double *z, double *y, double *W, double *N, int nr)
 {
-    for (int e = 0; e < n; e++) {                          /* (rows: contiguous in c) */
-        double *ye = y + r * e;
-        for (int c = 0; c < r; c++) ye[c] = H[6 * e] * z[c];
+    for (int e = 0; e < n; e++) {                  /* (a row at a time, in registers: acc) */
+        double acc[6];
+        for (int c = 0; c < r; c++) acc[c] = H[6 * e] * z[c];
         for (int i = 1; i < 6; i++)
-            for (int c = 0; c < r; c++) ye[c] += H[6 * e + i] * z[r * i + c];
+            for (int c = 0; c < r; c++) acc[c] += H[6 * e + i] * z[r * i + c];
+        for (int c = 0; c < r; c++) y[r * e + c] = acc[c];
     }
     for (int e = 0; e < n; e++) {
-        double *We = W + r * e;
-        for (int c = 0; c < r; c++) We[c] = Dinv[6 * e] * y[c];
+        double acc[6];
+        for (int c = 0; c < r; c++) acc[c] = Dinv[6 * e] * y[c];
         for (int f = 1; f < n; f++)
-            for (int c = 0; c < r; c++) We[c] += Dinv[6 * e + f] * y[r * f + c];
-        for (int c = 0; c < r; c++) N[nr * e + c] += We[c];
+            for (int c = 0; c < r; c++) acc[c] += Dinv[6 * e + f] * y[r * f + c];
+        for (int c = 0; c < r; c++) {
+            W[r * e + c] = acc[c];
+            N[nr * e + c] += acc[c];
+        }
     }
     for (int e = 0; e < n && carry; e++)
         for (int i = 0; i < 6; i++) {
@@ -620,9 +624,11 @@ static inline void block_rows(const double *C, const double *L, const double *w,
         double v = 0.0, *Aa = A + nr * (o + a);
         for (int t = 0; t < r; t++) v += C[r * a + t] * w[t];
         y[o + a] = v;
-        for (int j = 0; j < nr; j++) Aa[j] = C[r * a] * L[nr * o + j];
-        for (int t = 1; t < r; t++)                        /* (row by row: contiguous in j) */
-            for (int j = 0; j < nr; j++) Aa[j] += C[r * a + t] * L[nr * (o + t) + j];
+        for (int j = 0; j < nr; j++) {
+            double cl = 0.0;
+            for (int t = 0; t < r; t++) cl += C[r * a + t] * L[nr * (o + t) + j];
+            Aa[j] = cl;
+        }
         Aa[o + a] += 1.0;
     }
 }
