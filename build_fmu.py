@@ -340,7 +340,7 @@ INTERFACES = {"cs": ("cs",), "me": ("me",), "both": ("cs", "me")}
 
 def build(model_path, output=None, name=None, floating_base=False, integrator="auto",
           step=None, runtime="native", strict=True, fmi=2, interface=None,
-          stops=True, controller=False, contact_floor=None) -> Path:
+          stops=True, controller=False, contact_floor=None, platforms="all") -> Path:
     """Build the FMU; returns its path.  Raises BuildError (or ModelError) for bad input.
     ``step`` (default communication step and max_step): default the model file's own time step
     (MJCF ``timestep``), else 1 ms.
@@ -351,7 +351,9 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     docs/systems.md).
     ``stops=False`` (``--no-stops``): the joint stops start switched off (parameter
     ``stops_enabled``).  ``contact_floor`` (``--contact-floor``, URDF): every ``<collision>`` is
-    contact geometry on a floor at that height (soa_fmu.load_model)."""
+    contact geometry on a floor at that height (soa_fmu.load_model).  ``platforms`` (native):
+    ``all`` (default: every platform of soa_fmu.fmu.native.PLATFORMS), ``host``, or a list of
+    platform names (a list or one comma-separated string)."""
     import soa_fmu
     from model_descriptions import generator, generator_fmi3
     from soa_fmu.fmu.variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS
@@ -372,6 +374,12 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
     if controller and runtime != "native":
         raise BuildError("--controller builds native FMUs only (got --runtime python)")
     interfaces = INTERFACES[interface]
+    if runtime == "native":
+        from soa_fmu.fmu import native
+        try:
+            chosen = native.select_platforms(platforms)
+        except native.NativeBuildError as e:
+            raise BuildError(str(e)) from None
     if model_path.suffix.lower() not in MODEL_SUFFIXES:
         raise BuildError(f"{model_path}: expected a .urdf or .toml model file, or MJCF (.xml, .mjb)")
     if not model_path.is_file():
@@ -424,7 +432,8 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
         description = summary + (" Native: needs only the C runtime (libc, libm); C sources in "
                                  "sources/.  See docs/fmu.md in the soa_fmu sources.")
         members, tool, sources = _native_members(model, table, identifier, guid, fmi,
-                                                 interfaces)
+                                                 interfaces, chosen)
+        cfg["platforms"] = [p.name for p in chosen]
     else:
         cfg["entry_module"] = f"soa_fmu_{identifier}_{digest[:12]}"
         description = summary + (f" Runs in-process on Python {cfg['python']} with numpy "
@@ -482,22 +491,23 @@ def build(model_path, output=None, name=None, floating_base=False, integrator="a
 
 
 def _native_members(model, table, identifier: str, guid: str, fmi: int,
-                    interfaces: tuple[str, ...]):
-    """binaries/<platform>/<id>.so compiled now from sources/ (C core + FMI wrapper + model.c)."""
+                    interfaces: tuple[str, ...], platforms: list):
+    """binaries/<folder>/<id>.<so|dll|dylib> for each platform, compiled now from sources/ (C core
+    + FMI wrapper + model.c)."""
     from soa_fmu.fmu import native
     try:
         native.check_layout(table)
         sources = {p.name: p.read_bytes() for p in native.source_files(fmi)}
         sources[native.MODEL_SOURCE] = native.model_source(model, table, identifier, guid,
                                                            interfaces).encode()
-        library = native.compile_library(sources, identifier, fmi)
-        platform = native.platform_folder(fmi)
+        libraries = native.compile_libraries(sources, identifier, fmi, platforms)
+        chains = sorted({native.toolchain(p).label for p in platforms})
     except native.NativeBuildError as e:
         raise BuildError(str(e)) from None
-    members = [(f"binaries/{platform}/{identifier}{native.library_suffix()}", library)]
+    members = sorted(libraries.items())
     members += [(f"sources/{name}", data) for name, data in sorted(sources.items())]
     names = sorted(n for n in sources if n.endswith(".c"))
-    return members, f"native C99, {native.compiler()}", names
+    return members, f"native C99, {' and '.join(chains)}", names
 
 
 def _python_members(identifier: str, model_name: str, cfg: dict, engine_dir: Path, ehash: str):
@@ -599,6 +609,10 @@ def main(argv=None) -> int:
                         "running the engine in the host's Python 3.11 (FMI 2.0 Co-Simulation only)")
     parser.add_argument("--fmi", type=int, default=2, choices=FMI_VERSIONS,
                         help="FMI version: 2 (default) or 3 (array variables)")
+    parser.add_argument("--platforms", default="all",
+                        help="native binaries to build: all (the default: x86_64-linux, "
+                        "aarch64-linux, x86_64-windows, x86_64-darwin, aarch64-darwin), host (this "
+                        "machine's only), or a comma-separated list of those names")
     parser.add_argument("--interface", choices=tuple(INTERFACES),
                         help="cs (Co-Simulation), me (Model Exchange) or both in one FMU (the "
                         "default for the native runtime; the python runtime is cs only)")
@@ -617,7 +631,8 @@ def main(argv=None) -> int:
             path = build(args.model, args.output, args.name, args.floating_base, args.integrator,
                          args.step, args.runtime, strict=not args.lenient, fmi=args.fmi,
                          interface=args.interface, stops=not args.no_stops,
-                         controller=args.controller, contact_floor=args.contact_floor)
+                         controller=args.controller, contact_floor=args.contact_floor,
+                         platforms=args.platforms)
         except (BuildError, ModelError, OSError, ValueError) as e:   # ValueError: a TableError
             msg = str(e).strip().splitlines()
             first = msg[0] if msg else type(e).__name__
@@ -629,7 +644,11 @@ def main(argv=None) -> int:
         first = for_cli(str(caught[0].message).strip().splitlines()[0])
         more = f" (and {len(caught) - 1} more warnings)" if len(caught) > 1 else ""
         print(f"soa-build-fmu: warning: {first}{more}", file=sys.stderr)
-    print(f"wrote {path} ({path.stat().st_size // 1024} KiB, {time.perf_counter() - t0:.2f} s)")
+    from soa_fmu.fmu.native import binaries_of
+    with zipfile.ZipFile(path) as zf:
+        built = binaries_of(zf.namelist())
+    print(f"wrote {path} ({path.stat().st_size // 1024} KiB, {time.perf_counter() - t0:.2f} s)"
+          + (f"; binaries: {', '.join(built)}" if built else ""))
     return 0
 
 

@@ -2,7 +2,7 @@
 
     python build_ssp.py model.urdf -o System.ssp [--stop-time 4] [--step 0.001]
                         [--kp 400] [--kd 40] [--goal 0.5,0.3,...] [--move-start 0.5]
-                        [--move-duration 2]
+                        [--move-duration 2] [--platforms all|host|LIST]
 
 (also installed as ``soa-build-ssp``).  The archive (SSP 1.0, Modelica Association) holds:
 
@@ -72,8 +72,9 @@ def _parameters(table, groups, values=None):
 
 def build(model_path, output="System.ssp", *, stop_time: float = 4.0, step: float = 1e-3,
           kp: float = DEFAULT_KP, kd: float = DEFAULT_KD, goal=None, move_start: float = 0.5,
-          move_duration: float = 2.0, strict: bool = True) -> Path:
-    """Build the SSP archive; returns its path.  Raises BuildError (or ModelError) for bad input."""
+          move_duration: float = 2.0, strict: bool = True, platforms: str = "all") -> Path:
+    """Build the SSP archive; returns its path.  ``platforms``: the native binaries of both FMUs
+    (as soa-build-fmu --platforms).  Raises BuildError (or ModelError) for bad input."""
     import numpy as np
 
     from model_descriptions import generator_ssp as G
@@ -103,9 +104,10 @@ def build(model_path, output="System.ssp", *, stop_time: float = 4.0, step: floa
 
     with tempfile.TemporaryDirectory(prefix="soa_ssp_") as tmp:
         plant_fmu = build_fmu.build(model_path, Path(tmp, "plant.fmu"), name="plant", step=step,
-                                    strict=strict)
+                                    strict=strict, platforms=platforms)
         ctrl_fmu = build_fmu.build(model_path, Path(tmp, "controller.fmu"), name="controller",
-                                   step=step, strict=strict, controller=True)
+                                   step=step, strict=strict, controller=True,
+                                   platforms=platforms)
         members = {"resources/plant.fmu": plant_fmu.read_bytes(),
                    "resources/controller.fmu": ctrl_fmu.read_bytes()}
 
@@ -192,6 +194,8 @@ def main(argv=None) -> int:
                         "s (default 2)")
     parser.add_argument("--lenient", action="store_true", help="accept inertias that fail only "
                         "the physical checks (as soa-build-fmu --lenient)")
+    parser.add_argument("--platforms", default="all", help="native binaries of both FMUs: all "
+                        "(the default), host, or a comma-separated list (as soa-build-fmu)")
     args = parser.parse_args(argv)
     from soa_fmu.model import ModelError
     t0 = time.perf_counter()
@@ -200,7 +204,8 @@ def main(argv=None) -> int:
         try:
             path = build(args.model, args.output, stop_time=args.stop_time, step=args.step,
                          kp=args.kp, kd=args.kd, goal=args.goal, move_start=args.move_start,
-                         move_duration=args.move_duration, strict=not args.lenient)
+                         move_duration=args.move_duration, strict=not args.lenient,
+                         platforms=args.platforms)
         except (BuildError, ModelError, OSError, ValueError) as e:   # ValueError: a TableError
             msg = str(e).strip().splitlines()
             print(f"soa-build-ssp: error: {msg[0] if msg else type(e).__name__}", file=sys.stderr)

@@ -1,6 +1,7 @@
 """``soa-describe MODEL_FILE``: print a model's tree, joints, coordinates, masses, the physical parameters
 (the FMU's ``<b>.mass``, ``<b>.com``, ``<b>.inertia``, ``damping``, ``friction``), frames, constraints,
-contact spheres and planes.
+contact spheres and planes.  ``soa-describe X.fmu``: the FMU's build (FMI version, interfaces,
+the platforms it has binaries for), then its bundled model.
 
 Also ``python -m soa_fmu.cli MODEL_FILE``.  A bad file exits with status 1 and one line on stderr.
 """
@@ -134,10 +135,30 @@ def _shape_size(g) -> str:
     return f"radius {_num(g.radius)}"
 
 
+def _fmu_model(path: str, tmp: str) -> tuple[str, list[str], bool]:
+    """A soa_fmu-built FMU: its bundled model file extracted under ``tmp``, the lines that
+    describe the build, and its floating-base flag."""
+    import json
+    import zipfile
+    from .fmu.native import binaries_of
+    try:
+        with zipfile.ZipFile(path) as zf:
+            cfg = json.loads(zf.read("resources/fmu.json"))
+            names = zf.namelist()
+            zf.extractall(tmp, [n for n in names if n.startswith("resources/model/")])
+    except (OSError, KeyError, ValueError, zipfile.BadZipFile) as e:
+        raise ModelError(f"{path}: not an FMU built by soa_fmu ({e})") from None
+    lines = [f"FMU {path}: FMI {cfg.get('fmi', 2)}.0, {' + '.join(cfg.get('interfaces', ['cs']))}, "
+             f"identifier {cfg['identifier']}, runtime {cfg['runtime']}",
+             f"  binaries: {', '.join(binaries_of(names)) or 'none'}", ""]
+    return str(Path(tmp, "resources", cfg["model_file"])), lines, bool(cfg.get("floating_base"))
+
+
 def describe_main(argv: list[str] | None = None) -> int:
     """Entry point of ``soa-describe``; returns the exit status."""
     parser = argparse.ArgumentParser(prog="soa-describe", description="Describe a model file "
-                                     "(.urdf, native .toml, or MJCF .xml): tree, joints, masses, frames, constraints.")
+                                     "(.urdf, native .toml, or MJCF .xml): tree, joints, masses, frames, constraints; "
+                                     "or an FMU built by soa_fmu: its FMI version, interfaces, platforms and model.")
     parser.add_argument("model_file")
     parser.add_argument("--floating-base", action="store_true",
                         help="attach the root link to world by a free joint (URDF)")
@@ -148,18 +169,25 @@ def describe_main(argv: list[str] | None = None) -> int:
                         help="accept link inertias that are not physically possible (not positive "
                              "semi-definite, or breaking the triangle inequality), with a warning each")
     args = parser.parse_args(argv)
+    import tempfile
+    tmp = tempfile.TemporaryDirectory(prefix="soa_describe_")
     try:
+        path, header = args.model_file, []
+        if path.lower().endswith(".fmu"):
+            path, header, args.floating_base = _fmu_model(path, tmp.name)
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
-            model = load_model(args.model_file, floating_base=args.floating_base,
+            model = load_model(path, floating_base=args.floating_base,
                                strict=not args.lenient, contact_floor=args.contact_floor)
     except ModelError as e:
         print(f"soa-describe: error: {cli_error(str(e), args.model_file, args.floating_base, args.lenient)}",
               file=sys.stderr)
         return 1
+    finally:
+        tmp.cleanup()
     for w in caught:
         print(f"soa-describe: warning: {for_cli(' '.join(str(w.message).split()))}", file=sys.stderr)
-    print(describe(model))
+    print("\n".join(header + [describe(model)]))
     return 0
 
 

@@ -1,5 +1,5 @@
 /* A minimal non-Python FMI 2.0 co-simulation host (the role OMSimulator or a Simulink-style
- * master plays): loads an extracted FMU's binary with dlopen and drives one instance.
+ * master plays): loads an extracted FMU's binary and drives one instance.
  *
  *   fmu_host <unzip dir> <model identifier> <steps> <h> <tau> <n_tau> <vr_tau0> <n_q> <vr_q0> <guid>
  *
@@ -7,13 +7,25 @@
  * then prints q[1..n_q] (references vr_q0 ...) one per line with 17 digits.  Exit status 0 on
  * success; the FMU's log goes to stderr.  Built and run by tests/test_fmu_runtime.py: a native
  * FMU as it is, a pythonfmu FMU with LD_PRELOAD=libpython3.11.so (pythonfmu's binary does not
- * link libpython itself).
+ * link libpython itself).  The same file is the host of the other platforms' binaries
+ * (tests/test_fmu_platforms.py): built by zig cc for x86_64-windows (LoadLibrary, run under wine)
+ * and, with -DFMU_PLATFORM='"aarch64-linux"', for aarch64 Linux (run under qemu-user).
  */
-#include <dlfcn.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef _WIN32
+#include <windows.h>
+#define FMU_BINARY "%s/binaries/win64/%s.dll"
+#define dlsym(lib, name) ((void *)GetProcAddress((HMODULE)(lib), (name)))
+#else
+#include <dlfcn.h>
+#ifndef FMU_PLATFORM
+#define FMU_PLATFORM "linux64"
+#endif
+#define FMU_BINARY "%s/binaries/" FMU_PLATFORM "/%s.so"
+#endif
 
 typedef void *fmi2Component;
 typedef unsigned int fmi2ValueReference;
@@ -58,10 +70,15 @@ int main(int argc, char **argv) {
     double h = atof(argv[4]), tau = atof(argv[5]);
     unsigned vr_tau0 = (unsigned)atoi(argv[7]), vr_q0 = (unsigned)atoi(argv[9]);
     char path[4096], uri[4096];
-    snprintf(path, sizeof path, "%s/binaries/linux64/%s.so", dir, ident);
+    snprintf(path, sizeof path, FMU_BINARY, dir, ident);
     snprintf(uri, sizeof uri, "file://%s/resources", dir);
+#ifdef _WIN32
+    void *lib = (void *)LoadLibraryA(path);
+    if (!lib) { fprintf(stderr, "LoadLibrary %s: error %lu\n", path, GetLastError()); return 2; }
+#else
     void *lib = dlopen(path, RTLD_NOW | RTLD_LOCAL);
     if (!lib) { fprintf(stderr, "dlopen: %s\n", dlerror()); return 2; }
+#endif
     LOAD(fmi2Instantiate) LOAD(fmi2SetupExperiment) LOAD(fmi2EnterInitializationMode)
     LOAD(fmi2ExitInitializationMode) LOAD(fmi2SetReal) LOAD(fmi2GetReal) LOAD(fmi2DoStep)
     LOAD(fmi2Terminate) LOAD(fmi2FreeInstance)

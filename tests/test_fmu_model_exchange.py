@@ -521,7 +521,7 @@ def test_every_flavour_validates(fmi, interface, tmp_path, monkeypatch):
                     **({"fmi": 3} if fmi == 3 else {}))
     else:
         from soa_fmu.fmu import native
-        monkeypatch.setattr(native, "compile_library", lambda *args: b"")
+        monkeypatch.setattr(native, "compile_libraries", lambda *args: {})
         fmu = build_fmu.build(example("four_bar.toml"), tmp_path / "f.fmu", fmi=fmi,
                               interface=interface)
     assert validate_fmu(str(fmu)) == []

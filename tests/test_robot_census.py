@@ -1,7 +1,8 @@
 """Every example-robot-data URDF as a new user meets it (docs/model-files.md, "The robot census"):
-``soa-build-fmu ROBOT.urdf`` at the defaults — again with ``--lenient`` or ``--floating-base`` when
-its one-line error names that option — then 1 s in fmpy at the defaults, ``soa-describe`` and
-``soa-view`` on the result.  No command may print a traceback or more than one error line.
+``soa-build-fmu ROBOT.urdf --platforms host`` (the defaults, the host's binary only) — again with
+``--lenient`` or ``--floating-base`` when its one-line error names that option — then 1 s in fmpy at
+the defaults, ``soa-describe`` and ``soa-view`` on the result.  No command may print a traceback or
+more than one error line.
 
 The whole list (the installed package's files) is marked slow; the hard cases — a massless hand
 (romeo), a degenerate axis (icub), a model with no moving joint (hector), mimic fingers (pr2; the
@@ -67,7 +68,8 @@ def census(path: Path, tmp: Path) -> dict:
     fmu = tmp / f"{path.stem}.fmu"
     opts: list[str] = []
     while True:
-        code, _, err = _cli(build_fmu.main, [str(path), "-o", str(fmu), *opts])
+        code, _, err = _cli(build_fmu.main, [str(path), "-o", str(fmu), "--platforms", "host",
+                                             *opts])
         _one_line(err, "soa-build-fmu")
         hint = next((h for h in HINTS if h in err and h not in opts), None)
         if code == 0 or hint is None:
@@ -110,7 +112,8 @@ def test_hard_cases(tmp_path, folder, file, status, options, reason):
 
 def test_no_moving_joint_is_one_line(tmp_path):
     path = robot_path("hector_description/robots", "quadrotor_base.urdf")
-    code, _, err = _cli(build_fmu.main, [str(path), "-o", str(tmp_path / "h.fmu")])
+    code, _, err = _cli(build_fmu.main, [str(path), "-o", str(tmp_path / "h.fmu"), "--platforms",
+                                         "host"])
     assert code == 1 and err == (f"soa-build-fmu: error: {path}: the model has no moving joints, "
                                  "nothing to simulate; --floating-base gives its root body a free "
                                  "joint (a free-flying robot)\n")

@@ -154,7 +154,26 @@ def test_omsimulator_runs_the_ssp(oms_run, python_run, fmpy_run, libcosim_run):
     assert np.abs(q - libcosim_run[1]).max() <= AGREE
 
 
+def _binaries(ssp: Path, component: str) -> set[str]:
+    """The platform folders under binaries/ of one component FMU inside the archive."""
+    with zipfile.ZipFile(ssp) as z, zipfile.ZipFile(io.BytesIO(z.read(f"resources/{component}.fmu"))) as f:
+        return {n.split("/")[1] for n in f.namelist() if n.startswith("binaries/") and n.count("/") > 1}
+
+
+def test_platforms_reach_both_fmus(ssp, tmp_path):
+    """Both FMUs carry every platform by default; --platforms host gives the host's alone."""
+    every = {"linux64", "aarch64-linux", "win64", "darwin64"}
+    assert _binaries(ssp, "plant") == _binaries(ssp, "controller") == every
+    out = tmp_path / "Host.ssp"
+    r = subprocess.run([sys.executable, str(REPO / "build_ssp.py"), str(example("arm7.urdf")),
+                        "--platforms", "host", "-o", str(out)], capture_output=True, text=True,
+                       cwd=REPO)
+    assert r.returncode == 0, r.stderr
+    assert _binaries(out, "plant") == _binaries(out, "controller") == {"linux64"}
+
+
 @pytest.mark.parametrize("args,words", [
+    (["arm7.urdf", "--platforms", "amiga"], "amiga"),
     (["spacecraft_rigid.toml"], "quaternion"),
     (["arm7.urdf", "--goal", "1,2"], "7 finite numbers"),
     (["arm7.urdf", "--step", "0"], "--step must be a positive"),

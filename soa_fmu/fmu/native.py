@@ -7,9 +7,10 @@ soa_model buffers (every table of ``soa.h``, as the Python Model packed them), t
 their start values, the frames and the group offsets.  Nothing is read from files at run time.
 
 The FMI headers (2.0 and 3.0) come from fmpy (``fmpy/c-code``), which ships them.
-:func:`compile_library` builds ``binaries/<platform>/<id>.so`` with the C compiler on PATH; the
-same sources go into the FMU's ``sources/`` so that an importer can compile it for its own target
-(a source-code FMU).
+:func:`compile_libraries` builds ``binaries/<folder>/<id>.<so|dll|dylib>`` for each of
+:data:`PLATFORMS` (x86-64 and aarch64 Linux with glibc >= 2.17, x86-64 Windows, x86-64 and arm64
+macOS) with zig cc, the cross compiler of the ``ziglang`` package; the same sources go into the
+FMU's ``sources/`` so that an importer can compile it for its own target (a source-code FMU).
 """
 from __future__ import annotations
 
@@ -19,6 +20,8 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -55,27 +58,71 @@ def fmi_headers(fmi: int = 2) -> Path:
     return d
 
 
-def platform_folder(fmi: int = 2) -> str:
-    """The platform folder of this machine (binaries/<platform>): FMI 2.0's linux64 ...,
-    FMI 3.0's platform tuple x86_64-linux ..."""
-    if fmi == 3:
-        import platform
-        arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
-                                                          platform.machine().lower())
-        osname = {"darwin": "darwin", "win32": "windows"}.get(sys.platform, "linux")
-        return f"{arch}-{osname}"
-    bits = "64" if sys.maxsize > 2 ** 32 else "32"
-    if sys.platform.startswith("linux"):
-        return "linux" + bits
-    if sys.platform == "darwin":
-        return "darwin" + bits
-    if sys.platform == "win32":
-        return "win" + bits
-    raise NativeBuildError(f"no FMI platform folder for {sys.platform}")
+@dataclass(frozen=True)
+class Platform:
+    """A binary a native FMU carries: its name (FMI 3.0's platform tuple), FMI 2.0's folder, the
+    cross toolchain's target (``zig cc -target``; a glibc suffix pins the oldest glibc it needs)
+    and the library's file suffix.  (macOS: 11.0, Big Sur, the first on Apple silicon.)"""
+    name: str
+    fmi2: str
+    target: str
+    suffix: str
+
+    def folder(self, fmi: int) -> str:
+        """binaries/<folder>: the FMI 3.0 tuple, or FMI 2.0's standard folder."""
+        return self.name if fmi == 3 else self.fmi2
 
 
-def library_suffix() -> str:
-    return {"darwin": ".dylib", "win32": ".dll"}.get(sys.platform, ".so")
+# FMI 2.0 has no folder for aarch64 Linux (FMI 3.0's tuple is used, as fmpy and the Reference
+# FMUs do) and one for both macOS CPUs: darwin64 holds one universal Mach-O of both slices.
+PLATFORMS = {p.name: p for p in (
+    Platform("x86_64-linux", "linux64", "x86_64-linux-gnu.2.17", ".so"),
+    Platform("aarch64-linux", "aarch64-linux", "aarch64-linux-gnu.2.17", ".so"),
+    Platform("x86_64-windows", "win64", "x86_64-windows-gnu", ".dll"),
+    Platform("x86_64-darwin", "darwin64", "x86_64-macos.11.0", ".dylib"),     # (zig's own
+    Platform("aarch64-darwin", "darwin64", "aarch64-macos.11.0", ".dylib"),   # default: 15.0)
+)}
+
+
+def host_platform() -> Platform | None:
+    """The entry of PLATFORMS this machine runs, or None."""
+    import platform
+    arch = {"amd64": "x86_64", "arm64": "aarch64"}.get(platform.machine().lower(),
+                                                      platform.machine().lower())
+    osname = {"darwin": "darwin", "win32": "windows"}.get(sys.platform, sys.platform)
+    return PLATFORMS.get(f"{arch}-{osname.removesuffix('2')}")     # (linux2: old Pythons)
+
+
+def binaries_of(names: list[str]) -> list[str]:
+    """The binaries an FMU carries (its zip member names), one entry per binaries/ folder:
+    ``win64 (x86_64-windows)``, ``darwin64 (x86_64-darwin, aarch64-darwin)``, ``x86_64-linux``."""
+    folders = sorted({n.split("/")[1] for n in names
+                      if n.startswith("binaries/") and n.count("/") == 2 and not n.endswith("/")})
+    out = []
+    for f in folders:
+        known = [p.name for p in PLATFORMS.values() if f in (p.fmi2, p.name)]
+        out.append(f if known == [f] else f"{f} ({', '.join(known)})" if known else f)
+    return out
+
+
+def select_platforms(spec: str | list[str] | tuple[str, ...] = "all") -> list[Platform]:
+    """``all``, ``host`` or platform names (FMI 3.0 tuples, comma-separated or a list) -> the
+    platforms to build, in PLATFORMS order."""
+    names = [n.strip() for n in spec.split(",")] if isinstance(spec, str) else list(spec)
+    if names == ["all"]:
+        return list(PLATFORMS.values())
+    if names == ["host"]:
+        host = host_platform()
+        if host is None:
+            import platform
+            raise NativeBuildError(f"this machine ({platform.machine()} {sys.platform}) is none of "
+                                   f"the platforms {', '.join(PLATFORMS)}")
+        return [host]
+    bad = [n for n in names if n not in PLATFORMS]
+    if bad or not names:
+        raise NativeBuildError(f"unknown platform {bad[0] if bad else ''!r}: use all, host or a "
+                               f"comma-separated list of {', '.join(PLATFORMS)}")
+    return [p for p in PLATFORMS.values() if p.name in names]
 
 
 # ---------------------------------------------------------------- model.c
@@ -252,20 +299,42 @@ def compiler() -> str:
                            "gcc, or build with --runtime python")
 
 
+def zig() -> str:
+    """The cross toolchain: the zig executable of the ``ziglang`` package (a dependency)."""
+    try:
+        import ziglang
+    except ImportError:
+        raise NativeBuildError("the cross toolchain is not installed (pip install ziglang)") from None
+    exe = Path(ziglang.__file__).parent / ("zig.exe" if sys.platform == "win32" else "zig")
+    if not exe.is_file():
+        raise NativeBuildError(f"the ziglang package has no zig executable ({exe})")
+    return str(exe)
+
+
 # The engine (core + wrapper: every source but the generated model) does not depend on the model:
-# it is compiled once into object files kept in <cache>/native/<key>/ (<cache>: $SOA_FMU_CACHE_DIR,
-# else $XDG_CACHE_HOME/soa_fmu, else ~/.cache/soa_fmu), key = a hash of the compiler (its path
-# and --version), the flags, the FMI headers and every engine source, so that any change compiles
-# anew.  Each FMU build then compiles only fmu_model.c and links.
+# it is compiled once per platform into object files kept in <cache>/native/<platform>-<key>/
+# (<cache>: $SOA_FMU_CACHE_DIR, else $XDG_CACHE_HOME/soa_fmu, else ~/.cache/soa_fmu), key = a hash
+# of the compiler (its path and version), the target, the flags and every header (the engine's,
+# FMI 2.0's and 3.0's), each object named by its source's hash, so that any change compiles anew
+# and FMI 2.0 and 3.0 builds share the core's objects.  Each FMU build then compiles only
+# fmu_model.c per platform and links, all platforms side by side.
+#
+# The toolchain: zig cc (clang with every target's C library; ``x86_64-linux-gnu.2.17`` links
+# against glibc 2.17's symbol versions) compiles and links every platform; the host platform's
+# objects come from the system compiler when there is one (gcc's code stepped the 7-dof arm 3-4 %
+# faster than clang's: benchmarks/results/fmu.txt), linked by zig all the same, so that the host
+# binary needs no newer glibc than the others.
 OBJECT_FLAGS = tuple(f for f in CFLAGS if f not in ("-shared", "-Wl,-z,defs"))
-LINK_FLAGS = ("-shared", "-Wl,-z,defs") if sys.platform.startswith("linux") else ("-shared",)
+ZIG_FLAGS = ("-std=c99", "-O2", "-g0", "-fvisibility=hidden", "-Wall", "-Wextra",
+             "-Wno-missing-field-initializers")      # (zig cc: -O2 and -O3 are both ReleaseFast)
 BUILD_STATS = {"engine_compiled": 0, "engine_reused": 0}    # counts of this process (tests)
 
 
-def cache_root() -> Path:
+def cache_root(redirected: bool = True) -> Path:
     """The cache folder: compiled engine objects here, the pythonfmu flavour's engine copies
-    (build_fmu's boot module carries this function's source)."""
-    if os.environ.get("SOA_FMU_CACHE_DIR"):
+    (build_fmu's boot module carries this function's source).  ``redirected=False``: the user's
+    own cache folder, whatever $SOA_FMU_CACHE_DIR says."""
+    if redirected and os.environ.get("SOA_FMU_CACHE_DIR"):
         return Path(os.environ["SOA_FMU_CACHE_DIR"])
     if sys.platform == "win32":
         base = os.environ.get("LOCALAPPDATA") or str(Path.home() / "AppData" / "Local")
@@ -274,93 +343,192 @@ def cache_root() -> Path:
     return Path(base) / "soa_fmu"
 
 
+def zig_cache() -> Path:
+    """zig's own cache (each target's C library and compiler_rt, built once: minutes for
+    Windows' on first use): $ZIG_GLOBAL_CACHE_DIR, else zig/ in the user's cache folder — also
+    when $SOA_FMU_CACHE_DIR moves the engine objects (a clean engine build keeps the C libraries)."""
+    return Path(os.environ.get("ZIG_GLOBAL_CACHE_DIR") or cache_root(redirected=False) / "zig")
+
+
+@dataclass(frozen=True)
+class Toolchain:
+    """How one platform's binary is made: the compiler of the objects, its flags, the linker."""
+    platform: Platform
+    cc: list[str]            # the objects' compiler (zig cc -target ..., or the system's cc)
+    flags: tuple[str, ...]
+    link: list[str]          # zig cc -target ... (the platform's C library, its glibc floor)
+
+    @property
+    def label(self) -> str:
+        names = dict.fromkeys(Path(c[0]).name + (" cc" if c[1:2] == ["cc"] else "")
+                              for c in (self.cc, self.link))
+        return " + ".join(names)
+
+
+def toolchain(platform: Platform) -> Toolchain:
+    """The toolchain of ``platform`` (module comment above).  Without zig the host platform is
+    built by the system compiler alone (then its glibc floor is the build machine's); any other
+    platform is a NativeBuildError naming it."""
+    try:
+        z = [zig(), "cc", "-target", platform.target]
+    except NativeBuildError as e:
+        if platform == host_platform():
+            cc = [compiler()]
+            return Toolchain(platform, cc, OBJECT_FLAGS, cc)
+        raise NativeBuildError(f"platform {platform.name}: {e}; build with --platforms host (or a "
+                               "list without it)") from None
+    if platform == host_platform():
+        try:
+            return Toolchain(platform, [compiler()], OBJECT_FLAGS, z)
+        except NativeBuildError:
+            pass                                  # no system compiler: zig compiles it too
+    return Toolchain(platform, z, ZIG_FLAGS + (() if platform.suffix == ".dll" else ("-fPIC",)), z)
+
+
 _CC_VERSION: dict[str, str] = {}
 
 
-def engine_key(engine: dict[str, bytes], cc: str, fmi: int) -> str:
-    """The cache key of the engine's objects: compiler, flags, headers, sources."""
+def _version(exe: str) -> str:
+    if exe not in _CC_VERSION:
+        arg = "version" if Path(exe).stem == "zig" else "--version"
+        _CC_VERSION[exe] = subprocess.run([exe, arg], capture_output=True, text=True).stdout
+    return _CC_VERSION[exe]
+
+
+def engine_key(engine: dict[str, bytes], tc: Toolchain) -> str:
+    """The cache key of a platform's engine-object folder: compiler (path, version, target),
+    flags, every header of the engine and both FMI versions' headers.  (Each object's name adds
+    its source's hash: object_name; FMI 2.0 and 3.0 builds share the core's objects.)"""
     import hashlib
-    if cc not in _CC_VERSION:
-        r = subprocess.run([cc, "--version"], capture_output=True, text=True)
-        _CC_VERSION[cc] = r.stdout
     h = hashlib.sha256()
-    for part in (cc, _CC_VERSION[cc], " ".join(OBJECT_FLAGS), str(fmi)):
+    for part in (*tc.cc, _version(tc.cc[0]), " ".join(tc.flags)):
         h.update(part.encode() + b"\0")
-    headers = fmi_headers(fmi)
-    for name, data in sorted(engine.items()) + sorted(
-            (p.name, p.read_bytes()) for p in headers.glob(f"fmi{fmi}*.h")):
+    headers = sorted((n, b) for n, b in engine.items() if not n.endswith(".c"))
+    for fmi in (2, 3):
+        headers += sorted((p.name, p.read_bytes()) for p in fmi_headers(fmi).glob(f"fmi{fmi}*.h"))
+    for name, data in headers:
         h.update(name.encode() + b"\0" + hashlib.sha256(data).digest())
     return h.hexdigest()[:24]
 
 
-def _compile_objects(cc: str, src: Path, names: list[str], out: Path, fmi: int) -> None:
-    """Each source in src -> out/<stem>.o, run side by side (two at a time)."""
-    procs, err = [], ""
-    pending = list(names)
-    while pending or procs:
-        while pending and len(procs) < max(2, os.cpu_count() or 1):
-            n = pending.pop(0)
-            procs.append(subprocess.Popen(
-                [cc, *OBJECT_FLAGS, f"-I{src}", f"-I{fmi_headers(fmi)}", "-c", str(src / n), "-o",
-                 str(out / (Path(n).stem + ".o"))], stderr=subprocess.PIPE, text=True))
-        p = procs.pop(0)
-        _, e = p.communicate()
-        if p.returncode != 0 and not err:
-            err = next((ln for ln in e.splitlines() if "error" in ln), e.strip()) or "failed"
-    if err:
-        raise NativeBuildError(f"compiling the native FMU failed: {err[:300]}")
+def object_name(name: str, data: bytes) -> str:
+    """The cached object of one engine source: <stem>-<hash of the source>.o."""
+    import hashlib
+    return f"{Path(name).stem}-{hashlib.sha256(data).hexdigest()[:16]}.o"
 
 
-def engine_objects(engine: dict[str, bytes], fmi: int = 2) -> list[Path]:
-    """The engine's object files (compiled now if the cache has none for this key)."""
-    cc = compiler()
-    folder = cache_root() / "native" / f"fmi{fmi}-{engine_key(engine, cc, fmi)}"
-    stems = sorted(Path(n).stem + ".o" for n in engine if n.endswith(".c"))
-    if folder.is_dir() and all((folder / o).is_file() for o in stems):
-        BUILD_STATS["engine_reused"] += 1
-        return [folder / o for o in stems]
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=".partial-", dir=folder.parent))
-    try:
-        for name, data in engine.items():
-            (tmp / name).write_bytes(data)
-        _compile_objects(cc, tmp, sorted(n for n in engine if n.endswith(".c")), tmp, fmi)
-        for name in engine:
-            (tmp / name).unlink()
-        try:
-            os.replace(tmp, folder)           # atomic; another build may have won the race
-        except OSError:
-            if not folder.is_dir():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    BUILD_STATS["engine_compiled"] += 1
-    return [folder / o for o in stems]
+def _run(cmd: list[str], env: dict) -> str:
+    """Run one compiler command; '' or its first error line."""
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    if r.returncode == 0:
+        return ""
+    lines = (r.stderr + r.stdout).splitlines()
+    return (next((ln for ln in lines if "error" in ln), "") or (lines[0] if lines else "failed"))
 
 
-def compile_library(sources: dict[str, bytes], identifier: str, fmi: int = 2) -> bytes:
-    """Compile the FMU's sources (name -> bytes, flat) into the shared library; its bytes.  The
-    engine's objects come from the cache (engine_objects); only the model source compiles here."""
-    cc = compiler()
+def _compile(tc: Toolchain, src: Path, name: str, out: Path, fmi: int) -> list[str]:
+    return [*tc.cc, *tc.flags, f"-I{src}", f"-I{fmi_headers(fmi)}", "-c", str(src / name),
+            "-o", str(out)]
+
+
+def _link(tc: Toolchain, objects: list[Path], out: Path) -> list[str]:
+    # (the same -O2 as the objects: zig links the compiler_rt it built once for that mode)
+    extra = ("-Wl,-z,defs",) if tc.platform.suffix == ".so" else ()
+    return [*tc.link, "-O2", "-g0", "-shared", *extra, *map(str, objects), "-o", str(out), "-lm"]
+
+
+def universal_macho(slices: list[bytes]) -> bytes:
+    """One universal ("fat") Mach-O file of thin ones (FMI 2.0's darwin64 holds both macOS CPUs):
+    fat_header and one fat_arch per slice (big-endian; cputype, cpusubtype, offset, size, log2
+    align), each slice at a 16 KiB boundary — the layout of Apple's lipo."""
+    import struct
+    align = 14
+    out = bytearray(struct.pack(">II", 0xCAFEBABE, len(slices)))
+    offset = 8 + 20 * len(slices)
+    placed = []
+    for data in slices:
+        offset = -(-offset // (1 << align)) * (1 << align)
+        cputype, subtype = struct.unpack_from("<ii", data, 4)
+        out += struct.pack(">iiIII", cputype, subtype, offset, len(data), align)
+        placed.append((offset, data))
+        offset += len(data)
+    for off, data in placed:
+        out += bytes(off - len(out)) + data
+    return bytes(out)
+
+
+def compile_libraries(sources: dict[str, bytes], identifier: str, fmi: int = 2,
+                      platforms: list[Platform] | None = None) -> dict[str, bytes]:
+    """Compile the FMU's sources (name -> bytes, flat) for each platform (default: all):
+    {``binaries/<folder>/<identifier><suffix>``: bytes}.  The engine's objects come from the cache
+    (compiled now, once per platform and key, where it has none); fmu_model.c compiles per
+    platform; every compilation and link runs side by side.  NativeBuildError names the platform
+    that failed."""
+    platforms = list(PLATFORMS.values()) if platforms is None else platforms
+    return compile_with(sources, identifier, fmi, [toolchain(p) for p in platforms])
+
+
+def compile_with(sources: dict[str, bytes], identifier: str, fmi: int,
+                 chains: list[Toolchain]) -> dict[str, bytes]:
+    """compile_libraries with the toolchains given (benchmarks/bench_fmu.py compares the host's)."""
+    platforms = [tc.platform for tc in chains]
     engine = {n: b for n, b in sources.items() if n != MODEL_SOURCE}
-    try:
-        objects = engine_objects(engine, fmi)
-    except OSError:                            # no writable cache: everything in a temporary one
-        objects = None
+    cfiles = sorted((n for n in engine if n.endswith(".c")), key=lambda n: -len(engine[n]))
     with tempfile.TemporaryDirectory(prefix="soa_fmu_native_") as d:
         src = Path(d, "sources")
         src.mkdir()
         for name, data in sources.items():
             (src / name).write_bytes(data)
-        if objects is None:
-            _compile_objects(cc, src, sorted(n for n in engine if n.endswith(".c")), Path(d), fmi)
-            objects = sorted(Path(d).glob("*.o"))
-        _compile_objects(cc, src, [MODEL_SOURCE], Path(d), fmi)
-        out = Path(d, identifier + library_suffix())
-        cmd = [cc, *LINK_FLAGS, str(Path(d, Path(MODEL_SOURCE).stem + ".o")),
-               *map(str, objects), "-o", str(out), "-lm"]
-        r = subprocess.run(cmd, capture_output=True, text=True)
-        if r.returncode != 0 or not out.is_file():
-            first = next((ln for ln in r.stderr.splitlines() if "error" in ln), r.stderr.strip())
-            raise NativeBuildError(f"linking the native FMU failed: {first[:300]}")
-        return out.read_bytes()
+        env = dict(os.environ, ZIG_LOCAL_CACHE_DIR=str(Path(d, "zig-local")))
+        try:
+            env["ZIG_GLOBAL_CACHE_DIR"] = str(zig_cache())
+            zig_cache().mkdir(parents=True, exist_ok=True)
+        except OSError:
+            env["ZIG_GLOBAL_CACHE_DIR"] = str(Path(d, "zig-global"))
+        # per platform: its engine objects (cached, or compiled now), its model object
+        jobs, objects, fresh = [], {}, []
+        for tc in chains:
+            work = Path(d, tc.platform.name)
+            work.mkdir()
+            try:
+                folder = cache_root() / "native" / f"{tc.platform.name}-{engine_key(engine, tc)}"
+                folder.mkdir(parents=True, exist_ok=True)
+            except OSError:                 # no writable cache: compiled in the temporary folder
+                folder = work
+            names = {n: object_name(n, engine[n]) for n in cfiles}
+            missing = [n for n in cfiles if not (folder / names[n]).is_file()]
+            BUILD_STATS["engine_compiled" if missing else "engine_reused"] += 1
+            jobs += [(tc, _compile(tc, src, n, work / names[n], fmi)) for n in missing]
+            fresh += [(work / names[n], folder / names[n]) for n in missing if folder != work]
+            objects[tc.platform.name] = [folder / names[n] for n in cfiles]
+            jobs.append((tc, _compile(tc, src, MODEL_SOURCE, work / "fmu_model.o", fmi)))
+        _run_all(jobs, env, max(2, os.cpu_count() or 1), "compiling")
+        for new, kept in fresh:            # into the cache: atomic (another build may race)
+            try:
+                shutil.copyfile(new, kept.with_suffix(".partial"))
+                os.replace(kept.with_suffix(".partial"), kept)
+            except OSError:
+                objects[new.parent.name][objects[new.parent.name].index(kept)] = new
+        outs = {tc.platform.name: Path(d, tc.platform.name, identifier + tc.platform.suffix)
+                for tc in chains}
+        _run_all([(tc, _link(tc, [Path(d, tc.platform.name, "fmu_model.o"),
+                                  *objects[tc.platform.name]], outs[tc.platform.name]))
+                  for tc in chains], env, max(2, os.cpu_count() or 1), "linking")
+        built: dict[str, list[bytes]] = {}
+        for tc in chains:
+            built.setdefault(tc.platform.folder(fmi), []).append(outs[tc.platform.name].read_bytes())
+    suffix = {p.folder(fmi): p.suffix for p in platforms}
+    return {f"binaries/{f}/{identifier}{suffix[f]}": libs[0] if len(libs) == 1 else
+            universal_macho(libs) for f, libs in built.items()}
+
+
+def _run_all(jobs: list[tuple[Toolchain, list[str]]], env: dict, workers: int, what: str) -> None:
+    """Run the commands side by side; the first failure as a NativeBuildError naming its
+    platform."""
+    with ThreadPoolExecutor(workers) as pool:
+        errors = list(pool.map(lambda job: _run(job[1], env), jobs))
+    for (tc, cmd), err in zip(jobs, errors):
+        if err:
+            raise NativeBuildError(
+                f"{what} the {tc.platform.name} binary failed ({tc.label}): {err[:300]}; build "
+                "with --platforms host (or a list without it) to skip it")
