@@ -346,7 +346,45 @@ def test_implicit_contact_is_the_dense_linearized_backward_euler():
     q[:4] = np.array([0.99, 0.05, 0.1, 0.02]) / np.linalg.norm([0.99, 0.05, 0.1, 0.02])
     q[4:7], q[7], q[8:12], q[12:15] = [0, 0, 0.098], 0.3, [1, 0, 0, 0], [0.35, 0.05, 0.02]
     q[15:19], q[19:22] = [np.cos(0.05), 0, np.sin(0.05), 0], [1.0, 0.3, -0.1 + 0.029]   # bx on its face
-    qd = rng.normal(0, 0.3, m.nv)
+    # three on the floor, sb on sc, bx's 4
+    assert implicit_against_dense(m, q, rng.normal(0, 0.3, m.nv), rng) == 4 + 4
+
+
+def test_implicit_contact_blocks_deep_in_a_tree():
+    """The same against the dense solve where the blocks sit deep in one tree, as a humanoid's
+    feet do: a 4-point box block (6 rows) and a lone sphere (3 rows) at the ends of two hinged
+    legs under a free base, their paths sharing the base (n = 6) and a hip (n = 1); a 6-row
+    block between two bodies of the same tree (box on box)."""
+    rng = np.random.default_rng(2)
+    m = sf.Model("legs")
+    m.add_body("base", joint=sf.Free(), mass=2.0, inertia=np.diag([0.05, 0.04, 0.03]))
+    m.add_body("hip", "base", joint=sf.Revolute(axis=(1, 0, 0)), translation=(0, 0, -0.1),
+               mass=0.6, inertia=np.diag([0.01, 0.01, 0.01]))
+    m.add_body("shin", "hip", joint=sf.Revolute(axis=(0, 1, 0)), translation=(0.1, 0, -0.2),
+               mass=0.4, com=(0, 0, -0.1), inertia=np.diag([0.01, 0.02, 0.01]))
+    m.add_body("foot", "shin", joint=sf.Revolute(axis=(0, 1, 0)), translation=(0, 0, -0.2),
+               mass=0.3, inertia=np.diag([0.002, 0.003, 0.002]))
+    m.add_body("leg2", "hip", joint=sf.Revolute(axis=(0, 1, 0)), translation=(-0.1, 0, -0.2),
+               mass=0.4, com=(0, 0, -0.1), inertia=np.diag([0.01, 0.02, 0.01]))
+    m.add_contact_geom("sole", "foot", "box", half_extents=(0.06, 0.04, 0.02), friction=0.6)
+    m.add_contact_sphere("toe", "leg2", center=(0, 0, -0.19), radius=0.03, exponent=1.0)
+    m.add_contact_geom("crate", "foot", "box", half_extents=(0.02, 0.02, 0.02),
+                       center=(0.0, 0.0, 0.05))
+    m.add_contact_geom("pad", "hip", "box", half_extents=(0.02, 0.02, 0.02),
+                       center=(0.1, 0.0, -0.32))             # 1 cm into the crate
+    m.add_contact_plane("floor")
+    q = m.neutral_configuration()
+    q[4:7] = [0, 0, 0.52 - 0.001]                               # sole and toe 1 mm into the floor
+    c = sf.contact_forces(m, q, np.zeros(m.nv))
+    touching = {pair: int((c.point_depth[p] > 0).sum()) for p, pair in enumerate(c.pairs)}
+    assert {k: v for k, v in touching.items() if v} == {("sole", "floor"): 4, ("toe", "floor"): 1,
+                                                        ("crate", "pad"): 4}
+    assert implicit_against_dense(m, q, rng.normal(0, 0.3, m.nv), rng) == 4 + 1 + 4
+
+
+def implicit_against_dense(m, q, qd, rng) -> int:
+    """soa_contact_implicit at (q, qd) against the dense (M + Jᵀ C J)⁻¹ (M x − h Jᵀ K J β), C, K
+    and J formed by hand; the number of touching points."""
     c = sf.contact_forces(m, q, qd)
     d, w = m.data, m.workspace()
     _core.aba(d, q, qd, np.zeros(m.nv), False)           # the articulated factors at q
@@ -369,12 +407,12 @@ def test_implicit_contact_is_the_dense_linearized_backward_euler():
             law = m.contact_law | sa.law | (m.contact_geoms[names.index(o)].law if o in names else {})
             C, K = pair_jacobians(F_, normal[p, i], J @ qd, delta, law, h)
             Js.append(J), Cs.append(C), Ks.append(K)
-    assert len(Js) == 4 + 4                               # three on the floor, sb on sc, bx's 4
     from scipy.linalg import block_diag
     J, C, K = np.vstack(Js), block_diag(*Cs), block_diag(*Ks)
     ref = np.linalg.solve(M + J.T @ C @ J, M @ x - h * J.T @ K @ J @ qd)
     np.testing.assert_allclose(y, ref, rtol=0, atol=1e-11 * np.abs(ref).max())
     assert np.abs(ref - x).max() > 0.1 * np.abs(x).max()  # the correction is not small
+    return len(Js)
 
 
 def light_box():

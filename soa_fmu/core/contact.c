@@ -480,6 +480,55 @@ static void body_rate(const soa_model *m, const soa_data *d, int k, const double
  * [2 nimp + b] its first row, [3 nimp + b] its point when it has one; ci_body: its bodies. */
 enum { GRP_ROWS = 1, GRP_FIRST = 2, GRP_POINT = 3 };
 
+/* Y = H Z (n x r) and W = D^-1 Y of an end at a body of n dofs (Z: 6 x r, row-major), its rows
+ * of N += W (N: row stride nr), and Z <- tau-bar(k) Z = Z - G Y (seed 000 eq. 3.2, A.1) where
+ * the body has a parent.  r is 3 or 6, passed as a constant at the call (block_inertia_inverse)
+ * so that the loops are unrolled. */
+static inline void end_step(const double *H, const double *Dinv, const double *G, int n, int r,
+                            int carry, double *z, double *y, double *W, double *N, int nr)
+{
+    for (int e = 0; e < n; e++) {                  /* (a row at a time, in registers: acc) */
+        double acc[6];
+        for (int c = 0; c < r; c++) acc[c] = H[6 * e] * z[c];
+        for (int i = 1; i < 6; i++)
+            for (int c = 0; c < r; c++) acc[c] += H[6 * e + i] * z[r * i + c];
+        for (int c = 0; c < r; c++) y[r * e + c] = acc[c];
+    }
+    for (int e = 0; e < n; e++) {
+        double acc[6];
+        for (int c = 0; c < r; c++) acc[c] = Dinv[6 * e] * y[c];
+        for (int f = 1; f < n; f++)
+            for (int c = 0; c < r; c++) acc[c] += Dinv[6 * e + f] * y[r * f + c];
+        for (int c = 0; c < r; c++) {
+            W[r * e + c] = acc[c];
+            N[nr * e + c] += acc[c];
+        }
+    }
+    for (int e = 0; e < n && carry; e++)
+        for (int i = 0; i < 6; i++) {
+            const double g = G[6 * i + e];
+            for (int c = 0; c < r; c++) z[r * i + c] -= g * y[r * e + c];
+        }
+}
+
+/* L(os.., ot..) += Y_s* W_t (rs x rt; Y_s n x rs, W_t n x rt), and its transpose at (ot, os)
+ * when the two ends differ.  rs, rt constants at the call, as in end_step. */
+static inline void add_product(double *L, int nr, int os, int ot, int n, int rs, int rt,
+                               const double *ys, const double *W, int both)
+{
+    double P[36];
+    for (int a = 0; a < rs; a++)
+        for (int c = 0; c < rt; c++) P[rt * a + c] = ys[a] * W[c];
+    for (int e = 1; e < n; e++)                            /* (rows: contiguous in c) */
+        for (int a = 0; a < rs; a++)
+            for (int c = 0; c < rt; c++) P[rt * a + c] += ys[rs * e + a] * W[rt * e + c];
+    for (int a = 0; a < rs; a++)
+        for (int c = 0; c < rt; c++) {
+            L[nr * (os + a) + ot + c] += P[rt * a + c];
+            if (both) L[nr * (ot + c) + os + a] += P[rt * a + c];
+        }
+}
+
 /* Lambda_g^-1 = J M^-1 J* of the blocks (J: their rows E* J_g, world axes) into L (nr x nr,
  * row-major), by the factorization of seed 000 eq. 3.10:
  *
@@ -493,16 +542,16 @@ enum { GRP_ROWS = 1, GRP_FIRST = 2, GRP_POINT = 3 };
  * the bodies on the blocks' paths only, 6 x r columns per body end, an r x r' product per two ends
  * at each body their paths share.  Also N = D^-1 H psi E (nv x nr, row-major): the innovations
  * nu = N g of the bias-free filter for the blocks' forces g (seed 000 A.6), kept for the
- * correction.  Scratch after L: Z, Y (6 x 6 each per body end), then N; the bodies the ends have
- * got to, and which ends they are, in ci_piv (before the LU). */
-static void block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int nr, double *L)
+ * correction (its rows written on the paths only: zero elsewhere).  Scratch after L: Z, Y (6 x 6
+ * each per body end), then N; the bodies the ends have got to, and which ends they are, in ci_piv
+ * (before the LU).  Returns the number of bodies on the paths, listed in ci_path. */
+static int block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int nr, double *L)
 {
     SOA_SIZES(m);
     const int *grp = d->ci_grp, nend = 2 * nblk;
     double *Z = L + nr * nr, *Y = Z + 36 * nend, *N = Y + 36 * nend;
-    int *at = d->ci_piv, *sid = d->ci_piv + nend, np = 0, k = -1;
+    int *at = d->ci_piv, *sid = d->ci_piv + nend, np = 0, npath = 0, k = -1;
     for (int i = 0; i < nr * nr; i++) L[i] = 0.0;
-    for (int i = 0; i < nr * m->nv; i++) N[i] = 0.0;
     for (int s = 0; s < nend; s++) {                      /* the ends on bodies (np of them) */
         if (d->ci_body[s] < 0) continue;
         const int b = s / 2, r = grp[nimp * GRP_ROWS + b];
@@ -530,47 +579,31 @@ static void block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int
         const int n = m->nvj[k], p = m->parent[k];
         const double *H = d->Sw + 6 * m->v0[k], *G = d->G + 36 * k, *Dinv = d->Dinv + 36 * k;
         int next = -1;
+        d->ci_path[npath++] = k;
+        for (int i = nr * m->v0[k]; i < nr * (m->v0[k] + n); i++) N[i] = 0.0;  /* N(k) */
         for (int t = 0; t < np && n > 0; t++) {            /* Y = H Z; L += Y_s* D^-1 Y_t, s <= t */
             if (at[t] != k) continue;
             const int bt = sid[t] / 2, rt = grp[nimp * GRP_ROWS + bt], ot = grp[nimp * GRP_FIRST + bt];
             double *z = Z + 36 * t, *yt = Y + 36 * t, W[36];
-            for (int e = 0; e < n; e++)
-                for (int c = 0; c < rt; c++) {
-                    double y = 0.0;
-                    for (int i = 0; i < 6; i++) y += H[6 * e + i] * z[rt * i + c];
-                    yt[rt * e + c] = y;
-                }
-            if (n == 1)                                    /* (the common case, written out) */
-                for (int c = 0; c < rt; c++) W[c] = Dinv[0] * yt[c];
+            double *Nk = N + nr * m->v0[k] + ot;           /* N(k) += D^-1 Y_t */
+            if (rt == 3)
+                end_step(H, Dinv, G, n, 3, p >= 0, z, yt, W, Nk, nr);
             else
-                for (int e = 0; e < n; e++)
-                    for (int c = 0; c < rt; c++) {
-                        double w = 0.0;
-                        for (int f = 0; f < n; f++) w += Dinv[6 * e + f] * yt[rt * f + c];
-                        W[rt * e + c] = w;
-                    }
-            for (int e = 0; e < n; e++) {                  /* N(k) += D^-1 Y_t */
-                double *Nr = N + nr * (m->v0[k] + e) + ot;
-                for (int c = 0; c < rt; c++) Nr[c] += W[rt * e + c];
-            }
+                end_step(H, Dinv, G, n, 6, p >= 0, z, yt, W, Nk, nr);
             for (int s = 0; s <= t; s++) {
                 if (at[s] != k) continue;
                 const int bs = sid[s] / 2, rs = grp[nimp * GRP_ROWS + bs];
                 const int os = grp[nimp * GRP_FIRST + bs];
                 const double *ys = Y + 36 * s;
-                for (int a = 0; a < rs; a++)
-                    for (int c = 0; c < rt; c++) {
-                        double A = ys[a] * W[c];
-                        for (int e = 1; e < n; e++) A += ys[rs * e + a] * W[rt * e + c];
-                        L[nr * (os + a) + ot + c] += A;
-                        if (s != t) L[nr * (ot + c) + os + a] += A;
-                    }
+                if (rs == 3 && rt == 3)
+                    add_product(L, nr, os, ot, n, 3, 3, ys, W, s != t);
+                else if (rs == 3)
+                    add_product(L, nr, os, ot, n, 3, 6, ys, W, s != t);
+                else if (rt == 3)
+                    add_product(L, nr, os, ot, n, 6, 3, ys, W, s != t);
+                else
+                    add_product(L, nr, os, ot, n, 6, 6, ys, W, s != t);
             }
-            for (int e = 0; e < n && p >= 0; e++)          /* Z <- tau-bar(k) Z */
-                for (int i = 0; i < 6; i++) {
-                    const double g = G[6 * i + e];
-                    for (int c = 0; c < rt; c++) z[rt * i + c] -= g * yt[rt * e + c];
-                }
         }
         for (int t = 0; t < np; t++) {                     /* on to the parent */
             if (at[t] == k) at[t] = p;
@@ -578,8 +611,27 @@ static void block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int
         }
         k = next;
     }
+    return npath;
 }
 
+
+/* Block b's rows (first o, r of them; r constant at the call) of y = C w and A = I + C Lambda^-1
+ * (file comment; L: Lambda^-1, nr x nr). */
+static inline void block_rows(const double *C, const double *L, const double *w, int nr, int o,
+                              int r, double *A, double *y)
+{
+    for (int a = 0; a < r; a++) {
+        double v = 0.0, *Aa = A + nr * (o + a);
+        for (int t = 0; t < r; t++) v += C[r * a + t] * w[t];
+        y[o + a] = v;
+        for (int j = 0; j < nr; j++) {
+            double cl = 0.0;
+            for (int t = 0; t < r; t++) cl += C[r * a + t] * L[nr * (o + t) + j];
+            Aa[j] = cl;
+        }
+        Aa[o + a] += 1.0;
+    }
+}
 
 void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
                           const double *s, int secant, double *qdd)
@@ -659,7 +711,7 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
         }
     }
     const double *L = d->ci_L;
-    block_inertia_inverse(m, d, nblk, nr, d->ci_L);
+    const int npath = block_inertia_inverse(m, d, nblk, nr, d->ci_L);
     for (int b = 0; b < nblk; b++) {                    /* w = J qdd + Lambda^-1 u; A = I + C Lambda^-1 */
         const int rb = grp[nimp * GRP_ROWS + b], o = grp[nimp * GRP_FIRST + b];
         const double *C = d->ci_C + 36 * b;
@@ -675,24 +727,22 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
         }
         for (int t = 0; t < rb; t++)
             for (int j = 0; j < nr; j++) w[t] += L[nr * (o + t) + j] * d->ci_u[j];
-        for (int a = 0; a < rb; a++) {
-            double y = 0.0;
-            for (int t = 0; t < rb; t++) y += C[rb * a + t] * w[t];
-            d->ci_y[o + a] = y;
-            for (int j = 0; j < nr; j++) {
-                double cl = 0.0;
-                for (int t = 0; t < rb; t++) cl += C[rb * a + t] * L[nr * (o + t) + j];
-                d->ci_A[nr * (o + a) + j] = (o + a == j) + cl;
-            }
-        }
+        if (rb == 3)
+            block_rows(C, L, w, nr, o, 3, d->ci_A, d->ci_y);
+        else
+            block_rows(C, L, w, nr, o, 6, d->ci_A, d->ci_y);
     }
     lu_solve(d->ci_A, nr, d->ci_piv, d->ci_y);          /* z */
     for (int j = 0; j < nr; j++) d->ci_y[j] = d->ci_u[j] - d->ci_y[j];   /* g = u - z */
     const double *N = L + nr * nr + 144 * nblk;         /* nu = N g: the filter's, for J* g */
-    for (int i = 0; i < nv; i++) {
-        double sum = 0.0;
-        for (int j = 0; j < nr; j++) sum += N[nr * i + j] * d->ci_y[j];
-        d->nu[i] = sum;
+    for (int i = 0; i < nv; i++) d->nu[i] = 0.0;
+    for (int q = 0; q < npath; q++) {                   /* (N is zero off the blocks' paths) */
+        const int k = d->ci_path[q];
+        for (int i = m->v0[k]; i < m->v0[k] + m->nvj[k]; i++) {
+            double sum = 0.0;
+            for (int j = 0; j < nr; j++) sum += N[nr * i + j] * d->ci_y[j];
+            d->nu[i] = sum;
+        }
     }
     soa_innovations_smoother(m, d, zero6, 0, d->ci_dqdd, 1);   /* M^-1 J* g */
     for (int i = 0; i < nv; i++) qdd[i] += d->ci_dqdd[i];

@@ -436,6 +436,7 @@ typedef struct {
     X(ci_body,  1, 2 * nimp, 0, 0) /* the bodies of each block (-1: world; contact.c) */        \
     X(ci_grp,   1, 4 * nimp, 0, 0) /* the blocks: of each point, rows, first row, lone point */ \
     X(ci_piv,   1, 4 * nimp, 0, 0) /* pivots of the LU factors (before: the points' lists) */ \
+    X(ci_path,  1, nb, 0, 0)   /* the bodies on the blocks' paths to the base (deepest first) */ \
     /* ---- kinematics.c: the fold (model.c) ---- */                                           \
     X(fold_set, 1, 1, 0, 0)   /* 1: the folded bodies' constant R, l, Rj, tj are written */
 

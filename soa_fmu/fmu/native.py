@@ -433,8 +433,48 @@ def _compile(tc: Toolchain, src: Path, name: str, out: Path, fmi: int) -> list[s
 
 def _link(tc: Toolchain, objects: list[Path], out: Path) -> list[str]:
     # (the same -O2 as the objects: zig links the compiler_rt it built once for that mode)
-    extra = ("-Wl,-z,defs",) if tc.platform.suffix == ".so" else ()
+    # (a Mach-O image records its install name: the file's own name, not the temporary folder)
+    extra = {".so": ("-Wl,-z,defs",),
+             ".dylib": (f"-Wl,-install_name,@rpath/{out.name}",)}.get(tc.platform.suffix, ())
     return [*tc.link, "-O2", "-g0", "-shared", *extra, *map(str, objects), "-o", str(out), "-lm"]
+
+
+def stamp_pe(image: bytes) -> bytes:
+    """A Windows DLL with its link stamps made a function of its contents (what lld's /Brepro does,
+    which zig's linker does not take): the COFF header's TimeDateStamp, each debug directory
+    entry's TimeDateStamp and the CodeView (RSDS) record's GUID are set from a SHA-256 of the image
+    with those fields zeroed, so two builds of the same sources are the same file (PE/COFF
+    specification: COFF file header, optional header data directory 6, IMAGE_DEBUG_DIRECTORY)."""
+    import hashlib
+    import struct
+    b = bytearray(image)
+    pe = struct.unpack_from("<I", b, 0x3C)[0]
+    nsec, opt_size = struct.unpack_from("<H", b, pe + 6)[0], struct.unpack_from("<H", b, pe + 20)[0]
+    opt = pe + 24
+    dirs = opt + (112 if struct.unpack_from("<H", b, opt)[0] == 0x20B else 96)   # PE32+ / PE32
+    debug_rva, debug_size = struct.unpack_from("<II", b, dirs + 6 * 8)
+    sections = [struct.unpack_from("<IIII", b, opt + opt_size + 40 * k + 8) for k in range(nsec)]
+
+    def offset(rva: int) -> int | None:
+        for vsize, vaddr, rawsize, rawptr in sections:
+            if vaddr <= rva < vaddr + max(vsize, rawsize):
+                return rawptr + rva - vaddr
+        return None
+
+    fields = [(pe + 8, 4)]                                  # COFF TimeDateStamp
+    start = offset(debug_rva) if debug_size else None
+    for k in range(debug_size // 28 if start is not None else 0):
+        entry = start + 28 * k
+        fields.append((entry + 4, 4))                       # the entry's TimeDateStamp
+        kind, size, _, ptr = struct.unpack_from("<IIII", b, entry + 12)
+        if kind == 2 and size >= 24 and b[ptr:ptr + 4] == b"RSDS":
+            fields.append((ptr + 4, 16))                    # CodeView GUID
+    for at, n in fields:
+        b[at:at + n] = bytes(n)
+    digest = hashlib.sha256(b).digest()
+    for at, n in fields:
+        b[at:at + n] = digest[:n]
+    return bytes(b)
 
 
 def universal_macho(slices: list[bytes]) -> bytes:
@@ -516,7 +556,9 @@ def compile_with(sources: dict[str, bytes], identifier: str, fmi: int,
                   for tc in chains], env, max(2, os.cpu_count() or 1), "linking")
         built: dict[str, list[bytes]] = {}
         for tc in chains:
-            built.setdefault(tc.platform.folder(fmi), []).append(outs[tc.platform.name].read_bytes())
+            image = outs[tc.platform.name].read_bytes()
+            built.setdefault(tc.platform.folder(fmi), []).append(
+                stamp_pe(image) if tc.platform.suffix == ".dll" else image)
     suffix = {p.folder(fmi): p.suffix for p in platforms}
     return {f"binaries/{f}/{identifier}{suffix[f]}": libs[0] if len(libs) == 1 else
             universal_macho(libs) for f, libs in built.items()}
