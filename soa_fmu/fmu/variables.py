@@ -198,6 +198,13 @@ def coordinate_labels(model: Model):
     return pos, vel
 
 
+def describe_coordinate(labels, i: int) -> str:
+    """The description of coordinate i of ``labels`` (one list of coordinate_labels):
+    "<what> of joint '<name>' (<type>)"."""
+    joint, jtype, what, _ = labels[i]
+    return f"{what} of joint '{joint}' ({jtype})"
+
+
 def exposed_frames(model: Model) -> list[str]:
     """Frames with external-force inputs and pose outputs: every named frame, then every leaf
     body (a body without children) that can move (a moving joint between it and world), in model
@@ -411,12 +418,10 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
     cnames = {c.name: structured_name(c.name, "constraint") for c in model.constraints}
 
     def qdesc(i):
-        j, t, what, _ = pos[i]
-        return f"{what} of joint '{j}' ({t})"
+        return describe_coordinate(pos, i)
 
     def vdesc(i):
-        j, t, what, _ = vel[i]
-        return f"{what} of joint '{j}' ({t})"
+        return describe_coordinate(vel, i)
 
     def unit(kind, k):
         return "1" if kind is None else kind[k]
@@ -754,13 +759,11 @@ def build_controller_table(model: Model, states: bool = False) -> ControllerTabl
     nv = model.nv
     q0 = model.initial_q if model.initial_q is not None else model.neutral_configuration()
 
-    def vdesc(i):
-        j, t, what, _ = vel[i]
-        return f"{what} of joint '{j}' ({t})"
-
     def qdesc(i):
-        j, t, what, _ = pos[i]
-        return f"{what} of joint '{j}' ({t})"
+        return describe_coordinate(pos, i)
+
+    def vdesc(i):
+        return describe_coordinate(vel, i)
 
     def unit(i, k):
         return vel[i][3][k]
