@@ -96,6 +96,22 @@ def test_world_anchor_external_force_and_prescribed_velocity():
     assert rel(general.forces[name], res.forces[name]) <= 1e-9
 
 
+def every_method_agrees(model, q0, qd, tau):
+    """RCCFD1 and the general form (4.9) against the dense KKT solve (1e-9), RCCFD2 and RCCFD3
+    against RCCFD1 (1e-10), Baumgarte gains (5, 5); returns RCCFD1's and (4.9)'s results and the
+    KKT forces."""
+    rec = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0))
+    gen = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method="general")
+    qdd_ref, lam_ref = kkt(model, q0, qd, tau, (5.0, 5.0))
+    assert rel(rec.qdd, qdd_ref) <= 1e-9 and rel(gen.qdd, rec.qdd) <= 1e-9
+    for method in ("rccfd2", "rccfd3"):                 # seed 003's other two
+        res = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method=method)
+        assert rel(res.qdd, rec.qdd) <= 1e-10 and rel(stacked_forces(model, res),
+                                                       stacked_forces(model, rec)) <= 1e-10
+    assert rel(stacked_forces(model, rec), lam_ref) <= 1e-9
+    return rec, gen, lam_ref
+
+
 def test_two_arms_holding_a_box_recursive_equals_general_form():
     """Seed 003 Part II: the box is the secondary system — the general algorithm (4.9) treats it by
     its own Newton–Euler equation at C, RCCFD1 as a free branch of the tree (Υ = M(C)⁻¹)."""
@@ -105,15 +121,7 @@ def test_two_arms_holding_a_box_recursive_equals_general_form():
     qd = project_velocities(model, q0, qd)
     tau = rng.normal(scale=5.0, size=model.nv)
     tau[-6:] = 0.0
-    rec = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0))
-    gen = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method="general")
-    qdd_ref, lam_ref = kkt(model, q0, qd, tau, (5.0, 5.0))
-    assert rel(rec.qdd, qdd_ref) <= 1e-9 and rel(gen.qdd, rec.qdd) <= 1e-9
-    for method in ("rccfd2", "rccfd3"):                 # seed 003's other two, flexible links in
-        res = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method=method)
-        assert rel(res.qdd, rec.qdd) <= 1e-10 and rel(stacked_forces(model, res),
-                                                       stacked_forces(model, rec)) <= 1e-10
-    assert rel(stacked_forces(model, rec), lam_ref) <= 1e-9
+    rec, gen, lam_ref = every_method_agrees(model, q0, qd, tau)
     assert rel(stacked_forces(model, gen), lam_ref) <= 1e-9
     assert rec.lambda_matrix.shape == (12, 12)
     # the constraints hold at acceleration level: G β̇ + γ = 0
@@ -463,15 +471,7 @@ def test_flexible_arms_holding_a_box():
     assert np.abs(G @ qd).max() <= 1e-12
     tau = rng.normal(scale=5.0, size=model.nv)
     tau[-6:] = 0.0
-    rec = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0))
-    gen = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method="general")
-    qdd_ref, lam_ref = kkt(model, q0, qd, tau, (5.0, 5.0))
-    assert rel(rec.qdd, qdd_ref) <= 1e-9 and rel(gen.qdd, rec.qdd) <= 1e-9
-    for method in ("rccfd2", "rccfd3"):                 # seed 003's other two, flexible links in
-        res = constrained_forward_dynamics(model, q0, qd, tau, stabilization=(5.0, 5.0), method=method)
-        assert rel(res.qdd, rec.qdd) <= 1e-10 and rel(stacked_forces(model, res),
-                                                       stacked_forces(model, rec)) <= 1e-10
-    assert rel(stacked_forces(model, rec), lam_ref) <= 1e-9
+    rec, _, _ = every_method_agrees(model, q0, qd, tau)
     gamma = constraint_bias(model, q0, qd)
     assert np.abs(G @ rec.qdd + gamma).max() <= 1e-9 * np.abs(gamma).max() + 1e-9
     sim = sf.Simulator(model, q0, qd)

@@ -12,7 +12,9 @@ import soa_fmu as sf
 from soa_fmu.integrators import integrate_configuration
 from soa_fmu.linearization import (configuration_difference, forward_dynamics_derivatives,
                                    inverse_dynamics_derivatives, linearize)
+from soa_fmu.verify import differences
 from soa_fmu.verify.builders import random_flexible_tree
+from soa_fmu.verify.differences import plus
 
 EX = "model_descriptions/examples/"
 MODELS = {
@@ -30,26 +32,14 @@ def case(request):
     return model, q, rng.normal(scale=0.5, size=model.nv), rng.normal(size=model.nv)
 
 
+def jacobians(model, f, q, qd):
+    """verify.differences.jacobians with a β step of 0.1 (exact for the quadratic ID, and away from
+    the rounding that the modal stiffness forces carry) and a θ step of 1e-5."""
+    return differences.jacobians(model, f, q, qd, h=1e-5, hv=0.1)
+
+
 def rel(a, b):
     return np.abs(a - b).max() / np.abs(b).max()
-
-
-def plus(model, q, d):
-    return integrate_configuration(model, q, np.asarray(d, dtype=float))
-
-
-def jacobians(model, f, q, qd, h=1e-5, hv=0.1):
-    """Central differences of f(θ, β) along the velocity directions of θ (step h) and along β (step
-    hv: exact for the quadratic ID, and away from the rounding that the modal stiffness forces
-    carry)."""
-    nv = model.nv
-    cols = [[], []]
-    for i in range(nv):
-        e = np.zeros(nv)
-        e[i] = 1.0
-        cols[0].append((f(plus(model, q, h * e), qd) - f(plus(model, q, -h * e), qd)) / (2 * h))
-        cols[1].append((f(q, qd + hv * e) - f(q, qd - hv * e)) / (2 * hv))
-    return np.column_stack(cols[0]), np.column_stack(cols[1])
 
 
 def test_mass_matrix_inverse_in_factored_form(case):
@@ -132,19 +122,8 @@ def test_state_space_model_matches_the_flow(case):
     """A, B against central differences of x ↦ ẋ in tangent coordinates x = (δ, β), θ = θ₀ ⊕ δ
     (the modal coordinates are plain vector coordinates of θ), at a moving operating point."""
     model, q, qd, tau = case
-    nv = model.nv
     A, B = linearize(model, q, qd, tau)
-
-    def xdot(x, u):
-        qq = plus(model, q, x[:nv])
-        delta = lambda t: configuration_difference(model, q, plus(model, qq, t * x[nv:]))  # noqa: E731
-        h = 1e-3
-        ddelta = (8 * (delta(h) - delta(-h)) - (delta(2 * h) - delta(-2 * h))) / (12 * h)
-        return np.r_[ddelta, sf.forward_dynamics(model, qq, x[nv:], u)]
-
-    x0, h = np.r_[np.zeros(nv), qd], 1e-5
-    Af = np.column_stack([(xdot(x0 + h * e, tau) - xdot(x0 - h * e, tau)) / (2 * h) for e in np.eye(2 * nv)])
-    Bf = np.column_stack([(xdot(x0, tau + h * e) - xdot(x0, tau - h * e)) / (2 * h) for e in np.eye(nv)])
+    Af, Bf = differences.state_space(model, q, qd, tau)
     assert np.abs(A - Af).max() < 1e-5 * np.abs(Af).max()
     assert np.abs(B - Bf).max() < 1e-6 * np.abs(Bf).max()
 

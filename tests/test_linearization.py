@@ -11,11 +11,12 @@ import pytest
 import scipy.linalg
 
 import soa_fmu as sf
-from soa_fmu.integrators import integrate_configuration
 from soa_fmu.linearization import (configuration_difference, forward_dynamics_derivatives,
                                    inverse_dynamics_derivatives, linearize)
 from soa_fmu.sensitivities import coriolis_matrix, mass_matrix_derivative
+from soa_fmu.verify import differences
 from soa_fmu.verify.builders import random_state, random_tree, serial_chain
+from soa_fmu.verify.differences import jacobians, plus
 
 MIXED = ("revolute", "prismatic", "spherical", "planar", "helical", "cylindrical", "fixed")
 MODELS = {
@@ -33,25 +34,8 @@ def case(request):
     return model, q, qd, rng.normal(size=model.nv), rng.normal(size=model.nv)
 
 
-def plus(model, q, d):
-    return integrate_configuration(model, q, np.asarray(d, dtype=float))
-
-
 def rel(a, b):
     return np.abs(a - b).max() / np.abs(b).max()
-
-
-def jacobians(model, f, q, qd, h=1e-6):
-    """Central differences of f(θ, β) along the velocity directions of θ and along β."""
-    nv = model.nv
-    dq = np.empty((len(f(q, qd)), nv))
-    dv = np.empty_like(dq)
-    for i in range(nv):
-        e = np.zeros(nv)
-        e[i] = h
-        dq[:, i] = (f(plus(model, q, e), qd) - f(plus(model, q, -e), qd)) / (2 * h)
-        dv[:, i] = (f(q, qd + e) - f(q, qd - e)) / (2 * h)
-    return dq, dv
 
 
 @pytest.mark.parametrize("with_fext", [False, True])
@@ -116,17 +100,7 @@ def test_state_space_model_matches_the_flow(case):
     nv = model.nv
     A, B = linearize(model, q, qd, tau)
     assert A.shape == (2 * nv, 2 * nv) and B.shape == (2 * nv, nv)
-
-    def xdot(x, u):
-        qq = plus(model, q, x[:nv])
-        delta = lambda t: configuration_difference(model, q, plus(model, qq, t * x[nv:]))  # noqa: E731
-        h = 1e-3                                     # δ̇ by the 5-point stencil along θ ⊕ tβ
-        ddelta = (8 * (delta(h) - delta(-h)) - (delta(2 * h) - delta(-2 * h))) / (12 * h)
-        return np.r_[ddelta, sf.forward_dynamics(model, qq, x[nv:], u)]
-
-    x0, h = np.r_[np.zeros(nv), qd], 1e-5
-    Af = np.column_stack([(xdot(x0 + h * e, tau) - xdot(x0 - h * e, tau)) / (2 * h) for e in np.eye(2 * nv)])
-    Bf = np.column_stack([(xdot(x0, tau + h * e) - xdot(x0, tau - h * e)) / (2 * h) for e in np.eye(nv)])
+    Af, Bf = differences.state_space(model, q, qd, tau)
     assert np.abs(A - Af).max() < 1e-5 * np.abs(Af).max()
     assert np.abs(B - Bf).max() < 1e-6 * np.abs(Bf).max()
 
