@@ -41,7 +41,6 @@ Bad input exits with status 1 and one line on stderr.
 """
 from __future__ import annotations
 
-import argparse
 import hashlib
 import inspect
 import json
@@ -571,14 +570,9 @@ def _check_bundle(members, cfg, floating_base) -> None:
 
 
 # ---------------------------------------------------------------- command line
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):            # one line, not usage + message
-        print(f"soa-build-fmu: error: {message} (see --help)", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def main(argv=None) -> int:
-    parser = _Parser(
+    from soa_fmu.io.checks import OneLineParser
+    parser = OneLineParser(
         prog="soa-build-fmu", description="Build an FMU (FMI 2.0 or 3.0, Co-Simulation and/or "
         "Model Exchange) from a .urdf, .toml or MJCF (.xml) model file.")
     parser.add_argument("model", help="model file (.urdf, .toml, or MJCF .xml / .mjb)")

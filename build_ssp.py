@@ -38,6 +38,7 @@ from pathlib import Path
 
 import build_fmu
 from build_fmu import ZIP_DATE, BuildError
+from soa_fmu.io.checks import OneLineParser
 
 DEFAULT_KP, DEFAULT_KD = 400.0, 40.0      # 1/s2, 1/s: e'' + Kd e' + Kp e = 0 critically damped
 PHYSICAL = ("inertial", "damping", "friction", "armature")
@@ -159,12 +160,6 @@ def build(model_path, output="System.ssp", *, stop_time: float = 4.0, step: floa
 
 
 # ---------------------------------------------------------------- command line
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):            # one line, not usage + message
-        print(f"soa-build-ssp: error: {message} (see --help)", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def _floats(text: str) -> list[float]:
     try:
         return [float(x) for x in text.split(",")]
@@ -174,7 +169,7 @@ def _floats(text: str) -> list[float]:
 
 
 def main(argv=None) -> int:
-    parser = _Parser(prog="soa-build-ssp", description="Build an SSP 1.0 system archive: the "
+    parser = OneLineParser(prog="soa-build-ssp", description="Build an SSP 1.0 system archive: the "
                      "model (plant) under its computed-torque controller, tracking a quintic move.")
     parser.add_argument("model", help="model file (.urdf, .toml, or MJCF .xml / .mjb)")
     parser.add_argument("-o", "--output", default="System.ssp", help="SSP file to write")

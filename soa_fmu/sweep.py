@@ -20,7 +20,6 @@ code changes; xarray is the labelled container its users analyse results in (Net
 """
 from __future__ import annotations
 
-import argparse
 import atexit
 import fnmatch
 import logging
@@ -659,15 +658,10 @@ def save(ds, out) -> Path:
 
 
 # ---------------------------------------------------------------- command line
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):            # one line, not usage + message
-        print(f"soa-sweep: error: {message} (see --help)", file=sys.stderr)
-        raise SystemExit(2)
-
-
 def main(argv=None) -> int:
     """``soa-sweep``: a sweep or Monte Carlo of an FMU on Dask, results to NetCDF or Zarr."""
-    ap = _Parser(prog="soa-sweep", description="Run an FMU over a samples table or random "
+    from .io.checks import OneLineParser
+    ap = OneLineParser(prog="soa-sweep", description="Run an FMU over a samples table or random "
                  "variations on a Dask cluster; write the results as NetCDF (.nc) or Zarr (.zarr).",
                  epilog="Exit status: 0 when the results are written (a warning line on stderr "
                  "says how many runs failed, if any), 1 when every run failed (the results are "

@@ -7,9 +7,11 @@ ordering of bodies.
 """
 from __future__ import annotations
 
+import argparse
 import heapq
 import math
 import os
+import sys
 import warnings
 from typing import Callable, Iterable, TypeVar
 
@@ -25,6 +27,20 @@ T = TypeVar("T")
 LENIENT_NOTE = " (accepted with strict=False: not the inertia of a rigid body)"   # ends such warnings
 LENIENT_HINT = ("; if these are the file's published values, strict=False accepts inertias that "
                 "fail only the physical checks, with a warning each")
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """An argparse parser whose usage errors are one line, ``<prog>: error: <message> (see
+    --help)``, exiting with ``usage_status`` (2 as argparse does; soa-view uses 1) — the command
+    lines' shared form of a bad option."""
+
+    def __init__(self, *args, usage_status: int = 2, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.usage_status = usage_status
+
+    def error(self, message):
+        print(f"{self.prog}: error: {message} (see --help)", file=sys.stderr)
+        raise SystemExit(self.usage_status)
 
 
 def for_cli(message: str) -> str:

@@ -7,13 +7,12 @@ the options it is loaded with; :mod:`soa_fmu.view.bundle`).  RESULT: see
 """
 from __future__ import annotations
 
-import argparse
 import sys
 import warnings
 from pathlib import Path
 
 from .bundle import opened_model
-from ..io.checks import for_cli
+from ..io.checks import OneLineParser, for_cli
 
 
 def view_sample(fmu, result, sample: int, out=None) -> Path:
@@ -25,15 +24,9 @@ def view_sample(fmu, result, sample: int, out=None) -> Path:
     return animate(Path(fmu), result, out, sample=sample)
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):            # one line, not usage + message
-        print(f"soa-view: error: {message} (see --help)", file=sys.stderr)
-        raise SystemExit(1)
-
-
 def main(argv=None) -> int:
     """``soa-view``: write the animation; 0 on success, 1 with one line on stderr otherwise."""
-    ap = _Parser(prog="soa-view", description="Animate a result (CSV from any FMI host, .npz of "
+    ap = OneLineParser(prog="soa-view", usage_status=1, description="Animate a result (CSV from any FMI host, .npz of "
                  "(t, q), or one sample of a soa-sweep .nc/.zarr) in one offline HTML file.")
     ap.add_argument("model", help="model file (.urdf, .toml, …) or an FMU built by soa-build-fmu")
     ap.add_argument("result", help="result: .csv, .npz, or a soa-sweep .nc/.zarr with --sample")
