@@ -144,13 +144,13 @@ def test_every_wrapper_file_has_a_layer():
     files = {p.name for p in NATIVE.glob("*.c")} | {"instance.h"}
     placed = set(layer_of())
     assert files - placed == set(), f"place these in LAYERS: {sorted(files - placed)}"
-    assert placed - files == set(), f"LAYERS names files that do not exist: {sorted(placed - files)}"
+    assert placed - files == set(), f"LAYERS names missing files: {sorted(placed - files)}"
 
 
 def test_the_wrapper_files_call_only_downward():
     bad = upward_calls()
-    assert not bad, "calls that go up or sideways (move the function to the file of its concern):\n" \
-        + "\n".join(bad)
+    assert not bad, ("calls that go up or sideways (move the function to the file of its "
+                     "concern):\n" + "\n".join(bad))
 
 
 def test_the_reader_sees_the_calls():
