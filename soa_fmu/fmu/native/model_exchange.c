@@ -24,10 +24,17 @@
  * anchors to its time, so a U~ the master changes between steps moves the targets piecewise
  * (exactly as the Co-Simulation FMU with steps at those points).
  *
- * No event indicators.  A closure constraint switched on through its discrete input (event mode)
- * is a grasp: re-anchored at the current relative pose of its frames, beta projected so that
- * A J beta = U~ (soa_project_velocities) -- a state change -- exactly as a Co-Simulation step
- * does at its start; switched off, it is released.
+ * Event indicators (fmu_me_event_indicators): the joint stops' margins, then each contact pair's
+ * signed penetration (fmu_contact.c), so that the importer lands on every touch-down and release
+ * of a stop or a contact, where x-dot changes law.  Between them x-dot is continuous (the
+ * friction's regularization is smooth); the contact law's clamp of f_n at zero once
+ * 1 + d delta-dot < 0 bends its slope without an indicator (docs/fmu.md, "The OpenModelica
+ * route").
+ *
+ * A closure constraint switched on through its discrete input (event mode) is a grasp:
+ * re-anchored at the current relative pose of its frames, beta projected so that A J beta = U~
+ * (soa_project_velocities) -- a state change -- exactly as a Co-Simulation step does at its
+ * start; switched off, it is released.
  *
  * Directional derivatives (fmu_directional), exact, never a difference quotient:
  *   inputs (tau, f_ext, U~): beta-dot and the constraint forces are affine in them at a fixed
