@@ -111,6 +111,7 @@ soa_status soa_contact_finish(soa_model *m)
         if (a < 0 || a >= nsph || b < 0 || b >= nsph || m->sp_body[a] == m->sp_body[b])
             return bad(1 + nsph + npln + p, SOA_CT_GEOMETRY);
     }
+    m->bp_ngeom[0] = soa_pair_index(nsph, nssp, m->ss_pair, m->bp_first, m->bp_pairs, m->bp_geoms);
     return ok;
 }
 
@@ -260,7 +261,98 @@ static void one_point(soa_manifold *c, double depth, const double *x, double s, 
     }
 }
 
-void soa_contact_forces(const soa_model *m, soa_data *d)
+/* Geometry pair p (today's contact or its absence): its bounding spheres apart, the gap between
+ * them; else the narrow phase (collision.c). */
+static void geometry_pair(const soa_model *m, soa_data *d, int p)
+{
+    soa_manifold c;
+    const int a = m->ss_pair[2 * p], b = m->ss_pair[2 * p + 1];
+    const double *oa = d->sp_x + 3 * a, *ob = d->sp_x + 3 * b;
+    const double e[3] = {ob[0] - oa[0], ob[1] - oa[1], ob[2] - oa[2]};
+    const double dist = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    const double gap = dist - m->sp_bound[a] - m->sp_bound[b];
+    if (gap > 0.0) {
+        double x[3], u[3];
+        for (int i = 0; i < 3; i++) {
+            u[i] = e[i] / dist;
+            x[i] = oa[i] + (m->sp_bound[a] + 0.5 * gap) * u[i];
+        }
+        one_point(&c, -gap, x, 1.0, u);
+    } else {
+        const soa_shape sa = shape_of(m, d, a), sb = shape_of(m, d, b);
+        soa_collide(&sa, &sb, &c);
+    }
+    apply(m, d, m->nsph * m->npln + p, a, b, &c, m->sp_set[b], m->sp_law + SOA_CT_NLAW * b);
+}
+
+/* Pair p, whose boxes (bp_box) are apart: one point midway between them, depth minus the
+ * distance between the boxes (a lower bound of the pair's gap), normal along it. */
+static void boxes_apart(const soa_model *m, soa_data *d, int p)
+{
+    soa_manifold c;
+    const int a = m->ss_pair[2 * p], b = m->ss_pair[2 * p + 1];
+    const double *A = d->bp_box + 6 * a, *B = d->bp_box + 6 * b;
+    double x[3], u[3], gap2 = 0.0;
+    for (int i = 0; i < 3; i++) {
+        const double lo = fmax(A[i], B[i]), hi = fmin(A[3 + i], B[3 + i]);   /* lo > hi: a gap */
+        u[i] = lo > hi ? (B[i] > A[i] ? lo - hi : hi - lo) : 0.0;
+        x[i] = 0.5 * (lo + hi);
+        gap2 += u[i] * u[i];
+    }
+    const double gap = sqrt(gap2);
+    for (int i = 0; i < 3; i++) u[i] = gap > 0.0 ? u[i] / gap : (i == 2);
+    one_point(&c, -gap, x, 1.0, u);
+    apply(m, d, m->nsph * m->npln + p, a, b, &c, m->sp_set[b], m->sp_law + SOA_CT_NLAW * b);
+}
+
+/* The geometry pairs.  The broad phase (broadphase.c) gives the pairs whose boxes overlap, the
+ * only ones that may touch: they get geometry_pair; a pair the last evaluation tested and this one
+ * does not gets a record apart (boxes_apart); every other pair keeps its record, apart and without
+ * force, so that the work is O(pairs near) + the sweep.  `every` (soa_contact_state: the outputs
+ * and event indicators of every pair), a first evaluation in this data, the switch
+ * bp_info[SOA_BP_OFF], or a box not finite (the broad phase's status: a state gone bad, which
+ * the caller then sees in the forces): every pair gets geometry_pair, as without a broad phase.
+ * bp_near: the pairs tested, ascending (soa_contact_implicit reads their points). */
+static void geometry_pairs(const soa_model *m, soa_data *d, int every)
+{
+    const int nssp = m->nssp;
+    int *info = d->bp_info, *near = d->bp_near, *cand = d->bp_cand, ncand = -1;
+    if (!info[SOA_BP_VALID]) {                           /* (any order will do: it is sorted) */
+        for (int i = 0; i < m->bp_ngeom[0]; i++) d->bp_order[i] = m->bp_geoms[i];
+        info[SOA_BP_AXIS] = -1;
+    }
+    if (!info[SOA_BP_OFF]) {
+        for (int i = 0; i < m->bp_ngeom[0]; i++) {
+            const int s = m->bp_geoms[i];
+            const soa_shape sh = shape_of(m, d, s);
+            soa_shape_aabb(&sh, d->bp_box + 6 * s);
+        }
+        ncand = soa_sweep_prune(d->bp_box, m->bp_ngeom[0], d->bp_order, info + SOA_BP_AXIS,
+                                m->ss_pair, m->bp_first, m->bp_pairs, cand, info + SOA_BP_TESTED);
+    }
+    if (ncand < 0) {
+        for (int p = 0; p < nssp; p++) cand[p] = p;
+        ncand = nssp;
+        info[SOA_BP_TESTED] = nssp;
+    }
+    if (every || !info[SOA_BP_VALID]) {
+        for (int p = 0; p < nssp; p++) geometry_pair(m, d, p);
+    } else {
+        for (int i = 0, j = 0; i < info[SOA_BP_NNEAR]; i++) {   /* (both lists ascending) */
+            const int p = near[i];
+            while (j < ncand && cand[j] < p) j++;
+            if (j == ncand || cand[j] != p) boxes_apart(m, d, p);
+        }
+        for (int i = 0; i < ncand; i++) geometry_pair(m, d, cand[i]);
+    }
+    for (int i = 0; i < ncand; i++) near[i] = cand[i];
+    info[SOA_BP_NNEAR] = ncand;
+    info[SOA_BP_VALID] = 1;
+}
+
+/* The contact forces (soa.h); every: the records of every pair brought up to date (the broad
+ * phase's pairs apart keep their last record otherwise: geometry_pairs). */
+static void contact_forces(const soa_model *m, soa_data *d, int every)
 {
     SOA_SIZES(m);
     soa_manifold c;
@@ -275,7 +367,7 @@ void soa_contact_forces(const soa_model *m, soa_data *d)
             const double *n = m->pl_normal + 3 * j;
             const double dist = n[0] * o[0] + n[1] * o[1] + n[2] * o[2] - m->pl_offset[j];
             if (dist > m->sp_bound[s] || m->sp_shape[s] == SOA_SHAPE_SPHERE) {
-                double x[3];                 /* broad phase: its bounding sphere above the plane; */
+                double x[3];                 /* its bounding sphere above the plane; */
                 for (int i = 0; i < 3; i++) x[i] = o[i] - dist * n[i];   /* a sphere's contact */
                 one_point(&c, m->sp_bound[s] - dist, x, -1.0, n);
             } else {
@@ -285,26 +377,12 @@ void soa_contact_forces(const soa_model *m, soa_data *d)
             apply(m, d, s * npln + j, s, -1, &c, m->pl_set[j], m->pl_law + SOA_CT_NLAW * j);
         }
     }
-    for (int p = 0; p < nssp; p++) {       /* geometry pairs */
-        const int a = m->ss_pair[2 * p], b = m->ss_pair[2 * p + 1];
-        const double *oa = d->sp_x + 3 * a, *ob = d->sp_x + 3 * b;
-        const double e[3] = {ob[0] - oa[0], ob[1] - oa[1], ob[2] - oa[2]};
-        const double dist = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
-        const double gap = dist - m->sp_bound[a] - m->sp_bound[b];
-        if (gap > 0.0) {                   /* broad phase: bounding spheres apart */
-            double x[3];
-            double u[3];
-            for (int i = 0; i < 3; i++) {
-                u[i] = e[i] / dist;
-                x[i] = oa[i] + (m->sp_bound[a] + 0.5 * gap) * u[i];
-            }
-            one_point(&c, -gap, x, 1.0, u);
-        } else {
-            const soa_shape sa = shape_of(m, d, a), sb = shape_of(m, d, b);
-            soa_collide(&sa, &sb, &c);
-        }
-        apply(m, d, nsph * npln + p, a, b, &c, m->sp_set[b], m->sp_law + SOA_CT_NLAW * b);
-    }
+    if (nssp > 0) geometry_pairs(m, d, every);
+}
+
+void soa_contact_forces(const soa_model *m, soa_data *d)
+{
+    contact_forces(m, d, 0);
 }
 
 /* The geometries (a, b; b = -1: a plane) of contact point i. */
@@ -329,7 +407,7 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
         }
     }
     soa_inertial_kinematics(m, d, q, qd);
-    soa_contact_forces(m, d);
+    contact_forces(m, d, 1);
     /* ct_fext = f_ext + the contact forces in body frames, at the body origins (the input of
      * soa_aba's f_ext: the Python Simulator's step) */
     for (int i = 0; i < 6 * m->nb; i++) d->ct_fext[i] = use_fext ? d->fext[i] : 0.0;
@@ -639,8 +717,11 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
     static const double zero6[6] = {0, 0, 0, 0, 0, 0};
     SOA_SIZES(m);
     int na = 0, nblk = 0, nr = 0, *grp = d->ci_grp, *pb = d->ci_piv;
-    for (int p = 0; p < npt && na < nimp; p++) {       /* the touching points, up to nimp */
-        const double *F = d->ct_force + 3 * p;
+    const int nplp = nsph * npln, nnear = nssp ? d->bp_info[SOA_BP_NNEAR] : 0;
+    for (int t = 0; t < SOA_MANIFOLD * (nplp + nnear) && na < nimp; t++) {
+        const int q = t / SOA_MANIFOLD;                   /* the touching points, up to nimp: of */
+        const int p = q < nplp ? t : SOA_MANIFOLD * (nplp + d->bp_near[q - nplp]) + t % SOA_MANIFOLD;
+        const double *F = d->ct_force + 3 * p;            /* the plane pairs, the pairs near */
         if (!(d->ct_depth[p] > 0.0) || (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0)) continue;
         int a, b;
         point_geometries(m, p, &a, &b);
