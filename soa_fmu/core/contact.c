@@ -439,16 +439,19 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
  *
  *     (M + J* C J)^-1 = M^-1 - M^-1 J* (I + C Lambda^-1)^-1 C J M^-1,   Lambda^-1 = J M^-1 J*
  *
- * (seed 000 eq. 3.10 and A.3-A.5, seed 002 eqs. 19-20; pair_inertia_inverse: the 3 x 3 blocks
- * of the contact points only, O(sum of their depths) + O(n_c^2) per shared body).  With
+ * (seed 000 eq. 3.10 and A.3-A.5, seed 002 eqs. 19-20; block_inertia_inverse: the blocks of
+ * the contact points only, O(sum of their depths) + O(n_c^2) per shared body).  With
  * u = -h K J beta (a Rosenbrock stage: u = -h K J r + C J s, its r and s; docs/joints.md),
  *
  *     (I + C Lambda^-1) z = C (J qdd + Lambda^-1 u),   qdd <- qdd + M^-1 J* (u - z)
  *
- * a 3 n_c system (O(n_c^3)) and M^-1 J* g = [I - H psi K]* D^-1 H psi B g (seed 000 A.6, seed 002
- * eq. 18): its filter part D^-1 H psi B is the N of pair_inertia_inverse, so only the smoother
- * runs (O(N)).  The semi-implicit Euler step beta+ = beta + h qdd, theta+ = theta (+) h beta+ is
- * then linearly implicit in the contact: its stiffness and damping no longer bound the step. */
+ * a system of the blocks' rows (3 a lone point, 6 a pair of bodies touching at several points;
+ * O(rows^3)) and M^-1 J* g = [I - H psi K]* D^-1 H psi B g (seed 000 A.6, seed 002 eq. 18): its
+ * filter part D^-1 H psi B is the N of block_inertia_inverse, so only the smoother runs (O(N)).
+ * A model with one touching point (a ball on the floor) takes lone_point: the same functions on
+ * its one 3-row block, without the grouping into blocks, and a 3 x 3 Cramer solve.  The
+ * semi-implicit Euler step beta+ = beta + h qdd, theta+ = theta (+) h beta+ is then linearly
+ * implicit in the contact: its stiffness and damping no longer bound the step. */
 
 /* C = h B + h^2 K and K of pair p (row-major 3 x 3; file comment); secant: the friction's part
  * of B is its secant (mu f_n / s) P, f_t = -(mu f_n / s) v_t, without the - v_t v_t* / s^2 of the
@@ -664,8 +667,12 @@ static int block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int 
             const int bt = sid[t] / 2, rt = grp[nimp * GRP_ROWS + bt], ot = grp[nimp * GRP_FIRST + bt];
             double *z = Z + 36 * t, *yt = Y + 36 * t, W[36];
             double *Nk = N + nr * m->v0[k] + ot;           /* N(k) += D^-1 Y_t */
-            if (rt == 3)
+            if (rt == 3 && n == 6)                         /* (a free joint's body: unrolled) */
+                end_step(H, Dinv, G, 6, 3, p >= 0, z, yt, W, Nk, nr);
+            else if (rt == 3)
                 end_step(H, Dinv, G, n, 3, p >= 0, z, yt, W, Nk, nr);
+            else if (n == 6)
+                end_step(H, Dinv, G, 6, 6, p >= 0, z, yt, W, Nk, nr);
             else
                 end_step(H, Dinv, G, n, 6, p >= 0, z, yt, W, Nk, nr);
             for (int s = 0; s <= t; s++) {
@@ -673,7 +680,9 @@ static int block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int 
                 const int bs = sid[s] / 2, rs = grp[nimp * GRP_ROWS + bs];
                 const int os = grp[nimp * GRP_FIRST + bs];
                 const double *ys = Y + 36 * s;
-                if (rs == 3 && rt == 3)
+                if (rs == 3 && rt == 3 && n == 6)
+                    add_product(L, nr, os, ot, 6, 3, 3, ys, W, s != t);
+                else if (rs == 3 && rt == 3)
                     add_product(L, nr, os, ot, n, 3, 3, ys, W, s != t);
                 else if (rs == 3)
                     add_product(L, nr, os, ot, n, 3, 6, ys, W, s != t);
@@ -711,10 +720,117 @@ static inline void block_rows(const double *C, const double *L, const double *w,
     }
 }
 
+/* u_i = -h K_i J_i r + C_i J_i s of touching point i, at x on bodies ka, kb (r NULL: J_i r is the
+ * point's relative velocity kept by contact_forces; s NULL: 0; file comment). */
+static void point_rhs(const soa_model *m, const soa_data *d, int i, int ka, int kb, double h,
+                      const double *r, const double *s, double *u)
+{
+    const int p = d->ci_pair[i];
+    const double *K = d->ci_K + 9 * i, *Ci = d->ci_B + 9 * i, *x = d->ct_point + 3 * p;
+    double v[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0};
+    if (r) {
+        point_rate(m, d, ka, x, r, 1.0, v);
+        point_rate(m, d, kb, x, r, -1.0, v);
+    } else {
+        for (int t = 0; t < 3; t++) v[t] = d->ct_vrel[3 * p + t];
+    }
+    if (s) {
+        point_rate(m, d, ka, x, s, 1.0, w);
+        point_rate(m, d, kb, x, s, -1.0, w);
+    }
+    for (int t = 0; t < 3; t++)
+        u[t] = -h * (K[3 * t] * v[0] + K[3 * t + 1] * v[1] + K[3 * t + 2] * v[2])
+               + Ci[3 * t] * w[0] + Ci[3 * t + 1] * w[1] + Ci[3 * t + 2] * w[2];
+}
+
+/* w = E* J_g qdd + (Lambda^-1 u) rows of block b (rows o.., rb of them; L nr x nr): the right side
+ * of the block's rows (file comment).  E* J_g qdd: the relative spatial acceleration rate of its
+ * bodies, or for a lone point B* of it = a_o + alpha x x. */
+static void block_rhs(const soa_model *m, const soa_data *d, int b, int nr, const double *qdd,
+                      double *w)
+{
+    SOA_SIZES(m);
+    const int *grp = d->ci_grp, rb = grp[nimp * GRP_ROWS + b], o = grp[nimp * GRP_FIRST + b];
+    double acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    body_rate(m, d, d->ci_body[2 * b], qdd, 1.0, acc);
+    body_rate(m, d, d->ci_body[2 * b + 1], qdd, -1.0, acc);
+    if (rb == 6) {
+        for (int t = 0; t < 6; t++) w[t] = acc[t];
+    } else {
+        const double *x = d->ct_point + 3 * d->ci_pair[grp[nimp * GRP_POINT + b]];
+        cross3(acc, x, w);
+        for (int t = 0; t < 3; t++) w[t] += acc[3 + t];
+    }
+    const double *L = d->ci_L;
+    for (int t = 0; t < rb; t++)
+        for (int j = 0; j < nr; j++) w[t] += L[nr * (o + t) + j] * d->ci_u[j];
+}
+
+/* A z = y in place for 3 x 3 A (row-major): Cramer's rule, z = adj(A) y / det A; a singular A by
+ * lu_solve. */
+static void solve3(double *A, int *piv, double *y)
+{
+    const double c0 = A[4] * A[8] - A[5] * A[7], c1 = A[5] * A[6] - A[3] * A[8];
+    const double c2 = A[3] * A[7] - A[4] * A[6], det = A[0] * c0 + A[1] * c1 + A[2] * c2;
+    if (!(fabs(det) > 0.0 && fabs(det) < HUGE_VAL)) {
+        lu_solve(A, 3, piv, y);
+        return;
+    }
+    const double inv = 1.0 / det, y0 = y[0], y1 = y[1], y2 = y[2];
+    y[0] = inv * (c0 * y0 + (A[2] * A[7] - A[1] * A[8]) * y1 + (A[1] * A[5] - A[2] * A[4]) * y2);
+    y[1] = inv * (c1 * y0 + (A[0] * A[8] - A[2] * A[6]) * y1 + (A[2] * A[3] - A[0] * A[5]) * y2);
+    y[2] = inv * (c2 * y0 + (A[1] * A[6] - A[0] * A[7]) * y1 + (A[0] * A[4] - A[1] * A[3]) * y2);
+}
+
+/* qdd += M^-1 J* g, g = u - z (z in ci_y: the solution of the blocks' system; file comment):
+ * nu = N g, kept by block_inertia_inverse on the blocks' paths (zero elsewhere), then the
+ * smoother. */
+static void add_correction(const soa_model *m, soa_data *d, int nblk, int nr, int npath,
+                           double *qdd)
+{
+    static const double zero6[6] = {0, 0, 0, 0, 0, 0};
+    const int nv = m->nv;
+    const double *N = d->ci_L + nr * nr + 144 * nblk;
+    for (int j = 0; j < nr; j++) d->ci_y[j] = d->ci_u[j] - d->ci_y[j];   /* g = u - z */
+    for (int i = 0; i < nv; i++) d->nu[i] = 0.0;
+    for (int q = 0; q < npath; q++) {
+        const int k = d->ci_path[q];
+        for (int i = m->v0[k]; i < m->v0[k] + m->nvj[k]; i++) {
+            double sum = 0.0;
+            for (int j = 0; j < nr; j++) sum += N[nr * i + j] * d->ci_y[j];
+            d->nu[i] = sum;
+        }
+    }
+    soa_innovations_smoother(m, d, zero6, 0, d->ci_dqdd, 1);   /* M^-1 J* g */
+    for (int i = 0; i < nv; i++) qdd[i] += d->ci_dqdd[i];
+}
+
+/* The lone touching point (the one-pair model's case): one block of 3 rows, E = B, C its own
+ * C_i, and the 3 x 3 system solved by solve3 — the same equations as the general path below,
+ * without its grouping of points into blocks. */
+static void lone_point(const soa_model *m, soa_data *d, double h, const double *r,
+                       const double *s, double *qdd)
+{
+    SOA_SIZES(m);
+    int *grp = d->ci_grp;
+    double w[6];
+    d->ci_body[0] = d->ci_piv[0];
+    d->ci_body[1] = d->ci_piv[1];
+    grp[0] = 0;
+    grp[nimp * GRP_ROWS] = 3;
+    grp[nimp * GRP_FIRST] = 0;
+    grp[nimp * GRP_POINT] = 0;
+    point_rhs(m, d, 0, d->ci_body[0], d->ci_body[1], h, r, s, d->ci_u);
+    const int npath = block_inertia_inverse(m, d, 1, 3, d->ci_L);
+    block_rhs(m, d, 0, 3, qdd, w);
+    block_rows(d->ci_B, d->ci_L, w, 3, 0, 3, d->ci_A, d->ci_y);
+    solve3(d->ci_A, d->ci_piv, d->ci_y);                     /* z */
+    add_correction(m, d, 1, 3, npath, qdd);
+}
+
 void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
                           const double *s, int secant, double *qdd)
 {
-    static const double zero6[6] = {0, 0, 0, 0, 0, 0};
     SOA_SIZES(m);
     int na = 0, nblk = 0, nr = 0, *grp = d->ci_grp, *pb = d->ci_piv;
     const int nplp = nsph * npln, nnear = nssp ? d->bp_info[SOA_BP_NNEAR] : 0;
@@ -731,6 +847,10 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
         d->ci_pair[na++] = p;
     }
     if (na == 0) return;
+    if (na == 1) {
+        lone_point(m, d, h, r, s, qdd);
+        return;
+    }
     for (int i = 0; i < na; i++) {                      /* the blocks: one per pair of bodies */
         int b = 0;
         while (b < nblk && !(d->ci_body[2 * b] == pb[2 * i] && d->ci_body[2 * b + 1] == pb[2 * i + 1]))
@@ -755,24 +875,10 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
         nr += rb;
     }
     for (int i = 0; i < na; i++) {   /* C_g = sum B C_i B*, u_g = sum B u_i; u_i = -h K J r + C J s */
-        const int p = d->ci_pair[i], b = grp[i], rb = grp[nimp * GRP_ROWS + b];
-        const int o = grp[nimp * GRP_FIRST + b];
-        const double *K = d->ci_K + 9 * i, *Ci = d->ci_B + 9 * i, *x = d->ct_point + 3 * p;
-        double v[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0}, u[3];
-        if (r) {
-            point_rate(m, d, d->ci_body[2 * b], x, r, 1.0, v);
-            point_rate(m, d, d->ci_body[2 * b + 1], x, r, -1.0, v);
-        } else {
-            for (int t = 0; t < 3; t++) v[t] = d->ct_vrel[3 * p + t];
-        }
-        if (s) {
-            point_rate(m, d, d->ci_body[2 * b], x, s, 1.0, w);
-            point_rate(m, d, d->ci_body[2 * b + 1], x, s, -1.0, w);
-        }
-        for (int t = 0; t < 3; t++)
-            u[t] = -h * (K[3 * t] * v[0] + K[3 * t + 1] * v[1] + K[3 * t + 2] * v[2])
-                   + Ci[3 * t] * w[0] + Ci[3 * t + 1] * w[1] + Ci[3 * t + 2] * w[2];
-        double *C = d->ci_C + 36 * b;
+        const int b = grp[i], rb = grp[nimp * GRP_ROWS + b], o = grp[nimp * GRP_FIRST + b];
+        const double *Ci = d->ci_B + 9 * i, *x = d->ct_point + 3 * d->ci_pair[i];
+        double u[3], *C = d->ci_C + 36 * b;
+        point_rhs(m, d, i, d->ci_body[2 * b], d->ci_body[2 * b + 1], h, r, s, u);
         if (rb == 3) {
             for (int j = 0; j < 9; j++) C[j] = Ci[j];
             for (int t = 0; t < 3; t++) d->ci_u[o + t] = u[t];
@@ -791,40 +897,16 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
             d->ci_u[o + a] += B[3 * a] * u[0] + B[3 * a + 1] * u[1] + B[3 * a + 2] * u[2];
         }
     }
-    const double *L = d->ci_L;
     const int npath = block_inertia_inverse(m, d, nblk, nr, d->ci_L);
     for (int b = 0; b < nblk; b++) {                    /* w = J qdd + Lambda^-1 u; A = I + C Lambda^-1 */
         const int rb = grp[nimp * GRP_ROWS + b], o = grp[nimp * GRP_FIRST + b];
-        const double *C = d->ci_C + 36 * b;
-        double acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, w[6];
-        body_rate(m, d, d->ci_body[2 * b], qdd, 1.0, acc);
-        body_rate(m, d, d->ci_body[2 * b + 1], qdd, -1.0, acc);
-        if (rb == 6) {
-            for (int t = 0; t < 6; t++) w[t] = acc[t];
-        } else {                                           /* B* acc = a_o + alpha x x */
-            const double *x = d->ct_point + 3 * d->ci_pair[grp[nimp * GRP_POINT + b]];
-            cross3(acc, x, w);
-            for (int t = 0; t < 3; t++) w[t] += acc[3 + t];
-        }
-        for (int t = 0; t < rb; t++)
-            for (int j = 0; j < nr; j++) w[t] += L[nr * (o + t) + j] * d->ci_u[j];
+        double w[6];
+        block_rhs(m, d, b, nr, qdd, w);
         if (rb == 3)
-            block_rows(C, L, w, nr, o, 3, d->ci_A, d->ci_y);
+            block_rows(d->ci_C + 36 * b, d->ci_L, w, nr, o, 3, d->ci_A, d->ci_y);
         else
-            block_rows(C, L, w, nr, o, 6, d->ci_A, d->ci_y);
+            block_rows(d->ci_C + 36 * b, d->ci_L, w, nr, o, 6, d->ci_A, d->ci_y);
     }
     lu_solve(d->ci_A, nr, d->ci_piv, d->ci_y);          /* z */
-    for (int j = 0; j < nr; j++) d->ci_y[j] = d->ci_u[j] - d->ci_y[j];   /* g = u - z */
-    const double *N = L + nr * nr + 144 * nblk;         /* nu = N g: the filter's, for J* g */
-    for (int i = 0; i < nv; i++) d->nu[i] = 0.0;
-    for (int q = 0; q < npath; q++) {                   /* (N is zero off the blocks' paths) */
-        const int k = d->ci_path[q];
-        for (int i = m->v0[k]; i < m->v0[k] + m->nvj[k]; i++) {
-            double sum = 0.0;
-            for (int j = 0; j < nr; j++) sum += N[nr * i + j] * d->ci_y[j];
-            d->nu[i] = sum;
-        }
-    }
-    soa_innovations_smoother(m, d, zero6, 0, d->ci_dqdd, 1);   /* M^-1 J* g */
-    for (int i = 0; i < nv; i++) qdd[i] += d->ci_dqdd[i];
+    add_correction(m, d, nblk, nr, npath, qdd);
 }
