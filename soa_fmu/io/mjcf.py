@@ -16,8 +16,10 @@ MuJoCo's, not a re-implementation.  The compiled ``MjModel`` is then read (docs/
   ``range`` of a limited joint -> ``limits["lower"/"upper"]`` (stops);
 - ``gravity``; ``timestep`` -> ``model.timestep`` (the FMU's default step);
 - sites -> named frames; ``equality connect``/``weld`` -> ball / weld constraints, active as
-  ``eq_active0``; colliding sphere geoms on bodies and plane geoms of the world -> contact spheres
-  and planes, where the engine has contact (``Model.add_contact_sphere``);
+  ``eq_active0``; colliding sphere, capsule, cylinder, box and mesh geoms of bodies and plane geoms
+  of the world -> contact geometries and planes, where the engine has contact, each pair with
+  the law of MuJoCo's solref/solimp/friction/condim for it (``mjcf_law``), explicit ``<pair>``s
+  included;
 - everything MuJoCo has and the engine does not (tendons, actuators, springs, other equalities,
   flexes, contact geoms, ...) -> ONE :class:`~soa_fmu.io.checks.ModelWarning` per kind naming the
   elements ignored.
