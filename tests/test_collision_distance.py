@@ -156,3 +156,57 @@ def test_crossed_box_edges_meet_at_one_point(delta, shift):
     n = m.workspace().ct_normal.reshape(len(c.pairs), sf.contact.MANIFOLD, 3)[-1, 0]
     np.testing.assert_allclose(n, [0, 0, -1], atol=1e-12)
     np.testing.assert_allclose(c.force[-1], [0, 0, 1e5 * delta ** 1.5], rtol=1e-9, atol=1e-9)
+
+
+CRATE = """name = "crate"
+[[bodies]]
+name = "crate"
+mass = 2.0
+inertia = {{ixx = 0.1, iyy = 0.1, izz = 0.1}}
+joint = {{type = "free"}}
+[[bodies]]
+name = "ball"
+mass = 1.0
+inertia = {{ixx = 0.001, iyy = 0.001, izz = 0.001}}
+joint = {{type = "free"}}
+[initial]
+q = [{qa}, 0.0, 0.1, 1.0, 1, 0, 0, 0, {pb}]
+[[contact.planes]]
+name = "floor"
+[[contact.geoms]]
+name = "box"
+body = "crate"
+shape = "box"
+half_extents = [0.1, 0.2, 0.3]
+[[contact.spheres]]
+name = "pebble"
+body = "ball"
+radius = 0.05
+"""
+
+
+def test_fmu_event_indicators_are_the_exact_gaps(tmp_path):
+    """A Model Exchange FMU (native) with a turned box and a ball high above the floor and apart
+    from each other (every bounding sphere clear): its event indicators and its pair depths
+    `contact.<geom>.<other>.depth` are minus the closed-form gaps (1e-9 m)."""
+    from test_fmu_model_exchange import ME
+    from fmu_fixtures import build
+    from scipy.spatial.transform import Rotation
+    R = rot((1, 2, 0.5), 0.7)
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    pb = np.array([0.9, 0.2, 0.6])
+    path = tmp_path / "crate.toml"
+    path.write_text(CRATE.format(qa=", ".join(map(str, (w, x, y, z))),
+                                 pb=", ".join(map(str, pb))))
+    me = ME(build(path, interface="me"))
+    import ctypes
+    z_ind = (ctypes.c_double * 3)()
+    me.dx()
+    me.fmu.getEventIndicators(z_ind, 3)
+    names = ["contact.pebble.floor.depth", "contact.box.floor.depth", "contact.pebble.box.depth"]
+    depths = me.fmu.getReal([me.vr[n] for n in names])
+    expect = [-(0.6 - 0.05), -(1.0 - float(np.abs(R.T[:, 2]) @ BOX_A)),
+              -(point_box_distance(pb, R, np.array([0.0, 0.1, 1.0]), BOX_A) - 0.05)]
+    np.testing.assert_allclose(list(z_ind), expect, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(depths, expect, rtol=0, atol=1e-9)
+    me.close()
