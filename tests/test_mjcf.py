@@ -472,7 +472,9 @@ def test_describe_and_build_fmu_read_mjcf(tmp_path, capsys):
     assert "rootz: prismatic 'rootz'" in out and "nv = 6" in out
     assert "soa-describe: warning:" in err and "actuators ignored" in err
     import build_fmu
-    from fmpy import read_model_description, simulate_fmu
+    from fmpy import read_model_description
+
+    from soa_fmu.fmpy_logging import simulate_fmu
     idp = ASSETS / "inverted_double_pendulum.xml"
     with pytest.warns(ModelWarning, match="actuators ignored"):
         fmu = build_fmu.build(idp, tmp_path / "idp.fmu", integrator="rk4", stops=False)
