@@ -319,8 +319,9 @@ void soa_contact_forces(const soa_model *m, soa_data *d)
  * geometry-plane, gap = n . s(-n) - o with s the support point (closed forms of the support
  * function); geometry-geometry, GJK's distance (soa_shape_distance).  ct_pdepth = -gap and the
  * pair's first point slot on the closest points (the plane's foot, the midpoint).  Forces and
- * touching pairs are untouched: the observers' step (soa_contact_state), not the integrators'. */
-static void exact_gaps(const soa_model *m, soa_data *d)
+ * touching pairs are untouched: the observers' step (soa_contact_state, the FMU's pair depths),
+ * not the integrators'. */
+void soa_contact_gaps(const soa_model *m, soa_data *d)
 {
     SOA_SIZES(m);
     for (int s = 0; s < nsph; s++) {
@@ -376,7 +377,7 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
     }
     soa_inertial_kinematics(m, d, q, qd);
     soa_contact_forces(m, d);
-    exact_gaps(m, d);
+    soa_contact_gaps(m, d);
     /* ct_fext = f_ext + the contact forces in body frames, at the body origins (the input of
      * soa_aba's f_ext: the Python Simulator's step) */
     for (int i = 0; i < 6 * m->nb; i++) d->ct_fext[i] = use_fext ? d->fext[i] : 0.0;
