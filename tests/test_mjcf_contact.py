@@ -87,6 +87,21 @@ def test_rests_at_mujocos_depth(tmp_path, shape, where, x):
     assert abs(abs(sim.q[0]) - 1) < 1e-6 and np.abs(sim.qd).max() < 1e-4
 
 
+def test_mesh_rests_at_mujocos_depth(tmp_path):
+    """A convex mesh (a cube's 8 vertices, MuJoCo's asset) with solref (0.03, 0.8): at MuJoCo's
+    depth (1 µm + 1 %) on its 4 lowest vertices, as MuJoCo's 4 contacts."""
+    cube = " ".join(f"{x} {y} {z}" for x in (-0.05, 0.05) for y in (-0.05, 0.05)
+                    for z in (-0.05, 0.05))
+    xml = DROP.format(z0=0.07, geom='<geom name="g" type="mesh" mesh="cube" mass="1.5" '
+                      'solref="0.03 0.8"/>', floor="", contact="",
+                      default=f'<asset><mesh name="cube" vertex="{cube}"/></asset>')
+    mm, m = load(tmp_path, xml)
+    md, sim = drop(mm, m, 0.07)
+    assert md.ncon == 4
+    assert (sf.contact_forces(m, sim.q, sim.qd).point_depth[0] > 0).sum() == 4
+    assert 0.05 - sim.q[6] == pytest.approx(0.05 - md.qpos[2], rel=1e-2, abs=1e-6)
+
+
 def test_solref_changes_the_depth_as_in_mujoco(tmp_path):
     """The box with solref time constants 0.01, 0.02, 0.04, 0.08 s: the resting depth grows with
     τ (MuJoCo's stiffness 1/(d² τ² ζ²), its impedance rising with the depth), ours in MuJoCo's
