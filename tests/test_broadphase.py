@@ -230,3 +230,60 @@ def test_a_pair_that_leaves_is_cleared():
     assert not w.ct_force.any() and not w.sp_force.any()
     gap = w.sp_x[1, 0] - w.sp_x[0, 0] - 0.2
     assert gap > 0.03 and w.ct_pdepth[0] == pytest.approx(-gap, abs=1e-8)
+
+
+RODS = """name = "rods"
+[[bodies]]
+name = "a"
+mass = 1.0
+inertia = {ixx = 0.01, iyy = 0.01, izz = 0.01}
+joint = {type = "free"}
+[[bodies]]
+name = "b"
+mass = 1.0
+inertia = {ixx = 0.01, iyy = 0.01, izz = 0.01}
+joint = {type = "free"}
+[initial]
+q = [1, 0, 0, 0, 0, 0, 1, 1, 0, 0, 0, 0, 0.3, 1]
+[[contact.planes]]
+name = "floor"
+point = [0, 0, -100]
+[[contact.geoms]]
+name = "ra"
+body = "a"
+shape = "capsule"
+radius = 0.05
+half_length = 0.5
+[[contact.geoms]]
+name = "rb"
+body = "b"
+shape = "capsule"
+radius = 0.05
+half_length = 0.5
+"""
+
+
+def test_fmu_pair_depth_of_a_pair_not_tested_is_its_gap(tmp_path):
+    """Two parallel rods 0.3 m apart (bounding spheres overlapping, boxes apart: the broad phase
+    never tests the pair), then 0.5 m apart: the Model Exchange FMU's pair depth
+    contact.ra.rb.depth is minus the segments' gap at each state (0.2, 0.4 m), not the record of
+    an earlier evaluation."""
+    sys_path = str(Path(__file__).parent)
+    import sys
+    if sys_path not in sys.path:
+        sys.path.insert(0, sys_path)
+    from fmu_fixtures import build
+    from test_fmu_model_exchange import ME
+    path = tmp_path / "rods.toml"
+    path.write_text(RODS)
+    me = ME(build(path, interface="me"))
+    vr = me.vr["contact.ra.rb.depth"]
+    me.dx()
+    assert me.fmu.getReal([vr])[0] == pytest.approx(-0.2, abs=1e-9)
+    x = me.x()
+    assert x[12] == pytest.approx(0.3)
+    x[12] = 0.5
+    me.set_x(x)
+    me.dx()
+    assert me.fmu.getReal([vr])[0] == pytest.approx(-0.4, abs=1e-9)
+    me.close()

@@ -125,3 +125,88 @@ def test_shape_above_a_plane_gap(shape, kw, lowest):
         c = sf.contact_forces(m, q, np.zeros(6))
         assert -c.depth[0] == pytest.approx(expect, abs=1e-9)
         assert c.point[0][2] == pytest.approx(0.0, abs=1e-12)      # on the plane, under it
+
+
+@pytest.mark.parametrize("delta, shift", [(1e-3, (0.0, 0.0)), (4e-3, (0.03, -0.02))])
+def test_crossed_box_edges_meet_at_one_point(delta, shift):
+    """Box A turned 45° about x (an edge along x lowest) δ into box B turned 45° about y (an
+    edge along y highest): one contact point, where the two edges cross (x of B's edge, y of A's,
+    midway in z), depth δ, normal −z (A towards B), the law's force k δ^n at it — not four points
+    at the edges' ends, over B's slopes (closed forms from the turned corners)."""
+    a, b = np.array([0.1, 0.2, 0.15]), np.array([0.12, 0.1, 0.05])
+    m = two_bodies(("box", dict(half_extents=a)), ("box", dict(half_extents=b)))
+    RA, RB = rot((1, 0, 0), math.pi / 4), rot((0, 1, 0), math.pi / 4)
+    corners = lambda e, R, p: np.array(list(itertools.product(*[(-x, x) for x in e]))) @ R.T + p
+    pB = np.array([shift[0], 0.02, 0.0])
+    top = corners(b, RB, pB)[:, 2].max()
+    pA = np.array([0.01, shift[1], 0.0])
+    pA[2] = top - delta - corners(a, RA, pA)[:, 2].min()
+    q = m.neutral_configuration()
+    pose(m, q, 0, RA, pA)
+    pose(m, q, 1, RB, pB)
+    ca, cb = corners(a, RA, pA), corners(b, RB, pB)
+    low = ca[np.argsort(ca[:, 2])[:2]]              # A's lowest edge (along x), B's highest
+    high = cb[np.argsort(cb[:, 2])[-2:]]            # (along y)
+    expect = np.array([high[0, 0], low[0, 1], top - delta / 2])
+    c = sf.contact_forces(m, q, np.zeros(m.nv))
+    touching = c.point_depth[-1] > 0
+    assert touching.sum() == 1
+    np.testing.assert_allclose(c.points[-1][touching][0], expect, rtol=0, atol=1e-12)
+    assert c.depth[-1] == pytest.approx(delta, abs=1e-12)
+    n = m.workspace().ct_normal.reshape(len(c.pairs), sf.contact.MANIFOLD, 3)[-1, 0]
+    np.testing.assert_allclose(n, [0, 0, -1], atol=1e-12)
+    np.testing.assert_allclose(c.force[-1], [0, 0, 1e5 * delta ** 1.5], rtol=1e-9, atol=1e-9)
+
+
+CRATE = """name = "crate"
+[[bodies]]
+name = "crate"
+mass = 2.0
+inertia = {{ixx = 0.1, iyy = 0.1, izz = 0.1}}
+joint = {{type = "free"}}
+[[bodies]]
+name = "ball"
+mass = 1.0
+inertia = {{ixx = 0.001, iyy = 0.001, izz = 0.001}}
+joint = {{type = "free"}}
+[initial]
+q = [{qa}, 0.0, 0.1, 1.0, 1, 0, 0, 0, {pb}]
+[[contact.planes]]
+name = "floor"
+[[contact.geoms]]
+name = "box"
+body = "crate"
+shape = "box"
+half_extents = [0.1, 0.2, 0.3]
+[[contact.spheres]]
+name = "pebble"
+body = "ball"
+radius = 0.05
+"""
+
+
+def test_fmu_event_indicators_are_the_exact_gaps(tmp_path):
+    """A Model Exchange FMU (native) with a turned box and a ball high above the floor and apart
+    from each other (every bounding sphere clear): its event indicators and its pair depths
+    `contact.<geom>.<other>.depth` are minus the closed-form gaps (1e-9 m)."""
+    from test_fmu_model_exchange import ME
+    from fmu_fixtures import build
+    from scipy.spatial.transform import Rotation
+    R = rot((1, 2, 0.5), 0.7)
+    x, y, z, w = Rotation.from_matrix(R).as_quat()
+    pb = np.array([0.9, 0.2, 0.6])
+    path = tmp_path / "crate.toml"
+    path.write_text(CRATE.format(qa=", ".join(map(str, (w, x, y, z))),
+                                 pb=", ".join(map(str, pb))))
+    me = ME(build(path, interface="me"))
+    import ctypes
+    z_ind = (ctypes.c_double * 3)()
+    me.dx()
+    me.fmu.getEventIndicators(z_ind, 3)
+    names = ["contact.pebble.floor.depth", "contact.box.floor.depth", "contact.pebble.box.depth"]
+    depths = me.fmu.getReal([me.vr[n] for n in names])
+    expect = [-(0.6 - 0.05), -(1.0 - float(np.abs(R.T[:, 2]) @ BOX_A)),
+              -(point_box_distance(pb, R, np.array([0.0, 0.1, 1.0]), BOX_A) - 0.05)]
+    np.testing.assert_allclose(list(z_ind), expect, rtol=0, atol=1e-9)
+    np.testing.assert_allclose(depths, expect, rtol=0, atol=1e-9)
+    me.close()

@@ -395,10 +395,13 @@ void soa_contact_forces(const soa_model *m, soa_data *d)
 
 /* Sets the exact gap (collision.h) of every pair the broad phase set apart with a bound of it:
  * geometry-plane, gap = n . s(-n) - o with s the support point (closed forms of the support
- * function); geometry-geometry, GJK's distance (soa_shape_distance).  ct_pdepth = -gap and the
+ * function); geometry-geometry, GJK's distance (soa_shape_distance), for the pairs whose bounding
+ * spheres are apart and those the last evaluation did not test (not in bp_near: their record is a
+ * bound, from an evaluation before; geometry_pairs).  ct_pdepth = -gap and the
  * pair's first point slot on the closest points (the plane's foot, the midpoint).  Forces and
- * touching pairs are untouched: the observers' step (soa_contact_state), not the integrators'. */
-static void exact_gaps(const soa_model *m, soa_data *d)
+ * touching pairs are untouched: the observers' step (soa_contact_state, the FMU's pair depths),
+ * not the integrators'. */
+void soa_contact_gaps(const soa_model *m, soa_data *d)
 {
     SOA_SIZES(m);
     for (int s = 0; s < nsph; s++) {
@@ -417,12 +420,15 @@ static void exact_gaps(const soa_model *m, soa_data *d)
             for (int r = 0; r < 3; r++) d->ct_point[3 * SOA_MANIFOLD * p + r] = x[r] - gap * n[r];
         }
     }
-    for (int q = 0; q < nssp; q++) {
+    const int nnear = nssp ? d->bp_info[SOA_BP_NNEAR] : 0;
+    for (int q = 0, i = 0; q < nssp; q++) {
         const int a = m->ss_pair[2 * q], b = m->ss_pair[2 * q + 1], p = nsph * npln + q;
         const double *oa = d->sp_x + 3 * a, *ob = d->sp_x + 3 * b;
         const double e[3] = {ob[0] - oa[0], ob[1] - oa[1], ob[2] - oa[2]};
-        if (!(sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]) > m->sp_bound[a] + m->sp_bound[b]))
-            continue;
+        while (i < nnear && d->bp_near[i] < q) i++;        /* (bp_near ascending) */
+        if (i < nnear && d->bp_near[i] == q
+            && !(sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]) > m->sp_bound[a] + m->sp_bound[b]))
+            continue;                                      /* tested: the narrow phase's record */
         const soa_shape sa = shape_of(m, d, a), sb = shape_of(m, d, b);
         double gap = 0.0, xa[3], xb[3];
         soa_shape_distance(&sa, &sb, &gap, xa, xb);
@@ -454,7 +460,7 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
     }
     soa_inertial_kinematics(m, d, q, qd);
     contact_forces(m, d, 1);
-    exact_gaps(m, d);
+    soa_contact_gaps(m, d);
     /* ct_fext = f_ext + the contact forces in body frames, at the body origins (the input of
      * soa_aba's f_ext: the Python Simulator's step) */
     for (int i = 0; i < 6 * m->nb; i++) d->ct_fext[i] = use_fext ? d->fext[i] : 0.0;

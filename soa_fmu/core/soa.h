@@ -681,8 +681,12 @@ soa_status soa_contact_finish(soa_model *m);
  * soa_tree_acceleration_inertial): ct_force, ct_point, ct_depth, ct_pdepth, sp_force, sp_depth and ct_fw
  * (world axes at the world origin, on the bodies of the inertial sweeps). */
 void soa_contact_forces(const soa_model *m, soa_data *d);
+/* The exact gap (ct_pdepth = -gap, the first point slot on the closest points) of the pairs the
+ * last evaluation's broad phase set apart with a bound of it (contact.c; collision.h). */
+void soa_contact_gaps(const soa_model *m, soa_data *d);
 /* The same from a state (the placements and velocities computed first), and ct_fext = f_ext
- * (use_fext) + the contact forces, body frames at the body origins. */
+ * (use_fext) + the contact forces, body frames at the body origins; the gaps exact
+ * (soa_contact_gaps). */
 soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              int use_fext);
 /* The contact forces linearly implicit over a step h (docs/contact.md):
