@@ -203,7 +203,7 @@ int fmu_set_string(Instance *c, unsigned vr, const char *value)
     if (method < 0) {
         char text[MSG];
         snprintf(text, sizeof text, "integrator '%.200s' is not one of rk4, euler, dop853, "
-                 "implicit, ros2, auto",
+                 "implicit, ros2, ros34pw2, auto",
                  value ? value : "(null)");
         reject(c, (int)vr, REJ_METHOD, text);
         return FMU_ERROR;

@@ -15,7 +15,7 @@
 #define QUAT_NORM_TOL 1e-3     /* q0 quaternions are normalized when | |q| - 1 | is below this */
 
 const char *const METHOD_NAMES[SOA_NMETHODS] = {"rk4", "euler", "dop853", "implicit", "ros2",
-                                                "auto"};
+                                                "ros34pw2", "auto"};
 const char *const MODE_NAMES[] = {"instantiated", "initialization", "step", "terminated", "event",
                                   "continuous-time"};
 
@@ -85,7 +85,7 @@ static void write_parameters(Instance *c, int start)
                             : c->boolean[D.vr_stops_enabled - D.nreal] != 0;
 }
 
-/* The integrator auto resolves to (soa_auto_method: ros2 for a model with stiff terms, else rk4):
+/* The integrator auto resolves to (soa_auto_method: ros34pw2 for a model with stiff terms, else rk4):
  * decided when the simulation state is built and never inside a run; logged. */
 static void resolve_method(Instance *c)
 {
@@ -93,8 +93,8 @@ static void resolve_method(Instance *c)
     if (c->method != SOA_AUTO) return;
     c->method_used = soa_auto_method(c->m);
     fmu_log(c, FMU_OK, "integrator auto: %s (%s; docs/joints.md)", METHOD_NAMES[c->method_used],
-            c->method_used == SOA_ROS2 ? "the model has joint dissipation, stops or contact"
-                                       : "no stiff terms");
+            soa_is_rosenbrock(c->method_used) ? "the model has joint dissipation, stops or contact"
+                                                         : "no stiff terms");
     c->real[D.vr_integrator_used] = c->method_used;
 }
 
