@@ -1,10 +1,12 @@
 /* Fixed-step integrators of (theta, beta) with theta-dot = f(theta) beta and beta-dot from an
  * acceleration soa_accel (the tree's innovations forward dynamics by default, soa_tree_accel):
- * classical RK4 and semi-implicit (symplectic) Euler; and the linearly implicit Euler step of the
- * tree (soa_implicit), implicit in the joints' dissipation and stops, by one articulated sweep
- * with a diagonal added to D(k) (seed 001 eqs. 34-36; docs/joints.md).  Quaternions are renormalized after every
- * (sub)step and before each stage evaluation (a quaternion's rotation is invariant to its scale,
- * so the projection costs no accuracy).  Every buffer is in soa_data. */
+ * classical RK4 and semi-implicit (symplectic) Euler; and the linearly implicit methods of the
+ * tree, implicit in the joints' dissipation, stops and contact, each stage one articulated sweep
+ * with a diagonal added to D(k) (seed 001 eqs. 34-36; docs/joints.md): implicit Euler
+ * (soa_implicit) and the Rosenbrock W-methods ROS2 and ROS34PW2, two tableaus of one stage code,
+ * fixed or error-controlled.  Quaternions are renormalized after every (sub)step and before each
+ * stage evaluation (a quaternion's rotation is invariant to its scale, so the projection costs no
+ * accuracy).  Every buffer is in soa_data. */
 #include <math.h>
 #include <string.h>
 
@@ -416,10 +418,10 @@ static soa_status rosenbrock_fixed(const soa_model *m, soa_data *d, const rosenb
     for (int step = 0; step < nsub; step++) {
         const int k = rosenbrock_step(m, d, tb, tau, use_fext, step == 0, q, qd, h, 0.0, 0.0,
                                       NULL, qdd);
-        if (k >= 0) {
+        if (k >= 0) {               /* D singular at a stage: named by that stage's state */
             st.kind = SOA_SINGULAR;
             st.index = k;
-            return soa_diverged(m, d, q, qd, st);
+            return soa_diverged(m, d, d->qs, d->vs, st);
         }
     }
     return check_finite(m, d, q, qd, qdd);
