@@ -13,6 +13,7 @@ import soa_fmu as sf
 from soa_fmu import _core
 
 fmpy = pytest.importorskip("fmpy")
+from soa_fmu.fmpy_logging import simulate_fmu  # noqa: E402
 from fmu_fixtures import RUNTIMES, Instance, build  # noqa: E402
 
 LOWER = 0.5
@@ -166,10 +167,10 @@ def test_model_exchange_event_indicators(model_file, fmi):
     if fmi == 3:
         assert [u.variable.name for u in md.eventIndicators] == ["stop_margin"]
     start = {"q0": [LOWER + 0.3]} if fmi == 3 else {"q0[1]": LOWER + 0.3}
-    me = fmpy.simulate_fmu(fmu, fmi_type="ModelExchange", stop_time=1.0, output_interval=1e-3,
-                           start_values=start,
-                           relative_tolerance=1e-8,
-                           output=["q" if fmi == 3 else "q[1]"] + margin)
+    me = simulate_fmu(fmu, fmi_type="ModelExchange", stop_time=1.0, output_interval=1e-3,
+                      start_values=start,
+                      relative_tolerance=1e-8,
+                      output=["q" if fmi == 3 else "q[1]"] + margin)
     q = me["q"] if fmi == 3 else me["q[1]"]
     z = me["stop_margin"] if fmi == 3 else np.column_stack([me[n] for n in margin])
     np.testing.assert_allclose(z, np.column_stack([q - LOWER, 2.0 - q]), rtol=0, atol=1e-15)

@@ -1,6 +1,7 @@
 """Every native FMU carries five binaries (docs/fmu.md, Platforms), and each runs where it can here:
 the Windows DLL under wine and the aarch64 library under qemu-user, each in tests/fmu_host.c built
-for its platform by the same zig, equal to the x86-64 Linux run to 1e-12; the Linux binaries need
+for its platform by the same zig, equal to the x86-64 Linux run to 1e-12 — the FMI 2.0 and the
+FMI 3.0 FMU's binaries (fmu_host.c built with -DFMI3 for the latter); the Linux binaries need
 no glibc newer than 2.17 and nothing but libc/libm, the DLL nothing but the UCRT and kernel32; the
 macOS images (which cannot run here) are checked for their CPU, file type, libraries and exported
 FMI functions.  The FMI 3.0 source-code FMU compiles with fmpy's build_platform_binary to the
@@ -34,8 +35,8 @@ FMI_FUNCTIONS = {"fmi2Instantiate", "fmi2DoStep", "fmi2GetReal", "fmi2SetReal", 
                  "fmi2GetFMUstate", "fmi2FreeInstance"}
 
 
-def _fmu(model: str, ident: str) -> Path:
-    return build(model, name=ident, runtime="native")
+def _fmu(model: str, ident: str, fmi: int = 2) -> Path:
+    return build(model, name=ident, runtime="native", fmi=fmi)
 
 
 def _extract(fmu: Path, to: Path) -> Path:
@@ -49,48 +50,89 @@ def _zig_env() -> dict:
 
 
 def _host_args(unzip: str, fmu: Path, steps: int, tau: float) -> list[str]:
+    """fmu_host.c's arguments: FMI 2.0's tau[1..] and q[1..] (consecutive references), or FMI
+    3.0's arrays tau and q (one reference, n values each)."""
     from fmpy import read_model_description
     md = read_model_description(str(fmu))
-    vr = {v.name: v.valueReference for v in md.modelVariables}
-    nv = sum(1 for n in vr if n.startswith("tau["))
-    nq = sum(1 for n in vr if n.startswith("q["))
+    var = {v.name: v for v in md.modelVariables}
+    if md.fmiVersion.startswith("3"):
+        (nv,), (nq,) = ([int(d.start) for d in var[n].dimensions] for n in ("tau", "q"))
+        vr_tau, vr_q = var["tau"].valueReference, var["q"].valueReference
+    else:
+        nv = sum(1 for n in var if n.startswith("tau["))
+        nq = sum(1 for n in var if n.startswith("q["))
+        vr_tau, vr_q = var["tau[1]"].valueReference, var["q[1]"].valueReference
     return [unzip, md.coSimulation.modelIdentifier, str(steps), repr(H), repr(tau), str(nv),
-            str(vr["tau[1]"]), str(nq), str(vr["q[1]"]), md.guid]
+            str(vr_tau), str(nq), str(vr_q), md.guid]
 
 
 def _run(cmd: list[str], env: dict | None = None) -> np.ndarray:
-    out = subprocess.run(cmd, capture_output=True, text=True, env=env, timeout=300)
-    assert out.returncode == 0, out.stderr[-3000:]
-    return np.array([float(x) for x in out.stdout.split()])
+    """The host's printed q.  (Its output goes through files, not pipes: wine's services outlive
+    the host for seconds with the pipes open, and reading a pipe would wait for them.)"""
+    import tempfile
+    with tempfile.TemporaryFile() as out, tempfile.TemporaryFile() as err:
+        rc = subprocess.run(cmd, stdout=out, stderr=err, env=env, timeout=300).returncode
+        out.seek(0)
+        err.seek(0)
+        assert rc == 0, err.read().decode(errors="replace")[-3000:]
+        return np.array([float(x) for x in out.read().split()])
 
 
 @pytest.fixture(scope="module")
-def hosts(tmp_path_factory) -> dict[str, Path]:
-    """tests/fmu_host.c for x86-64 Linux (gcc), x86-64 Windows and aarch64 Linux (zig cc)."""
+def all_hosts(tmp_path_factory) -> dict[int, dict[str, Path]]:
+    """tests/fmu_host.c for x86-64 Linux (gcc), x86-64 Windows and aarch64 Linux (zig cc), as an
+    FMI 2.0 host and (-DFMI3) an FMI 3.0 one: {2 or 3: {"linux", "windows", "aarch64": exe}}."""
     d = tmp_path_factory.mktemp("hosts")
     src = str(REPO / "tests" / "fmu_host.c")
     z = [native.zig(), "cc", "-std=c99", "-O2", "-g0"]   # (-O2: the mode zig built its libc for)
-    subprocess.run(["gcc", "-O1", "-o", str(d / "linux"), src, "-ldl"], check=True)
-    subprocess.run([*z, "-target", "x86_64-windows-gnu", src, "-o", str(d / "host.exe")],
-                   check=True, env=_zig_env())
-    subprocess.run([*z, "-target", "aarch64-linux-gnu.2.17", '-DFMU_PLATFORM="aarch64-linux"',
-                    src, "-o", str(d / "aarch64"), "-ldl"], check=True, env=_zig_env())
-    return {"linux": d / "linux", "windows": d / "host.exe", "aarch64": d / "aarch64"}
+    out = {}
+    for fmi, flag in ((2, []), (3, ["-DFMI3"])):
+        exe = {"linux": d / f"linux{fmi}", "windows": d / f"host{fmi}.exe",
+               "aarch64": d / f"aarch64_{fmi}"}
+        subprocess.run(["gcc", "-O1", *flag, "-o", str(exe["linux"]), src, "-ldl"], check=True)
+        subprocess.run([*z, "-target", "x86_64-windows-gnu", *flag, src, "-o",
+                        str(exe["windows"])], check=True, env=_zig_env())
+        subprocess.run([*z, "-target", "aarch64-linux-gnu.2.17", *flag,
+                        '-DFMU_PLATFORM="aarch64-linux"', src, "-o", str(exe["aarch64"]), "-ldl"],
+                       check=True, env=_zig_env())
+        out[fmi] = exe
+    return out
+
+
+@pytest.fixture(scope="module", params=[2, 3], ids=["fmi2", "fmi3"])
+def fmi(request) -> int:
+    return request.param
 
 
 @pytest.fixture(scope="module")
-def runs(tmp_path_factory) -> list[tuple[str, Path, Path, int, float]]:
-    """(identifier, FMU, its extraction, steps, tau) of each RUNS model, and the x86-64 Linux
-    reference (q after the steps) of each."""
-    d = tmp_path_factory.mktemp("unzip")
-    return [(ident, _fmu(m, ident), _extract(_fmu(m, ident), d / ident), steps, tau)
+def hosts(all_hosts, fmi) -> dict[str, Path]:
+    return all_hosts[fmi]
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory, fmi) -> list[tuple[str, Path, Path, int, float]]:
+    """(identifier, FMU, its extraction, steps, tau) of each RUNS model, FMI 2.0 or 3.0."""
+    d = tmp_path_factory.mktemp(f"unzip{fmi}")
+    return [(ident, _fmu(m, ident, fmi), _extract(_fmu(m, ident, fmi), d / ident), steps, tau)
             for m, ident, steps, tau in RUNS]
 
 
-def _reference(hosts, ident, fmu, unzip, steps, tau) -> np.ndarray:
-    q = _run([str(hosts["linux"]), *_host_args(str(unzip), fmu, steps, tau)])
-    assert np.all(np.isfinite(q)) and np.ptp(q) > 0
-    return q
+@pytest.fixture(scope="module")
+def references(hosts, runs) -> dict[str, np.ndarray]:
+    """q after the steps of each RUNS model from the x86-64 Linux binary (gcc's host)."""
+    out = {}
+    for ident, fmu, unzip, steps, tau in runs:
+        q = _run([str(hosts["linux"]), *_host_args(str(unzip), fmu, steps, tau)])
+        assert np.all(np.isfinite(q)) and np.ptp(q) > 0
+        out[ident] = q
+    return out
+
+
+@pytest.fixture(scope="module")
+def wine_env(tmp_path_factory) -> dict:
+    """One wine prefix for every wine run of the module (creating one takes seconds)."""
+    return dict(os.environ, WINEPREFIX=str(tmp_path_factory.mktemp("wineprefix")),
+                WINEDEBUG="-all")
 
 
 def _close(q: np.ndarray, ref: np.ndarray) -> None:
@@ -156,27 +198,26 @@ def test_macos_images_cpu_libraries_and_fmi_exports(tmp_path):
 
 
 @pytest.mark.skipif(shutil.which("wine") is None, reason="needs wine (apt: wine64)")
-def test_windows_dll_runs_under_wine(hosts, runs, tmp_path_factory):
-    """The win64 DLL in fmu_host.exe (zig cc, x86_64-windows) under wine: q after the steps equals
-    the x86-64 Linux binary's to 1e-12 relative — arm, closed chain, bouncing ball."""
-    env = dict(os.environ, WINEPREFIX=str(tmp_path_factory.mktemp("wineprefix")),
-               WINEDEBUG="-all")
+def test_windows_dll_runs_under_wine(hosts, runs, references, wine_env):
+    """The Windows DLL (FMI 2.0's win64, FMI 3.0's x86_64-windows) in fmu_host.exe (zig cc,
+    x86_64-windows) under wine: q after the steps equals the x86-64 Linux binary's to 1e-12
+    relative — arm, closed chain, bouncing ball."""
     for ident, fmu, unzip, steps, tau in runs:
-        ref = _reference(hosts, ident, fmu, unzip, steps, tau)
-        q = _run(["wine", str(hosts["windows"]), *_host_args(f"Z:{unzip}", fmu, steps, tau)], env)
-        _close(q, ref)
+        q = _run(["wine", str(hosts["windows"]), *_host_args(f"Z:{unzip}", fmu, steps, tau)],
+                 wine_env)
+        _close(q, references[ident])
 
 
 @pytest.mark.skipif(shutil.which("qemu-aarch64") is None or not Path("/usr/aarch64-linux-gnu").is_dir(),
                     reason="needs qemu-user and libc6-arm64-cross (apt)")
-def test_aarch64_library_runs_under_qemu(hosts, runs):
-    """The aarch64-linux library in fmu_host (zig cc, aarch64-linux-gnu.2.17) under qemu-aarch64
-    with Debian's aarch64 glibc: q equals the x86-64 Linux binary's to 1e-12 relative."""
+def test_aarch64_library_runs_under_qemu(hosts, runs, references):
+    """The aarch64-linux library (FMI 2.0 and 3.0) in fmu_host (zig cc, aarch64-linux-gnu.2.17)
+    under qemu-aarch64 with Debian's aarch64 glibc: q equals the x86-64 Linux binary's to 1e-12
+    relative."""
     for ident, fmu, unzip, steps, tau in runs:
-        ref = _reference(hosts, ident, fmu, unzip, steps, tau)
         q = _run(["qemu-aarch64", "-L", "/usr/aarch64-linux-gnu", str(hosts["aarch64"]),
                   *_host_args(str(unzip), fmu, steps, tau)])
-        _close(q, ref)
+        _close(q, references[ident])
 
 
 @pytest.mark.skipif(shutil.which("cmake") is None or shutil.which("cc") is None,
@@ -185,8 +226,10 @@ def test_fmi3_source_fmu_compiles_with_fmpy(tmp_path, monkeypatch):
     """The FMI 3.0 FMU without its binaries: fmpy reads sources/buildDescription.xml and compiles
     the sources (fmpy.build.build_platform_binary, CMake and the system compiler); the result
     steps the arm as the shipped binary does, to 1e-12."""
-    from fmpy import read_model_description, simulate_fmu
+    from fmpy import read_model_description
     from fmpy.build import build_platform_binary
+
+    from soa_fmu.fmpy_logging import simulate_fmu
     fmu = build("arm7.urdf", name="Arm7", runtime="native", fmi=3)
     unzip = _extract(fmu, tmp_path / "src")
     shutil.rmtree(unzip / "binaries")

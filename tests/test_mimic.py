@@ -19,6 +19,7 @@ from soa_fmu.io import ModelWarning
 
 pin = pytest.importorskip("pinocchio")
 fmpy = pytest.importorskip("fmpy")
+from soa_fmu.fmpy_logging import simulate_fmu  # noqa: E402
 from fmu_fixtures import build  # noqa: E402
 from test_robot_data import robot_path  # noqa: E402
 
@@ -107,10 +108,10 @@ def test_panda_fingers_stay_coupled_in_the_fmus(runtime, interface):
     i1 = model.velocity_names.index("panda_finger_joint1")
     inputs = np.array([(0.0, 20.0, 2.0), (1.0, 20.0, 2.0)],
                       dtype=[("time", float), (f"tau[{i1 + 1}]", float), (f"tau[{i1 + 2}]", float)])
-    res = fmpy.simulate_fmu(fmu, stop_time=1.0, output_interval=1e-3, step_size=1e-3, input=inputs,
-                            fmi_type="ModelExchange" if interface == "me" else "CoSimulation",
-                            output=[f"q[{i1 + 1}]", f"q[{i1 + 2}]", f"qdd[{i1 + 1}]",
-                                    f"qdd[{i1 + 2}]"])
+    res = simulate_fmu(fmu, stop_time=1.0, output_interval=1e-3, step_size=1e-3, input=inputs,
+                       fmi_type="ModelExchange" if interface == "me" else "CoSimulation",
+                       output=[f"q[{i1 + 1}]", f"q[{i1 + 2}]", f"qdd[{i1 + 1}]",
+                               f"qdd[{i1 + 2}]"])
     gap = res[f"q[{i1 + 2}]"] - res[f"q[{i1 + 1}]"]
     stroke = res[f"q[{i1 + 1}]"]
     print(f"{runtime} {interface}: stroke {stroke.max():.4f} m, |gap| <= {np.abs(gap).max():.2e}")

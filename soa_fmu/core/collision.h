@@ -23,8 +23,8 @@ typedef struct {
 } soa_shape;
 
 /* A contact: unit normal m from shape a towards the other (a plane: -n), n points x (world) with
- * their penetrations depth (> 0: touching); a pair apart has one point and depth = -(its gap, or
- * a lower bound of it). */
+ * their penetrations depth (> 0: touching); a pair apart has one point, midway between the
+ * closest points (against a plane: on it), and depth = -(its gap), exact (GJK, closed forms). */
 typedef struct {
     int n;
     double m[3];

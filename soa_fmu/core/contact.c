@@ -111,17 +111,25 @@ soa_status soa_contact_finish(soa_model *m)
         if (a < 0 || a >= nsph || b < 0 || b >= nsph || m->sp_body[a] == m->sp_body[b])
             return bad(1 + nsph + npln + p, SOA_CT_GEOMETRY);
     }
+    for (int p = 0; p < npair; p++) {      /* a pair's own constants (named by the geometry of */
+        const int e = p < nsph * npln ? 1 + p / npln       /* a geometry-plane pair, or the pair) */
+                                      : 1 + npln + p - nsph * (npln - 1);
+        if (m->pr_set[p] < 0 || m->pr_set[p] >= (1 << SOA_CT_NLAW)) return bad(e, SOA_CT_GEOMETRY);
+        for (int c = 0; c < SOA_CT_NLAW; c++)
+            if ((m->pr_set[p] >> c & 1) && !law_ok(c, m->pr_law[SOA_CT_NLAW * p + c])) return bad(e, c);
+    }
     return ok;
 }
 
-/* The constants of a pair: the other element's (plane, or geometry b) where it overrides one,
- * else geometry a's where it does, else the model's. */
-static void pair_law(const soa_model *m, int a, int set_o, const double *law_o, double *law)
+/* The constants of pair p: its own where it has one (pr_set), else the other element's (plane,
+ * or geometry b) where it overrides one, else geometry a's where it does, else the model's. */
+static void pair_law(const soa_model *m, int p, int a, int set_o, const double *law_o, double *law)
 {
-    const int set_a = m->sp_set[a];
-    const double *law_a = m->sp_law + SOA_CT_NLAW * a;
+    const int set_a = m->sp_set[a], set_p = m->pr_set[p];
+    const double *law_a = m->sp_law + SOA_CT_NLAW * a, *law_p = m->pr_law + SOA_CT_NLAW * p;
     for (int c = 0; c < SOA_CT_NLAW; c++)
-        law[c] = (set_o >> c & 1) ? law_o[c] : (set_a >> c & 1) ? law_a[c] : m->ct_law[c];
+        law[c] = (set_p >> c & 1) ? law_p[c] : (set_o >> c & 1) ? law_o[c]
+                 : (set_a >> c & 1) ? law_a[c] : m->ct_law[c];
 }
 
 /* x (world) of the point at x_body of body k. */
@@ -221,7 +229,7 @@ static void apply(const soa_model *m, soa_data *d, int p, int a, int b, const so
     const double *Va = d->V + 6 * m->sp_body[a], *Vb = b >= 0 ? d->V + 6 * m->sp_body[b] : 0;
     double law[SOA_CT_NLAW];
     d->ct_pdepth[p] = c->depth[0];
-    if (c->depth[0] > 0.0) pair_law(m, a, set_o, law_o, law);
+    if (c->depth[0] > 0.0) pair_law(m, p, a, set_o, law_o, law);
     for (int k = 0; k < SOA_MANIFOLD; k++) {
         const int i = SOA_MANIFOLD * p + k;
         if (k >= c->n || !(c->depth[k] > 0.0)) {     /* not touching: no force, depth <= 0 */
@@ -307,6 +315,45 @@ void soa_contact_forces(const soa_model *m, soa_data *d)
     }
 }
 
+/* Sets the exact gap (collision.h) of every pair the broad phase set apart with a bound of it:
+ * geometry-plane, gap = n . s(-n) - o with s the support point (closed forms of the support
+ * function); geometry-geometry, GJK's distance (soa_shape_distance).  ct_pdepth = -gap and the
+ * pair's first point slot on the closest points (the plane's foot, the midpoint).  Forces and
+ * touching pairs are untouched: the observers' step (soa_contact_state, the FMU's pair depths),
+ * not the integrators'. */
+void soa_contact_gaps(const soa_model *m, soa_data *d)
+{
+    SOA_SIZES(m);
+    for (int s = 0; s < nsph; s++) {
+        const double *o = d->sp_x + 3 * s;
+        for (int j = 0; j < npln; j++) {
+            const double *n = m->pl_normal + 3 * j;
+            const double dist = n[0] * o[0] + n[1] * o[1] + n[2] * o[2] - m->pl_offset[j];
+            const int p = s * npln + j;
+            if (!(dist > m->sp_bound[s]) || m->sp_shape[s] == SOA_SHAPE_SPHERE) continue;
+            const soa_shape sh = shape_of(m, d, s);
+            const double mn[3] = {-n[0], -n[1], -n[2]};
+            double x[3];
+            soa_shape_support(&sh, mn, x);
+            const double gap = n[0] * x[0] + n[1] * x[1] + n[2] * x[2] - m->pl_offset[j];
+            d->ct_pdepth[p] = d->ct_depth[SOA_MANIFOLD * p] = -gap;
+            for (int r = 0; r < 3; r++) d->ct_point[3 * SOA_MANIFOLD * p + r] = x[r] - gap * n[r];
+        }
+    }
+    for (int q = 0; q < nssp; q++) {
+        const int a = m->ss_pair[2 * q], b = m->ss_pair[2 * q + 1], p = nsph * npln + q;
+        const double *oa = d->sp_x + 3 * a, *ob = d->sp_x + 3 * b;
+        const double e[3] = {ob[0] - oa[0], ob[1] - oa[1], ob[2] - oa[2]};
+        if (!(sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]) > m->sp_bound[a] + m->sp_bound[b]))
+            continue;
+        const soa_shape sa = shape_of(m, d, a), sb = shape_of(m, d, b);
+        double gap = 0.0, xa[3], xb[3];
+        soa_shape_distance(&sa, &sb, &gap, xa, xb);
+        d->ct_pdepth[p] = d->ct_depth[SOA_MANIFOLD * p] = -gap;
+        for (int r = 0; r < 3; r++) d->ct_point[3 * SOA_MANIFOLD * p + r] = 0.5 * (xa[r] + xb[r]);
+    }
+}
+
 /* The geometries (a, b; b = -1: a plane) of contact point i. */
 static void point_geometries(const soa_model *m, int i, int *a, int *b)
 {
@@ -330,6 +377,7 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
     }
     soa_inertial_kinematics(m, d, q, qd);
     soa_contact_forces(m, d);
+    soa_contact_gaps(m, d);
     /* ct_fext = f_ext + the contact forces in body frames, at the body origins (the input of
      * soa_aba's f_ext: the Python Simulator's step) */
     for (int i = 0; i < 6 * m->nb; i++) d->ct_fext[i] = use_fext ? d->fext[i] : 0.0;

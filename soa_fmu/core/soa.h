@@ -178,6 +178,8 @@ typedef struct {
     X(sp_nvert, 1, nsph, 0, 0) /* a mesh: its hull's vertices in sp_hull (1..SOA_HULL_MAX) */    \
     X(pl_set,  1, npln, 0, 0) /* bit c: the plane overrides law constant c */                   \
     X(ss_pair, 2, nssp, 2, 0) /* the two geometries (a, b) of each pair that may touch */       \
+    X(pr_set,  1, npair, 0, 0) /* bit c: contact pair p (geometry-plane, then ss_pair) has its own \
+                                  law constant c in pr_law (an MJCF pair's: io/mjcf_law.py) */   \
     /* ---- model.c: fixed links folded into their parents' rigid bodies (soa_model_finish) ---- */ \
     X(order,   1, nb, 0, 0)   /* the moving bodies ascending (first nmov), then the folded ones */ \
     X(spar,    1, nb, 0, 0)   /* sweep parent: a moving body's nearest moving ancestor; a folded \
@@ -259,7 +261,8 @@ typedef struct {
     X(sp_law,    2, nsph, SOA_CT_NLAW, 0) /* the geometry's constants (used where sp_set) */    \
     X(pl_normal, 2, npln, 3, 0)         /* plane unit normal n, world, out of the solid */      \
     X(pl_offset, 1, npln, 0, 0)         /* o: the plane is n.x = o */                           \
-    X(pl_law,    2, npln, SOA_CT_NLAW, 0) /* the plane's constants (used where pl_set) */
+    X(pl_law,    2, npln, SOA_CT_NLAW, 0) /* the plane's constants (used where pl_set) */    \
+    X(pr_law,    2, npair, SOA_CT_NLAW, 0) /* the pair's own constants (used where pr_set) */
 
 /* ------------------------------------------------------------------ the data (workspace) */
 /* Frames: V, a, b, alpha, f, P, G are in body frames after the body-frame sweeps
@@ -395,8 +398,9 @@ typedef struct {
                                     on the pair's first geometry, world axes, N */               \
     X(ct_point, 2, npt, 3, 0)    /* contact point, world */                                      \
     X(ct_depth, 1, npt, 0, 0)    /* its penetration delta, m (<= 0: not touching) */            \
-    X(ct_pdepth, 1, npair, 0, 0) /* per pair: the deepest penetration, m (< 0: the gap or a \
-                                    lower bound of it, the event indicator) */                   \
+    X(ct_pdepth, 1, npair, 0, 0) /* per pair: the deepest penetration, m (< 0: minus the gap; \
+                                    in a step, of a pair the broad phase set apart, a bound of \
+                                    it; soa_contact_state makes it exact: the event indicator) */ \
     X(sp_force, 2, nsph, 3, 0)   /* total contact force on each geometry, world axes */          \
     X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
     X(sp_x,     2, nsph, 3, 0)   /* its origin, world */                                         \
@@ -661,8 +665,12 @@ soa_status soa_contact_finish(soa_model *m);
  * soa_tree_acceleration_inertial): ct_force, ct_point, ct_depth, ct_pdepth, sp_force, sp_depth and ct_fw
  * (world axes at the world origin, on the bodies of the inertial sweeps). */
 void soa_contact_forces(const soa_model *m, soa_data *d);
+/* The exact gap (ct_pdepth = -gap, the first point slot on the closest points) of the pairs the
+ * last evaluation's broad phase set apart with a bound of it (contact.c; collision.h). */
+void soa_contact_gaps(const soa_model *m, soa_data *d);
 /* The same from a state (the placements and velocities computed first), and ct_fext = f_ext
- * (use_fext) + the contact forces, body frames at the body origins. */
+ * (use_fext) + the contact forces, body frames at the body origins; the gaps exact
+ * (soa_contact_gaps). */
 soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              int use_fext);
 /* The contact forces linearly implicit over a step h (docs/contact.md):

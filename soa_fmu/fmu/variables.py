@@ -589,9 +589,8 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
         for p_, (a, b) in enumerate(pairs):
             add(f"contact.{structured_name(a, 'contact geometry')}.{structured_name(b, 'contact')}"
                 ".depth", "Real", "local", "continuous", "calculated", "m", None,
-                f"signed penetration of '{a}' into '{b}' (its deepest point; < 0: the gap or a lower "
-                "bound of it): the event "
-                "indicator of their touch-down and lift-off", "pair_depth", p_)
+                f"signed penetration of '{a}' into '{b}' (its deepest point; < 0: minus the exact "
+                "gap): the event indicator of their touch-down and lift-off", "pair_depth", p_)
 
     # ---------------- outputs computed on demand
     add("energy", "Real", "output", "continuous", "calculated", "J", None,

@@ -1,8 +1,8 @@
 /* The controller role of the native FMU (fmu.h: role SOA_FMU_CONTROLLER; docs/systems.md): the
  * model's computed-torque controller, built by `soa-build-fmu MODEL --controller` from the same
  * model as the plant.  It shares the plant's life cycle, variable access, logging and FMU state
- * (instance.c, fmu_values.c, fmu_log.c, fmu_state.c), which call in here where a plant would
- * simulate:
+ * (instance.c, fmu_values.c, fmu_log.c, fmu_state.c); the simulation (fmu_step.c: the build, the
+ * getter's refresh, a step) calls in here where a plant would simulate:
  *
  *     e = q_d - q,  e-dot = qd_d - qd,  a = qdd_d + Kp e + Kd e-dot          (per dof)
  *     tau = ID(q, qd, a)  [+ d qd_d + f_c tanh(qd_d / v_s) with ff_dissipation]

@@ -44,9 +44,11 @@ soa_status fmu_put_contact_outputs(Instance *c, const double *q, int recompute)
     if (st.kind != SOA_OK) return st;
     memcpy(c->real + D.vr_contact_force, c->d->sp_force, sizeof(double) * 3 * D.nsph);
     memcpy(c->real + D.vr_contact_depth, c->d->sp_depth, sizeof(double) * D.nsph);
-    if (D.vr_pair_depth >= 0)
+    if (D.vr_pair_depth >= 0) {           /* (Model Exchange) the gaps of pairs apart, exact */
+        if (!recompute) soa_contact_gaps(c->m, c->d);
         memcpy(c->real + D.vr_pair_depth, c->d->ct_pdepth,
                sizeof(double) * (size_t)fmu_contact_pair_count());
+    }
     return st;
 }
 
@@ -57,17 +59,15 @@ int fmu_contact_pair_count(void)
     return D.nsph * D.npln + D.nssp;
 }
 
-/* z[p] = the signed penetration of contact pair p at the current state (> 0: touching); the
- * event indicators after the joint stops' (model_exchange.c). */
-int fmu_contact_indicators(Instance *c, double *z, const char *fn)
+/* z[p] = the signed penetration of contact pair p at configuration q and the instance's qd
+ * (> 0: touching): the event indicators after the joint stops' (model_exchange.c, which checks
+ * the mode and brings the instance up to date first). */
+int fmu_contact_indicators(Instance *c, const double *q, double *z, const char *fn)
 {
     const int nz = fmu_contact_pair_count();
     if (nz == 0) return FMU_OK;
-    if (!fmu_me_require(c, fn, (1 << INITIALIZATION) | (1 << EVENT) | (1 << CONTINUOUS))
-        || !fmu_refresh(c, 0, 0, 0, fn))
-        return FMU_ERROR;
     fmu_data_used(c);
-    const soa_status st = soa_contact_state(c->m, c->d, fmu_me_normalized(c), c->real + D.vr_qd, 0);
+    const soa_status st = soa_contact_state(c->m, c->d, q, c->real + D.vr_qd, 0);
     if (st.kind != SOA_OK) {
         char msg[MSG];
         fmu_status_message(c, st, msg, sizeof msg);

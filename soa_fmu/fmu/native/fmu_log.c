@@ -1,11 +1,15 @@
-/* The native FMU's messages (instance.h): the log categories an importer filters by, fmu_log
- * (through the interface's emit, only what the category lets through), a variable's name with the
- * joint, frame or constraint it belongs to, and the messages of core/status.c with the model's
- * names (the same texts soa_fmu._core raises). */
+/* The native FMU's messages (instance.h), the bottom layer of its files: the log categories an
+ * importer filters by, fmu_log (through the interface's emit, only what the category lets
+ * through), the modes' names, a variable's name with the joint, frame or constraint it belongs
+ * to, and the messages of core/status.c with the model's names (the same texts soa_fmu._core
+ * raises). */
 #include <stdarg.h>
 #include <stdio.h>
 
 #include "instance.h"
+
+const char *const MODE_NAMES[] = {"instantiated", "initialization", "step", "terminated", "event",
+                                  "continuous-time"};
 
 static int category_enabled(const Instance *c, int s)
 {

@@ -1,16 +1,95 @@
-/* The native FMU's simulation (instance.h): the inputs in the engine's layout (frame forces,
- * closure switches and rows), one Co-Simulation step (the core's integrators with the inputs held;
- * the state is replaced only on success, a failed or refused step is Discard with the state
- * unchanged, the same step asked again Error), the outputs (the feedthrough qdd and constraint
- * outputs, energy and frame poses on demand), and what the data keeps between them for the next
- * step (the tree's articulated factors, the contact forces).  A step allocates nothing, does no
- * I/O except through the logger and takes no locks. */
+/* The native FMU's simulation (instance.h): the state built from the parameters (q0 with its
+ * quaternions normalized, the closure state of a new run, the integrator auto resolves to), the
+ * inputs in the engine's layout (frame forces, closure switches and rows), the dynamics at a state
+ * (the feedthrough qdd and constraint outputs; Model Exchange's x-dot at the normalized
+ * configuration), one Co-Simulation step (the core's integrators with the inputs held; the state
+ * is replaced only on success, a failed or refused step is Discard with the state unchanged, the
+ * same step asked again Error), the outputs (energy and frame poses on demand, and the Real getter
+ * that brings what it reads up to date), and what the data keeps between them for the next step
+ * (the tree's articulated factors, the contact forces).  A step allocates nothing, does no I/O
+ * except through the logger and takes no locks. */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "instance.h"
 #include "spatial.h"
+
+#define QUAT_NORM_TOL 1e-3     /* q0 quaternions are normalized when | |q| - 1 | is below this */
+
+/* ------------------------------------------------------------------ the simulation state */
+/* The closure state of a new simulation: every target the identity (the frames coincide), the
+ * switches of the "last step" the model's defaults (soa_fmu.Simulator.__init__). */
+void fmu_reset_closures(Instance *c)
+{
+    for (int j = 0; j < D.nc; j++) {
+        for (int i = 0; i < 16; i++) c->anchors[16 * j + i] = (i % 5 == 0) ? 1.0 : 0.0;
+        c->was_active[j] = D.vars[D.constraints[j].vr_active].start != 0.0;
+    }
+}
+
+/* The integrator auto resolves to (soa_auto_method: ros34pw2 for a model with stiff terms, else rk4):
+ * decided when the simulation state is built and never inside a run; logged. */
+static void resolve_method(Instance *c)
+{
+    c->method_used = c->method;
+    if (c->method != SOA_AUTO) return;
+    c->method_used = soa_auto_method(c->m);
+    fmu_log(c, FMU_OK, "integrator auto: %s (%s; docs/joints.md)", METHOD_NAMES[c->method_used],
+            soa_is_rosenbrock(c->method_used) ? "the model has joint dissipation, stops or contact"
+                                              : "no stiff terms");
+    c->real[D.vr_integrator_used] = c->method_used;
+}
+
+/* (Re)create the state from the parameters (before initialization has ended): q = q0 with its
+ * quaternions normalized, qd = qd0, t = start time.  Returns 0 with the reason in msg. */
+int fmu_build(Instance *c, char *msg, size_t n)
+{
+    if (D.role == SOA_FMU_CONTROLLER) return fmu_controller_build(c, msg, n);
+    if (!fmu_apply_parameters(c, msg, n)) return 0;
+    fmu_apply_gravity(c);
+    double *q = c->real + D.vr_q, *qd = c->real + D.vr_qd;
+    memcpy(q, c->real + D.vr_q0, sizeof(double) * D.nq);
+    memcpy(qd, c->real + D.vr_qd0, sizeof(double) * D.nv);
+    for (int k = 0; k < D.nb; k++) {
+        if (!fmu_quaternion_joint(c->m, k)) continue;
+        double *e = q + c->m->q0[k];
+        const double norm = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]);
+        if (!(fabs(norm - 1.0) < QUAT_NORM_TOL)) {
+            const int i = c->m->q0[k];
+            snprintf(msg, n, "q0[%d..%d] (quaternion of joint '%s') has norm %.6g; give a unit "
+                     "quaternion", i + 1, i + 4, D.joint_names[k], norm);
+            return 0;
+        }
+        for (int j = 0; j < 4; j++) e[j] /= norm;
+    }
+    soa_mimic_project(c->m, q, qd);          /* mimic joints follow their drivers (mimic.c) */
+    for (int i = D.vr_max_step; i <= D.vr_atol; i++)
+        if (!(c->real[i] > 0.0) || (i == D.vr_max_step && c->real[i] < SOA_MIN_MAX_STEP)) {
+            snprintf(msg, n, "%s must be > 0%s, got %.17g", D.vars[i].name,
+                     i == D.vr_max_step ? " and \xe2\x89\xa5 1e-09 s" : "", c->real[i]);
+            return 0;
+        }
+    c->t = c->start_time;
+    c->last_h = 0.0;
+    fmu_reset_closures(c);
+    resolve_method(c);
+    c->built = 1;
+    c->params_dirty = 0;
+    const soa_status st = fmu_update_outputs(c);
+    if (st.kind != SOA_OK) {
+        fmu_status_message(c, st, msg, n);
+        c->built = 0;
+        return 0;
+    }
+    c->energy_valid = c->poses_valid = 0;
+    /* ---- Model Exchange: the targets are at the start time; the outputs of the state come from
+     * fmu_me_evaluate (normalized quaternions, q-dot, targets moving with U~) */
+    c->anchor_t = c->t;
+    c->renormalized = 0;
+    if (c->kind == FMU_ME) fmu_invalidate(c);
+    return 1;
+}
 
 /* ------------------------------------------------------------------ inputs and outputs */
 /* The held external forces at the frames, moved to their bodies' origins (phi): returns 1 when
@@ -54,9 +133,30 @@ int fmu_gather_closure_inputs(Instance *c)
     return any;
 }
 
+/* The joint stops' margins at q: one per stop limit, dof order, lower first, q - lower and
+ * upper - q (the stop acts where one is < 0); 1 while the stops are switched off (no event).  The
+ * event indicators of both FMI versions begin with them, and the stop_margin locals hold them
+ * (FMI 3.0 declares those as its indicators).  z NULL: counted only. */
+int fmu_stop_margins(const soa_model *m, const double *q, double *z)
+{
+    int k = 0;
+    for (int i = 0; i < D.nv; i++) {
+        const int qi = m->stop_qi[i], live = m->stopped && qi >= 0;
+        if (m->stop_on[i] & 1) {
+            if (z) z[k] = live ? q[qi] - m->stop_lo[i] : 1.0;
+            k++;
+        }
+        if (m->stop_on[i] & 2) {
+            if (z) z[k] = live ? m->stop_hi[i] - q[qi] : 1.0;
+            k++;
+        }
+    }
+    return k;
+}
+
 /* The constraint outputs from the engine's forces and residuals (0 when switched off); and the
- * joints' outputs: the stop forces at the state (dissipation.c), with Model Exchange the stops'
- * margins (model_exchange.c), the integrator used. */
+ * joints' outputs: the stop forces at the state (dissipation.c), the stops' margins (above),
+ * the integrator used. */
 void fmu_put_constraint_outputs(Instance *c)
 {
     if (D.vr_stop_tau >= 0)
@@ -84,8 +184,6 @@ static void hold_factors(Instance *c, const double *q, const double *qd)
     if (qd != c->qdf) memcpy(c->qdf, qd, sizeof(double) * D.nv);
     c->factored = 1;
 }
-
-void fmu_data_used(Instance *c) { c->factored = c->contact_held = 0; }
 
 /* The contact forces just computed at (q, qd) stay in the data for the next step from there
  * (they depend on (theta, beta) and the law only: the held f_ext enters the sweeps apart). */
@@ -135,12 +233,74 @@ soa_status fmu_update_outputs(Instance *c)
     return st;
 }
 
-void fmu_invalidate(Instance *c)
+/* ------------------------------------------------------------------ Model Exchange's dynamics */
+/* qn <- q with every quaternion scaled to unit norm. */
+soa_status fmu_normalize(Instance *c)
 {
-    c->failed_h = 0.0;                   /* a step that failed may succeed now */
-    c->stale = 1;
-    c->energy_valid = c->poses_valid = 0;
-    c->jac_valid = 0;
+    const double *q = c->real + D.vr_q;
+    soa_status st = {SOA_OK, 0};
+    const int i = soa_first_nonfinite(q, D.nq);
+    if (i >= 0) {
+        st.kind = SOA_BAD_Q;
+        st.index = i;
+        return st;
+    }
+    memcpy(c->qn, q, sizeof(double) * D.nq);
+    for (int k = 0; k < D.nb; k++) {
+        if (!fmu_quaternion_joint(c->m, k)) continue;
+        double *e = c->qn + c->m->q0[k];
+        const double n = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]);
+        if (!(n > 1e-6)) {
+            st.kind = SOA_BAD_QUAT;
+            st.index = k;
+            return st;
+        }
+        for (int j = 0; j < 4; j++) e[j] /= n;
+    }
+    return st;
+}
+
+/* Model Exchange's x-dot = (der(q), qdd) and the outputs at the current (t, x) with the held
+ * inputs, at qn (model_exchange.c's file comment); logged with `level` when it cannot be
+ * evaluated. */
+int fmu_me_evaluate(Instance *c, int level, const char *fn)
+{
+    fmu_data_used(c);
+    const double *qd = c->real + D.vr_qd, *tau = c->real + D.vr_tau;
+    soa_status st = fmu_normalize(c);
+    if (st.kind == SOA_OK) st = soa_check_state(c->m, c->qn, qd);
+    if (st.kind == SOA_OK) {
+        const int use = fmu_pack_frame_forces(c, c->real, c->d->fext);
+        if (D.nc > 0) {
+            fmu_gather_closure_inputs(c);
+            soa_closure_inputs in = {c->m, c->d, tau, use, c->active, c->u, c->real[D.vr_stab],
+                                     c->real[D.vr_stab + 1], c->anchors, c->anchor_t, c->forces,
+                                     c->residuals};
+            st = soa_closure_accel(&in, c->qn, qd, c->t, c->qdds);
+        } else {
+            soa_tree_inputs in = {c->m, c->d, tau, use, NULL, NULL};
+            st = soa_tree_accel(&in, c->qn, qd, c->t, c->qdds);
+        }
+    }
+    if (st.kind == SOA_OK) st = soa_check_result(c->qdds, D.nv, 1);
+    if (st.kind != SOA_OK) {
+        char msg[MSG];
+        fmu_status_message(c, st, msg, sizeof msg);
+        fmu_log(c, level, "%s: the state derivative at t = %.17g cannot be evaluated: %s", fn,
+                c->t, msg);
+        return 0;
+    }
+    memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
+    soa_configuration_rate(c->m, c->qn, qd, c->real + D.vr_qdot);
+    fmu_put_constraint_outputs(c);
+    fmu_put_contact_outputs(c, c->qn, 0);      /* (evaluated with beta-dot by soa_tree_accel) */
+    c->stale = 0;
+    return 1;
+}
+
+const double *fmu_me_normalized(Instance *c)
+{
+    return fmu_normalize(c).kind == SOA_OK ? c->qn : c->real + D.vr_q;
 }
 
 /* ------------------------------------------------------------------ the step */
@@ -300,7 +460,7 @@ int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char 
     }
     if (D.role == SOA_FMU_CONTROLLER) return fmu_controller_refresh(c, fn);
     if (c->stale && feedthrough && c->kind == FMU_ME) {
-        if (!fmu_me_evaluate(c, fn)) return 0;                  /* (logged) */
+        if (!fmu_me_evaluate(c, FMU_ERROR, fn)) return 0;                  /* (logged) */
     } else if (c->stale && feedthrough) {
         soa_status st = fmu_update_outputs(c);
         if (st.kind != SOA_OK) {
@@ -320,6 +480,41 @@ int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char 
     return 1;
 }
 
+/* The Real getter (FMI 2.0 and 3.0): the outputs it reads brought up to date first. */
+int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, size_t nvalues,
+                 const char *fn)
+{
+    if (nvalues > 0 && !value) return FMU_ERROR;
+    if (!fmu_check_refs(c, vr, nvr, nvalues, 0, D.nreal, fn, 0)) {
+        for (size_t i = 0; i < nvalues; i++) value[i] = NAN;
+        return FMU_ERROR;
+    }
+    int feed = 0, energy = 0, poses = 0, outputs = 0, rates = 0;
+    FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) {
+        if (r >= D.nreal) continue;                                  /* time */
+        if (D.vars[r].causality != SOA_FMU_OUTPUT && D.vars[r].causality != SOA_FMU_LOCAL)
+            continue;
+        outputs = 1;
+        if (r >= D.vr_qdd && r < D.vr_energy) feed = 1;
+        else if (r == D.vr_energy) energy = 1;
+        else if (r > D.vr_energy) poses = 1;
+        if (D.vr_qdot >= 0 && r >= D.vr_qdot && r < D.vr_qdot + D.nq) rates = 1;
+    }
+    if (outputs && !fmu_refresh(c, feed, energy, poses, fn)) {
+        FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k)
+            value[k] = r >= D.nreal ? c->t
+                     : D.vars[r].causality == SOA_FMU_OUTPUT || D.vars[r].causality == SOA_FMU_LOCAL
+                     ? NAN : c->real[r];
+        return FMU_ERROR;
+    }
+    /* ---- der(q) in Co-Simulation: theta-dot = f(theta) beta at the current state */
+    if (rates && c->kind == FMU_CS)
+        soa_configuration_rate(c->m, c->real + D.vr_q, c->real + D.vr_qd, c->real + D.vr_qdot);
+    FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) value[k] = r >= D.nreal ? c->t : c->real[r];
+    return FMU_OK;
+}
+
+/* ------------------------------------------------------------------ the communication step */
 /* 1 when a step by h would need more than SOA_MAX_SUBSTEPS sub-steps of max_step (a fixed-step
  * integrator), with the message naming h, max_step and the count: the step is refused at once. */
 static int too_many_substeps(const Instance *c, double h, char *msg, size_t n)

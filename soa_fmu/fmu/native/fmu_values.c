@@ -1,24 +1,20 @@
 /* The native FMU's variable access (instance.h): what a value reference names (one scalar in
- * FMI 2.0, an array in FMI 3.0) and the checks of a request, the Real getter (which brings the
- * outputs it reads up to date, fmu_step.c), the setters with the status discipline, and the
- * reasons steps are refused while a rejected value is pending.  A rejected value is not applied:
- * the setter returns Error and logs the variable and its joint. */
+ * FMI 2.0, an array in FMI 3.0) and the checks of a request, the setters with the status
+ * discipline, the reasons steps are refused while a rejected value is pending, and the values of
+ * the parameters into the instance's model (the tunable ones at once, the physical ones when the
+ * state is built or restored).  A rejected value is not applied: the setter returns Error and
+ * logs the variable and its joint.  (The Real getter brings the outputs it reads up to date: it
+ * is the simulation's, fmu_step.c.) */
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "instance.h"
 
-/* ------------------------------------------------------------------ value references */
-/* The scalars value reference vr names among the variables [lo, hi) (0: none): one in FMI 2.0;
- * in FMI 3.0 the array starting at vr, and D.nvars is the independent variable time (a Real). */
-int fmu_span(const Instance *c, unsigned vr, int lo, int hi)
-{
-    if (c->fmi == 3 && vr == (unsigned)D.nvars && lo == 0 && hi == D.nreal) return 1;
-    if ((long long)vr < lo || (long long)vr >= hi) return 0;
-    return c->fmi == 3 ? D.vars[vr].n3 : 1;
-}
+const char *const METHOD_NAMES[SOA_NMETHODS] = {"rk4", "euler", "dop853", "implicit", "ros2",
+                                                "ros34pw2", "auto"};
 
+/* ------------------------------------------------------------------ value references */
 int fmu_check_refs(Instance *c, const unsigned *vr, size_t nvr, size_t nvalues, int lo, int hi,
                    const char *fn, int mark)
 {
@@ -46,40 +42,6 @@ int fmu_check_refs(Instance *c, const unsigned *vr, size_t nvr, size_t nvalues, 
         return 0;
     }
     return 1;
-}
-
-/* ------------------------------------------------------------------ getters */
-int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, size_t nvalues,
-                 const char *fn)
-{
-    if (nvalues > 0 && !value) return FMU_ERROR;
-    if (!fmu_check_refs(c, vr, nvr, nvalues, 0, D.nreal, fn, 0)) {
-        for (size_t i = 0; i < nvalues; i++) value[i] = NAN;
-        return FMU_ERROR;
-    }
-    int feed = 0, energy = 0, poses = 0, outputs = 0, rates = 0;
-    FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) {
-        if (r >= D.nreal) continue;                                  /* time */
-        if (D.vars[r].causality != SOA_FMU_OUTPUT && D.vars[r].causality != SOA_FMU_LOCAL)
-            continue;
-        outputs = 1;
-        if (r >= D.vr_qdd && r < D.vr_energy) feed = 1;
-        else if (r == D.vr_energy) energy = 1;
-        else if (r > D.vr_energy) poses = 1;
-        if (D.vr_qdot >= 0 && r >= D.vr_qdot && r < D.vr_qdot + D.nq) rates = 1;
-    }
-    if (outputs && !fmu_refresh(c, feed, energy, poses, fn)) {
-        FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k)
-            value[k] = r >= D.nreal ? c->t
-                     : D.vars[r].causality == SOA_FMU_OUTPUT || D.vars[r].causality == SOA_FMU_LOCAL
-                     ? NAN : c->real[r];
-        return FMU_ERROR;
-    }
-    /* ---- der(q) in Co-Simulation: theta-dot = f(theta) beta at the current state */
-    if (rates && c->kind == FMU_CS)
-        soa_configuration_rate(c->m, c->real + D.vr_q, c->real + D.vr_qd, c->real + D.vr_qdot);
-    FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) value[k] = r >= D.nreal ? c->t : c->real[r];
-    return FMU_OK;
 }
 
 /* ------------------------------------------------------------------ setters */
@@ -243,4 +205,91 @@ int fmu_pending_reasons(const Instance *c, char *out, size_t n)
         if (used >= n) break;
     }
     return any;
+}
+
+/* ------------------------------------------------------------------ the parameters into the model
+ * The tunable ones: gravity, and the other tunables the model holds (at once). */
+void fmu_apply_gravity(Instance *c)
+{
+    for (int i = 0; i < 3; i++) {
+        c->m->a0[i] = 0.0;
+        c->m->a0[3 + i] = -c->real[D.vr_g + i];
+    }
+    fmu_apply_contact(c);                 /* the other tunables the model holds (fmu_contact.c) */
+    /* and the other tunable parameters of the model: the joint stops' gains and switch (checked
+     * >= 0 by the setter; dissipation.c reads them at every evaluation) */
+    if (D.vr_stop_stiffness < 0) return;
+    soa_model *m = c->m;
+    m->stops[0] = c->boolean[D.vr_stops_enabled - D.nreal] != 0;
+    m->stopped = 0;
+    for (int i = 0; i < D.nv; i++) {
+        m->stop_k[i] = c->real[D.vr_stop_stiffness + i];
+        m->stop_b[i] = c->real[D.vr_stop_damping + i];
+        m->stopped |= m->stops[0] && m->stop_qi[i] >= 0;
+    }
+}
+
+/* ------------------------------------------------------------------ physical parameters
+ * The fixed parameters <b>.mass, <b>.com[1..3], <b>.inertia[1..6] (xx yy zz xy xz yz), damping[i]
+ * and friction[i] go into the instance's soa_model, which soa_model_finish re-derives (M(k), the
+ * dissipation flag): when the state is built (before initialization ends) and when a state is
+ * restored, never in a step.  Every mass must be >= 0, the inertia of a body whose values differ
+ * from the start values must be physical (soa_inertia_problem: a published robot file's may not
+ * be), damping and friction >= 0. */
+static double parameter(const Instance *c, int vr, int start)
+{
+    return start ? D.vars[vr].start : c->real[vr];
+}
+
+static void write_parameters(Instance *c, int start)
+{
+    soa_model *m = c->m;
+    for (int k = 0; k < D.nb; k++) {
+        const int vr = D.vr_inertial + 10 * k;
+        double *J = m->Jc + 9 * k;
+        m->mass[k] = parameter(c, vr, start);
+        for (int i = 0; i < 3; i++) m->com[3 * k + i] = parameter(c, vr + 1 + i, start);
+        J[0] = parameter(c, vr + 4, start);
+        J[4] = parameter(c, vr + 5, start);
+        J[8] = parameter(c, vr + 6, start);
+        J[1] = J[3] = parameter(c, vr + 7, start);
+        J[2] = J[6] = parameter(c, vr + 8, start);
+        J[5] = J[7] = parameter(c, vr + 9, start);
+    }
+    for (int i = 0; i < D.nv; i++) {
+        m->damping[i] = parameter(c, D.vr_damping + i, start);
+        m->friction[i] = parameter(c, D.vr_friction + i, start);
+        m->armature[i] = parameter(c, D.vr_armature + i, start);
+        if (D.vr_stop_stiffness < 0) continue;
+        m->stop_k[i] = parameter(c, D.vr_stop_stiffness + i, start);
+        m->stop_b[i] = parameter(c, D.vr_stop_damping + i, start);
+    }
+    if (D.vr_stops_enabled >= 0)
+        m->stops[0] = start ? D.vars[D.vr_stops_enabled].start != 0.0
+                            : c->boolean[D.vr_stops_enabled - D.nreal] != 0;
+}
+
+/* The parameters into the model; 0 (msg, which may be NULL: the reason naming the body or dof)
+ * when they are refused, the model then holding the start values. */
+int fmu_apply_parameters(Instance *c, char *msg, size_t n)
+{
+    fmu_data_used(c);                         /* the model changes */
+    soa_status st = {SOA_OK, 0};
+    write_parameters(c, 0);
+    for (int k = 0; k < D.nb && st.kind == SOA_OK; k++) {
+        int changed = 0;
+        for (int i = 0; i < 10; i++)
+            changed |= c->real[D.vr_inertial + 10 * k + i] != D.vars[D.vr_inertial + 10 * k + i].start;
+        const int why = soa_inertia_problem(c->m->mass[k], c->m->Jc + 9 * k, NULL);
+        if (why == 1 || (changed && why)) {
+            st.kind = SOA_BAD_INERTIA;
+            st.index = k;
+        }
+    }
+    if (st.kind == SOA_OK) st = soa_model_finish(c->m);
+    if (st.kind == SOA_OK) return 1;
+    if (msg) fmu_status_message(c, st, msg, n);
+    write_parameters(c, 1);
+    soa_model_finish(c->m);
+    return 0;
 }

@@ -21,20 +21,27 @@
  * Everything is allocated at instantiation (and by the FMU-state functions); a step, the getters
  * and setters allocate nothing, do no I/O except through the logger, and take no locks.  The FMU
  * state is one self-describing byte buffer (fmu_state.c), so getting and serializing a state
- * share one format.  The files, split by what changes together:
+ * share one format.  The files, split by what changes together, form layers that call only
+ * downward (bottom first; the order is defined once, in tests/test_fmu_layers.py LAYERS, which
+ * fails on a call upward or sideways):
  *
- *   instance.c        life cycle: instantiation, defaults, the parameters into the model, the build
- *                     of the simulation state, leaving initialization, freeing
- *   fmu_values.c      variable access: value references, getters / setters with the status
- *                     discipline, the reasons steps are refused while a rejected value is pending
- *   fmu_step.c        the simulation: the inputs in the engine's layout, a step (Co-Simulation),
- *                     the outputs and what the data keeps for the next step
+ *   instance.h        the instance, its modes, its cache flags (the inline functions below)
+ *   fmu_log.c         the log categories, fmu_log, variable and mode names, the core's messages
+ *   fmu_contact.c     contact: the tunable constants into the model, the outputs, the
+ *                     penetration depths (the event indicators of contact)
+ *   fmu_values.c      variable access: value references, the setters with the status
+ *                     discipline, the reasons steps are refused while a rejected value is
+ *                     pending, the parameters (physical and tunable) into the model
  *   fmu_state.c       the FMU state as bytes and the model digest that binds it to its model
- *   fmu_log.c         the log categories, fmu_log, variable names, the core's status messages
- *   model_exchange.c  x = (theta, beta), its derivative, events, completed integrator steps, and
- *                     the directional derivatives of every interface
- *   fmu_contact.c     contact: the tunable constants, the outputs, the event indicators
  *   controller.c      the controller role (fmu.h): the computed torque where a plant simulates
+ *   fmu_step.c        the simulation: the state built from the parameters, the inputs in the
+ *                     engine's layout, the dynamics at a state (qdd; x-dot at the normalized
+ *                     configuration for Model Exchange), the outputs and the Real getter that
+ *                     brings them up to date, a step (Co-Simulation)
+ *   model_exchange.c  x = (theta, beta): states, derivatives, events, completed integrator steps,
+ *                     the event indicators, and the directional derivatives of every interface
+ *   instance.c        life cycle: instantiation, defaults, leaving initialization, freeing
+ *   fmi2_cs.c, fmi2_me.c, fmi3.c   the FMI entry points
  *
  * In FMI 2.0 every value reference names one scalar; in FMI 3.0 it names a whole array of the
  * table (soa_fmu_variable.n3 scalars, e.g. "tau" [nv]) and D.nvars names the independent
@@ -132,35 +139,56 @@ struct Instance {
     char failure[MSG];
 };
 
-/* ---------------------------------------------------------------- instance.c */
-Instance *fmu_new(const char *name, int kind, int fmi, fmu_emit_fn emit, void (*logger)(void),
-                  void *env, int logging_on);
-void fmu_free(Instance *c);
-void fmu_set_defaults(Instance *c);
-int fmu_running(const Instance *c);       /* initialized and not terminated */
-void fmu_apply_gravity(Instance *c);      /* and the other tunables the model holds */
-int fmu_apply_parameters(Instance *c, char *msg, size_t n);   /* the physical ones, to c->m */
-int fmu_build(Instance *c, char *msg, size_t n);
-int fmu_exit_initialization(Instance *c, int mode, const char *fn);
+/* ---------------------------------------------------------------- instance.h: the flags */
+/* The layer below every file: what the instance's fields mean, as functions calling nothing. */
+static inline int fmu_running(const Instance *c)       /* initialized and not terminated */
+{
+    return c->mode == STEPPING || c->mode == EVENT || c->mode == CONTINUOUS;
+}
+
+/* c->d is about to be used for other work (or the model changes): it no longer holds the tree's
+ * articulated factors nor the contact forces of the state (fmu_step.c hold_factors, hold_contact). */
+static inline void fmu_data_used(Instance *c) { c->factored = c->contact_held = 0; }
+
+/* The state or an input changed: the outputs are out of date, a step that failed may succeed. */
+static inline void fmu_invalidate(Instance *c)
+{
+    c->failed_h = 0.0;
+    c->stale = 1;
+    c->energy_valid = c->poses_valid = 0;
+    c->jac_valid = 0;
+}
+
+/* A ball or free joint: its coordinates hold a quaternion (w x y z) first. */
+static inline int fmu_quaternion_joint(const soa_model *m, int k)
+{
+    return m->jtype[k] == SOA_SPHERICAL || m->jtype[k] == SOA_FREE;
+}
 
 /* ---------------------------------------------------------------- fmu_log.c */
 void fmu_log(const Instance *c, int status, const char *fmt, ...);
 const char *fmu_named(int vr, char *buf, size_t n);
 void fmu_status_message(const Instance *c, soa_status st, char *buf, size_t n);
 
-/* ---------------------------------------------------------------- fmu_step.c */
-int fmu_pack_frame_forces(const Instance *c, const double *base, double *fext);
-int fmu_gather_closure_inputs(Instance *c);
-void fmu_put_constraint_outputs(Instance *c);
-void fmu_invalidate(Instance *c);         /* the state or an input changed */
-void fmu_data_used(Instance *c);          /* c->d is about to be used for other work */
-soa_status fmu_update_outputs(Instance *c);   /* qdd and the constraint outputs at the state */
-int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char *fn);
-int fmu_do_step(Instance *c, double t, double h, const char *fn);
+/* ---------------------------------------------------------------- fmu_contact.c */
+void fmu_apply_contact(Instance *c);
+int fmu_contact_problem(int vr, double x, char *text, size_t n);
+soa_status fmu_put_contact_outputs(Instance *c, const double *q, int recompute);
+int fmu_contact_pair_count(void);
+int fmu_contact_indicators(Instance *c, const double *q, double *z, const char *fn);
 
 /* ---------------------------------------------------------------- fmu_values.c */
+/* The scalars value reference vr names among the variables [lo, hi) (0: none): one in FMI 2.0;
+ * in FMI 3.0 the array starting at vr, and D.nvars is the independent variable time (a Real).
+ * (Inline: FOR_SCALARS below runs it per value in every getter and setter.) */
+static inline int fmu_span(const Instance *c, unsigned vr, int lo, int hi)
+{
+    if (c->fmi == 3 && vr == (unsigned)D.nvars && lo == 0 && hi == D.nreal) return 1;
+    if ((long long)vr < lo || (long long)vr >= hi) return 0;
+    return c->fmi == 3 ? D.vars[vr].n3 : 1;
+}
+
 /* values: vr[nvr] with each vr spanning fmu_span() scalars, nvalues of them in all */
-int fmu_span(const Instance *c, unsigned vr, int lo, int hi);
 int fmu_check_refs(Instance *c, const unsigned *vr, size_t nvr, size_t nvalues, int lo, int hi,
                    const char *fn, int mark);
 /* Each scalar of the request, in order: r its value reference (D.nvars: time). */
@@ -169,13 +197,13 @@ int fmu_check_refs(Instance *c, const unsigned *vr, size_t nvr, size_t nvalues, 
         for (int j_ = 0, n_ = fmu_span(c, (vr)[i_], lo, hi), r = (int)(vr)[i_]; j_ < n_;        \
              j_++, r++, k++)
 
-int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, size_t nvalues,
-                 const char *fn);
 int fmu_set_real(Instance *c, const unsigned *vr, size_t nvr, const double *value,
                  size_t nvalues, const char *fn);
 int fmu_set_boolean(Instance *c, unsigned vr, int value, const char *fn);  /* vr checked */
 int fmu_set_string(Instance *c, unsigned vr, const char *value);           /* vr checked */
 int fmu_pending_reasons(const Instance *c, char *out, size_t n);
+void fmu_apply_gravity(Instance *c);      /* and the other tunables the model holds */
+int fmu_apply_parameters(Instance *c, char *msg, size_t n);   /* the physical ones, to c->m */
 
 /* ---------------------------------------------------------------- fmu_state.c */
 /* the FMU state: one self-describing byte buffer */
@@ -190,17 +218,35 @@ int fmu_set_state(Instance *c, const fmu_state *state, const char *fn);
 fmu_state *fmu_state_from_bytes(Instance *c, const unsigned char *bytes, size_t size,
                                 const char *fn);
 
+/* ---------------------------------------------------------------- controller.c */
+int fmu_controller_build(Instance *c, char *msg, size_t n);
+int fmu_controller_refresh(Instance *c, const char *fn);
+soa_status fmu_controller_step(Instance *c);
+
+/* ---------------------------------------------------------------- fmu_step.c */
+void fmu_reset_closures(Instance *c);     /* the closure state of a new simulation */
+int fmu_build(Instance *c, char *msg, size_t n);
+int fmu_pack_frame_forces(const Instance *c, const double *base, double *fext);
+int fmu_gather_closure_inputs(Instance *c);
+int fmu_stop_margins(const soa_model *m, const double *q, double *z);
+void fmu_put_constraint_outputs(Instance *c);
+soa_status fmu_update_outputs(Instance *c);   /* qdd and the constraint outputs at the state */
+soa_status fmu_normalize(Instance *c);    /* qn: q with every quaternion of unit norm */
+const double *fmu_me_normalized(Instance *c);   /* qn (q itself where it cannot be normalized) */
+int fmu_me_evaluate(Instance *c, int level, const char *fn);   /* x-dot; logged with level */
+int fmu_refresh(Instance *c, int feedthrough, int energy, int poses, const char *fn);
+int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, size_t nvalues,
+                 const char *fn);
+int fmu_do_step(Instance *c, double t, double h, const char *fn);
+
 /* ---------------------------------------------------------------- model_exchange.c */
 int fmu_me_nx(void);                      /* continuous states: nq + nv */
 int fmu_me_require(Instance *c, const char *fn, int modes);    /* 1 << Mode bits */
-int fmu_me_evaluate(Instance *c, const char *fn);
-const double *fmu_me_normalized(Instance *c);   /* qn (q itself where it cannot be normalized) */
 int fmu_me_set_time(Instance *c, double t, const char *fn);
 int fmu_me_get_states(Instance *c, double *x, size_t nx, const char *fn);
 int fmu_me_set_states(Instance *c, const double *x, size_t nx, const char *fn);
 int fmu_me_get_derivatives(Instance *c, double *dx, size_t nx, const char *fn);
 int fmu_me_nominals(Instance *c, double *x, size_t nx, const char *fn);
-int fmu_stop_margins(const soa_model *m, const double *q, double *z);
 int fmu_me_nz(const Instance *c);                 /* event indicators */
 int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn);  /* FMI 2 and 3 */
 int fmu_me_event_update(Instance *c, int *states_changed, const char *fn);
@@ -212,16 +258,11 @@ int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const uns
                 size_t nknown, const double *seed, size_t nseed, double *out, size_t nout,
                 const char *fn);
 
-/* ---------------------------------------------------------------- controller.c */
-int fmu_controller_build(Instance *c, char *msg, size_t n);
-int fmu_controller_refresh(Instance *c, const char *fn);
-soa_status fmu_controller_step(Instance *c);
-
-/* ---------------------------------------------------------------- fmu_contact.c */
-void fmu_apply_contact(Instance *c);
-int fmu_contact_problem(int vr, double x, char *text, size_t n);
-soa_status fmu_put_contact_outputs(Instance *c, const double *q, int recompute);
-int fmu_contact_pair_count(void);
-int fmu_contact_indicators(Instance *c, double *z, const char *fn);
+/* ---------------------------------------------------------------- instance.c */
+Instance *fmu_new(const char *name, int kind, int fmi, fmu_emit_fn emit, void (*logger)(void),
+                  void *env, int logging_on);
+void fmu_free(Instance *c);
+void fmu_set_defaults(Instance *c);
+int fmu_exit_initialization(Instance *c, int mode, const char *fn);
 
 #endif

@@ -14,7 +14,9 @@
  *                              (constraint_time.c soa_closure_accel) -- the ODE the Co-Simulation
  *                              integrators integrate, stage for stage.
  *
- * Everything is evaluated at qn, the configuration with each quaternion scaled to unit norm (its
+ * (Their evaluation, fmu_me_evaluate, and qn, fmu_normalize, are the simulation's, fmu_step.c:
+ * the Real getter brings them up to date as it does the Co-Simulation outputs.)  Everything is
+ * evaluated at qn, the configuration with each quaternion scaled to unit norm (its
  * rotation does not depend on the scale), so an importer's trial states need no projection.  The
  * norm is an invariant of the exact flow (q-dot is orthogonal to q); an integrator's drift is
  * removed in fmu_me_completed_step once |q|^2 - 1 exceeds QUAT_DRIFT, and reported as a state
@@ -22,10 +24,17 @@
  * anchors to its time, so a U~ the master changes between steps moves the targets piecewise
  * (exactly as the Co-Simulation FMU with steps at those points).
  *
- * No event indicators.  A closure constraint switched on through its discrete input (event mode)
- * is a grasp: re-anchored at the current relative pose of its frames, beta projected so that
- * A J beta = U~ (soa_project_velocities) -- a state change -- exactly as a Co-Simulation step
- * does at its start; switched off, it is released.
+ * Event indicators (fmu_me_event_indicators): the joint stops' margins, then each contact pair's
+ * signed penetration (fmu_contact.c), so that the importer lands on every touch-down and release
+ * of a stop or a contact, where x-dot changes law.  Between them x-dot is continuous (the
+ * friction's regularization is smooth); the contact law's clamp of f_n at zero once
+ * 1 + d delta-dot < 0 bends its slope without an indicator (docs/fmu.md, "The OpenModelica
+ * route").
+ *
+ * A closure constraint switched on through its discrete input (event mode) is a grasp:
+ * re-anchored at the current relative pose of its frames, beta projected so that A J beta = U~
+ * (soa_project_velocities) -- a state change -- exactly as a Co-Simulation step does at its
+ * start; switched off, it is released.
  *
  * Directional derivatives (fmu_directional), exact, never a difference quotient:
  *   inputs (tau, f_ext, U~): beta-dot and the constraint forces are affine in them at a fixed
@@ -70,81 +79,6 @@ int fmu_me_require(Instance *c, const char *fn, int modes)
 
 #define AFTER_INIT ((1 << INITIALIZATION) | (1 << EVENT) | (1 << CONTINUOUS) | (1 << TERMINATED))
 #define ANY_MODE (AFTER_INIT | (1 << INSTANTIATED))
-
-static int is_quaternion_joint(const soa_model *m, int k)
-{
-    return m->jtype[k] == SOA_SPHERICAL || m->jtype[k] == SOA_FREE;
-}
-
-/* qn <- q with every quaternion scaled to unit norm. */
-static soa_status normalize(Instance *c)
-{
-    const double *q = c->real + D.vr_q;
-    soa_status st = {SOA_OK, 0};
-    const int i = soa_first_nonfinite(q, D.nq);
-    if (i >= 0) {
-        st.kind = SOA_BAD_Q;
-        st.index = i;
-        return st;
-    }
-    memcpy(c->qn, q, sizeof(double) * D.nq);
-    for (int k = 0; k < D.nb; k++) {
-        if (!is_quaternion_joint(c->m, k)) continue;
-        double *e = c->qn + c->m->q0[k];
-        const double n = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]);
-        if (!(n > 1e-6)) {
-            st.kind = SOA_BAD_QUAT;
-            st.index = k;
-            return st;
-        }
-        for (int j = 0; j < 4; j++) e[j] /= n;
-    }
-    return st;
-}
-
-/* x-dot and the outputs at the current (t, x) with the held inputs (the file comment); logged
- * with `level` when it cannot be evaluated. */
-static int evaluate(Instance *c, int level, const char *fn)
-{
-    fmu_data_used(c);
-    const double *qd = c->real + D.vr_qd, *tau = c->real + D.vr_tau;
-    soa_status st = normalize(c);
-    if (st.kind == SOA_OK) st = soa_check_state(c->m, c->qn, qd);
-    if (st.kind == SOA_OK) {
-        const int use = fmu_pack_frame_forces(c, c->real, c->d->fext);
-        if (D.nc > 0) {
-            fmu_gather_closure_inputs(c);
-            soa_closure_inputs in = {c->m, c->d, tau, use, c->active, c->u, c->real[D.vr_stab],
-                                     c->real[D.vr_stab + 1], c->anchors, c->anchor_t, c->forces,
-                                     c->residuals};
-            st = soa_closure_accel(&in, c->qn, qd, c->t, c->qdds);
-        } else {
-            soa_tree_inputs in = {c->m, c->d, tau, use, NULL, NULL};
-            st = soa_tree_accel(&in, c->qn, qd, c->t, c->qdds);
-        }
-    }
-    if (st.kind == SOA_OK) st = soa_check_result(c->qdds, D.nv, 1);
-    if (st.kind != SOA_OK) {
-        char msg[MSG];
-        fmu_status_message(c, st, msg, sizeof msg);
-        fmu_log(c, level, "%s: the state derivative at t = %.17g cannot be evaluated: %s", fn,
-                c->t, msg);
-        return 0;
-    }
-    memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
-    soa_configuration_rate(c->m, c->qn, qd, c->real + D.vr_qdot);
-    fmu_put_constraint_outputs(c);
-    fmu_put_contact_outputs(c, c->qn, 0);      /* (evaluated with beta-dot by soa_tree_accel) */
-    c->stale = 0;
-    return 1;
-}
-
-int fmu_me_evaluate(Instance *c, const char *fn) { return evaluate(c, FMU_ERROR, fn); }
-
-const double *fmu_me_normalized(Instance *c)
-{
-    return normalize(c).kind == SOA_OK ? c->qn : c->real + D.vr_q;
-}
 
 int fmu_me_set_time(Instance *c, double t, const char *fn)
 {
@@ -207,7 +141,7 @@ int fmu_me_get_derivatives(Instance *c, double *dx, size_t nx, const char *fn)
     }
     if (!fmu_refresh(c, 0, 0, 0, fn)) return FMU_ERROR;
     if (D.role == SOA_FMU_CONTROLLER) return FMU_OK;                 /* no states */
-    if (c->stale && !evaluate(c, FMU_DISCARD, fn)) return FMU_DISCARD;
+    if (c->stale && !fmu_me_evaluate(c, FMU_DISCARD, fn)) return FMU_DISCARD;
     memcpy(dx, c->real + D.vr_qdot, sizeof(double) * D.nq);
     memcpy(dx + D.nq, c->real + D.vr_qdd, sizeof(double) * D.nv);
     return FMU_OK;
@@ -249,7 +183,7 @@ int fmu_me_event_update(Instance *c, int *states_changed, const char *fn)
         if (on) {
             fmu_data_used(c);
             double *qd = c->real + D.vr_qd;
-            soa_status st = normalize(c);
+            soa_status st = fmu_normalize(c);
             if (st.kind == SOA_OK) st = soa_check_state(c->m, c->qn, qd);
             if (st.kind == SOA_OK)
                 st = soa_project_velocities(c->m, c->d, c->qn, qd, c->active, c->u, c->qds);
@@ -283,7 +217,7 @@ int fmu_me_completed_step(Instance *c, int *enter_event, const char *fn)
     rebase_anchors(c);
     double *q = c->real + D.vr_q;
     for (int k = 0; k < D.nb; k++) {
-        if (!is_quaternion_joint(c->m, k)) continue;
+        if (!fmu_quaternion_joint(c->m, k)) continue;
         double *e = q + c->m->q0[k];
         const double n2 = e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3];
         if (!(fabs(n2 - 1.0) > QUAT_DRIFT) || !(n2 > 1e-12) || !isfinite(n2)) continue;
@@ -318,7 +252,7 @@ static void tangent(const Instance *c, const double *dq, double *dth)
     const double *q = c->real + D.vr_q;
     for (int k = 0; k < D.nb; k++) {
         const int a = m->q0[k], v = m->v0[k];
-        if (is_quaternion_joint(m, k)) {
+        if (fmu_quaternion_joint(m, k)) {
             const double *e = q + a, *en = c->qn + a;
             const double n = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]);
             const double conj[4] = {en[0], -en[1], -en[2], -en[3]};
@@ -354,7 +288,7 @@ static void rate_derivative(const Instance *c, const double *dq, const double *d
     soa_configuration_rate(m, c->qn, dv, out);
     for (int k = 0; k < D.nb; k++) {
         const int a = m->q0[k], v = m->v0[k];
-        if (is_quaternion_joint(m, k)) {
+        if (fmu_quaternion_joint(m, k)) {
             /* 1/2 dqn (x) (0, w), dqn = (dq - qn (qn . dq)) / |q| */
             const double *e = q + a, *en = c->qn + a, *d = dq + a;
             const double n = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2] + e[3] * e[3]);
@@ -613,7 +547,7 @@ int fmu_directional(Instance *c, const unsigned *unknown, size_t nunknown, const
     }
     if (!fmu_refresh(c, 1, need_energy && with_x, need_poses && with_x, fn)) return FMU_ERROR;
     const int constrained = D.nc > 0 && fmu_gather_closure_inputs(c);
-    soa_status st = normalize(c);
+    soa_status st = fmu_normalize(c);
     double dE = 0.0;
     /* the state part first: energy and poses read the data soa_aba_derivatives leaves */
     if (with_x) {
@@ -743,27 +677,6 @@ int fmu_adjoint(Instance *c, const unsigned *unknown, size_t nunknown, const uns
     return FMU_OK;
 }
 
-/* The joint stops' margins at q: one per stop limit, dof order, lower first, q - lower and
- * upper - q (the stop acts where one is < 0); 1 while the stops are switched off (no event).  The
- * event indicators of both FMI versions begin with them, and the stop_margin locals hold them
- * (FMI 3.0 declares those as its indicators).  z NULL: counted only. */
-int fmu_stop_margins(const soa_model *m, const double *q, double *z)
-{
-    int k = 0;
-    for (int i = 0; i < D.nv; i++) {
-        const int qi = m->stop_qi[i], live = m->stopped && qi >= 0;
-        if (m->stop_on[i] & 1) {
-            if (z) z[k] = live ? q[qi] - m->stop_lo[i] : 1.0;
-            k++;
-        }
-        if (m->stop_on[i] & 2) {
-            if (z) z[k] = live ? m->stop_hi[i] - q[qi] : 1.0;
-            k++;
-        }
-    }
-    return k;
-}
-
 /* The event indicators (FMI 2.0 and 3.0 Model Exchange): the joint stops' margins, so that the
  * integrator lands on the contact instant, then one per contact pair (fmu_contact.c: its signed
  * penetration). */
@@ -784,5 +697,9 @@ int fmu_me_event_indicators(Instance *c, double *z, size_t ni, const char *fn)
     }
     if (nz == 0) return FMU_OK;
     const int n = fmu_stop_margins(c->m, c->real + D.vr_q, z);
-    return fmu_contact_indicators(c, z + n, fn);
+    if (fmu_contact_pair_count() == 0) return FMU_OK;
+    if (!fmu_me_require(c, fn, (1 << INITIALIZATION) | (1 << EVENT) | (1 << CONTINUOUS))
+        || !fmu_refresh(c, 0, 0, 0, fn))
+        return FMU_ERROR;
+    return fmu_contact_indicators(c, fmu_me_normalized(c), z + n, fn);
 }
