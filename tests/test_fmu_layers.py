@@ -116,10 +116,10 @@ def call_graph(native: Path = NATIVE) -> dict[tuple[str, str], set[str]]:
     macros = _macros(code["instance.h"])
     edges: dict[tuple[str, str], set[str]] = defaultdict(set)
     for f, text in code.items():
-        body = "\n".join(line for line in _joined(text).splitlines()
-                         if not re.match(r"\s*#\s*define\b", line))
-        if f == "instance.h":                    # its inline functions; the rest declares
-            body = " ".join(_function_bodies(body))
+        body = _joined(text)                     # (a .c file's own macros expand in it)
+        if f == "instance.h":     # its inline functions; the rest declares (macros: at their users)
+            body = " ".join(_function_bodies("\n".join(
+                line for line in body.splitlines() if not line.lstrip().startswith("#"))))
         used = set(re.findall(r"\b[A-Za-z_]\w*\b", body))
         for n in list(used):
             used |= macros.get(n, set())

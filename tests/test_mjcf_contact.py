@@ -65,11 +65,13 @@ def mujoco_normal_force(mm, md) -> float:
     ("geom", 'solref="-5000 -100"'),                                # the direct form
     ("class", 'solimp="0.5 0.8 0.01 0.3 3"'),                       # a default class's
     ("floor", 'solref="0.01 1" solmix="3"'),                        # mixed by solmix with the floor's
+    ("floor", 'solref="0.05 0.7" priority="1"'),                    # the floor's alone: priority
 ])
 def test_rests_at_mujocos_depth(tmp_path, shape, where, x):
     """A box, a capsule and a cylinder with MuJoCo's parameters on the geom, in a default class or
-    on the floor (mixed by solmix): at rest after 1 s at MuJoCo's depth (1 µm + 1 %; the issue's
-    bar 2 mm) with the floor carrying the weight (1 %, both), still."""
+    on the floor (mixed by solmix, or the floor's alone by priority): at rest after 1 s at
+    MuJoCo's depth (1 µm + 1 %; the issue's bar 2 mm) with the floor carrying the weight (1 %,
+    both), still."""
     geom, h = SHAPES[shape]
     xml = DROP.format(z0=h + 0.02, geom=geom.format(x=x if where == "geom" else ""),
                       default=f'<default><geom {x}/></default>' if where == "class" else "",
@@ -83,6 +85,21 @@ def test_rests_at_mujocos_depth(tmp_path, shape, where, x):
     assert mujoco_normal_force(mm, md) == pytest.approx(W, rel=1e-2)
     assert sf.contact_forces(m, sim.q, sim.qd).total_force[2] == pytest.approx(W, rel=1e-2)
     assert abs(abs(sim.q[0]) - 1) < 1e-6 and np.abs(sim.qd).max() < 1e-4
+
+
+def test_mesh_rests_at_mujocos_depth(tmp_path):
+    """A convex mesh (a cube's 8 vertices, MuJoCo's asset) with solref (0.03, 0.8): at MuJoCo's
+    depth (1 µm + 1 %) on its 4 lowest vertices, as MuJoCo's 4 contacts."""
+    cube = " ".join(f"{x} {y} {z}" for x in (-0.05, 0.05) for y in (-0.05, 0.05)
+                    for z in (-0.05, 0.05))
+    xml = DROP.format(z0=0.07, geom='<geom name="g" type="mesh" mesh="cube" mass="1.5" '
+                      'solref="0.03 0.8"/>', floor="", contact="",
+                      default=f'<asset><mesh name="cube" vertex="{cube}"/></asset>')
+    mm, m = load(tmp_path, xml)
+    md, sim = drop(mm, m, 0.07)
+    assert md.ncon == 4
+    assert (sf.contact_forces(m, sim.q, sim.qd).point_depth[0] > 0).sum() == 4
+    assert 0.05 - sim.q[6] == pytest.approx(0.05 - md.qpos[2], rel=1e-2, abs=1e-6)
 
 
 def test_solref_changes_the_depth_as_in_mujoco(tmp_path):
@@ -192,6 +209,8 @@ def test_explicit_pairs_are_honoured_as_in_mujoco(tmp_path):
     assert pairs == {frozenset(("gc", "gb"))}       # only the explicit one (bits: none)
     law = {(p.geom, p.other): p for p in m.contact_pairs}
     assert law[("ga", "floor")].law["friction"] == 0.4 and law[("ga", "floor")].explicit
+    from soa_fmu.cli import describe
+    assert "pair ga/floor (explicit); stiffness" in describe(m)        # soa-describe lists it
     md = mujoco.MjData(mm)
     for _ in range(1500):
         mujoco.mj_step(mm, md)

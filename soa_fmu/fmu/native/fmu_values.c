@@ -207,8 +207,9 @@ int fmu_pending_reasons(const Instance *c, char *out, size_t n)
     return any;
 }
 
-/* ------------------------------------------------------------------ the parameters into the model
- * The tunable ones: gravity, and the other tunables the model holds (at once). */
+/* ------------------------------------------------------------------ tunable parameters
+ * Gravity and the other tunables the model holds go into it at once (a setter while running,
+ * the build, a restored state). */
 void fmu_apply_gravity(Instance *c)
 {
     for (int i = 0; i < 3; i++) {
