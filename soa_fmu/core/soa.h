@@ -103,7 +103,7 @@ enum { SOA_CT_STIFFNESS, SOA_CT_EXPONENT, SOA_CT_DISSIPATION, SOA_CT_FRICTION, S
  * benchmarks): 1 tests every pair, as without a broad phase. */
 enum { SOA_BP_VALID, SOA_BP_AXIS, SOA_BP_NNEAR, SOA_BP_TESTED, SOA_BP_OFF, SOA_BP_NINFO };
 #define SOA_CONTACT_MAX_IMPLICIT 32   /* touching points whose damping is implicit (more: explicit) */
-#define SOA_ROS_MAX_STAGES 2          /* stages of the Rosenbrock tableau (integrators.c) */
+#define SOA_ROS_MAX_STAGES 4          /* stages of a Rosenbrock tableau (integrators.c) */
 #include "collision.h"              /* the shapes (SOA_SHAPE_*, SOA_HULL_MAX, SOA_MANIFOLD) */
 
 /* ------------------------------------------------------------------ sizes */
@@ -769,19 +769,33 @@ soa_status soa_rosenbrock(const soa_model *m, soa_data *d, double *q, double *qd
 soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
                                    const double *tau, int use_fext, double h, double rtol,
                                    double atol, double max_step, double *qdd);
-/* The integrator `auto` picks: SOA_ROS2 for a model with joint dissipation, stops or contact,
+/* The same with the Rosenbrock W-method ROS34PW2 (Rang & Angermann 2005: third order, L-stable,
+ * four stages of the implicit step's kind, one sweep each; its embedded estimate second order). */
+soa_status soa_ros34pw2(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                        int use_fext, double h, int nsub, double *qdd);
+soa_status soa_ros34pw2_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
+                                 const double *tau, int use_fext, double h, double rtol,
+                                 double atol, double max_step, double *qdd);
+/* The integrator `auto` picks: SOA_ROS34PW2 for a model with joint dissipation, stops or contact,
  * else SOA_RK4; flexible and closed-chain models get SOA_RK4. */
 int soa_auto_method(const soa_model *m);
 
 /* ------------------------------------------------------------------ constraint_time.c */
 /* the integrators; SOA_AUTO is resolved once, at initialization, by soa_auto_method */
-enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2, SOA_AUTO, SOA_NMETHODS };
+enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2, SOA_ROS34PW2, SOA_AUTO,
+       SOA_NMETHODS };
+/* 1 for the Rosenbrock methods (fixed or error-controlled sub-steps: soa_step_options'
+ * error_control) */
+static inline int soa_is_rosenbrock(int method)
+{
+    return method == SOA_ROS2 || method == SOA_ROS34PW2;
+}
 typedef struct {
-    int method;                    /* SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2 */
+    int method;                    /* SOA_RK4 ... SOA_ROS34PW2 */
     double max_step;               /* rk4, euler: a step is split into equal sub-steps <= this */
-    double rtol, atol;             /* dop853, ros2 with error control */
+    double rtol, atol;             /* dop853, ros2 / ros34pw2 with error control */
     int reanchor;                  /* a constraint switched on is re-anchored at the current pose */
-    int error_control;             /* ros2: error-controlled sub-steps (else fixed, max_step) */
+    int error_control;             /* ros2, ros34pw2: error-controlled sub-steps (else fixed) */
 } soa_step_options;
 /* The held inputs of a model with closure constraints (soa_closure_accel's context):
  * tau (nv), f_ext in d->fext when use_fext; active (nc), u (nc x 6), Baumgarte gains;
