@@ -408,7 +408,9 @@ typedef struct {
     X(ct_depth, 1, npt, 0, 0)    /* its penetration delta, m (<= 0: not touching) */            \
     X(ct_pdepth, 1, npair, 0, 0) /* per pair: the deepest penetration, m (< 0: minus the gap; \
                                     in a step, of a pair the broad phase set apart, a bound of \
-                                    it; soa_contact_state makes it exact: the event indicator) */ \
+                                    it, from this or an earlier evaluation (contact.c, \
+                                    geometry_pairs); soa_contact_state and soa_contact_gaps make \
+                                    it exact: the event indicator) */                           \
     X(sp_force, 2, nsph, 3, 0)   /* total contact force on each geometry, world axes */          \
     X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
     X(sp_x,     2, nsph, 3, 0)   /* its origin, world */                                         \
