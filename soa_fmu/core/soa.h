@@ -12,6 +12,11 @@
  *
  * Every kernel returns a soa_status {kind, index} (index: the offending coordinate, body or
  * constraint) and never aborts; no kernel allocates.
+ *
+ * The files call only downward (joints, placements, kinematic sweeps with flexible bodies
+ * dispatched to flexible_body.h, recursions, contact forces, articulated sweeps, constraints,
+ * integrators): the order is defined once, in tests/test_core_layers.py LAYERS, which fails on a
+ * call upward or sideways.
  */
 #ifndef SOA_H
 #define SOA_H
@@ -534,6 +539,11 @@ void soa_fold_accelerations(const soa_model *m, soa_data *d, const double *base,
 void soa_point_jacobian(const soa_model *m, const soa_data *d, int body, const double *p_world,
                         double *J);
 soa_status soa_kinematics(const soa_model *m, soa_data *d, const double *q, const double *qd);
+void soa_inertias_to_world(const soa_model *m, soa_data *d);   /* Mw(k) <- M_I(k) */
+/* The sweeps' steps for flexible bodies (flexible_body.h): body k on a node of its flexible parent,
+ * and V, a, b, gravity of every body with (V, eta-dot) (soa_kinematics when m->nm > 0). */
+void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
+void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 
 /* ------------------------------------------------------------------ rnea.c */
 void soa_inward_forces(const soa_model *m, soa_data *d, int use_fext);
@@ -542,7 +552,6 @@ soa_status soa_rnea(const soa_model *m, soa_data *d, const double *q, const doub
                     const double *qdd, int use_fext, double *tau);
 
 /* ------------------------------------------------------------------ crba.c */
-void soa_inertias_to_world(const soa_model *m, soa_data *d);   /* Mw(k) <- M_I(k) */
 void soa_composite_inertia_sweep(const soa_model *m, soa_data *d);
 soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M);
 
@@ -598,10 +607,8 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
- * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
+ * soa_aba, soa_rnea, soa_crba, soa_energy, the sensitivities and the integrators
  * call these when m->nm > 0 (every algorithm family takes flexible bodies). */
-void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
-void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd);
 soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
