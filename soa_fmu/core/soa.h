@@ -99,6 +99,9 @@ typedef struct {
 enum { SOA_CT_STIFFNESS, SOA_CT_EXPONENT, SOA_CT_DISSIPATION, SOA_CT_FRICTION, SOA_CT_STICTION,
        SOA_CT_GEOMETRY, SOA_CONTACT_ROWS };
 #define SOA_CT_NLAW 5
+/* contact.c: the broad phase's state in d->bp_info.  SOA_BP_OFF (set by the user of the data: tests,
+ * benchmarks): 1 tests every pair, as without a broad phase. */
+enum { SOA_BP_VALID, SOA_BP_AXIS, SOA_BP_NNEAR, SOA_BP_TESTED, SOA_BP_OFF, SOA_BP_NINFO };
 #define SOA_CONTACT_MAX_IMPLICIT 32   /* touching points whose damping is implicit (more: explicit) */
 #define SOA_ROS_MAX_STAGES 4          /* stages of a Rosenbrock tableau (integrators.c) */
 #include "collision.h"              /* the shapes (SOA_SHAPE_*, SOA_HULL_MAX, SOA_MANIFOLD) */
@@ -178,6 +181,11 @@ typedef struct {
     X(sp_nvert, 1, nsph, 0, 0) /* a mesh: its hull's vertices in sp_hull (1..SOA_HULL_MAX) */    \
     X(pl_set,  1, npln, 0, 0) /* bit c: the plane overrides law constant c */                   \
     X(ss_pair, 2, nssp, 2, 0) /* the two geometries (a, b) of each pair that may touch */       \
+    X(bp_first, 1, nsph + 1, 0, 0) /* broadphase.c: the pairs by lower geometry g are bp_pairs \
+                                 [bp_first[g], bp_first[g + 1]) (soa_contact_finish) */          \
+    X(bp_pairs, 1, nssp, 0, 0) /* ... ascending in the higher geometry */                       \
+    X(bp_geoms, 1, nsph, 0, 0) /* the geometries in some pair (first bp_ngeom): the swept ones */ \
+    X(bp_ngeom, 1, 1, 0, 0)    /* their number */                                               \
     X(pr_set,  1, npair, 0, 0) /* bit c: contact pair p (geometry-plane, then ss_pair) has its own \
                                   law constant c in pr_law (an MJCF pair's: io/mjcf_law.py) */   \
     /* ---- model.c: fixed links folded into their parents' rigid bodies (soa_model_finish) ---- */ \
@@ -405,6 +413,7 @@ typedef struct {
     X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
     X(sp_x,     2, nsph, 3, 0)   /* its origin, world */                                         \
     X(sp_R,     3, nsph, 3, 3)   /* its axes, world */                                           \
+    X(bp_box,   2, nsph, 6, 0)   /* its world box (lo, hi): the broad phase (swept geometries) */ \
     X(ct_normal, 2, npt, 3, 0)   /* unit normal m from the first geometry towards the other */   \
     X(ct_vrel,  2, npt, 3, 0)    /* velocity of the first's point relative to the other's */    \
     X(ct_law_p, 2, npt, SOA_CT_NLAW, 0) /* the point's constants (its pair's) */                 \
@@ -441,6 +450,13 @@ typedef struct {
     X(ci_grp,   1, 4 * nimp, 0, 0) /* the blocks: of each point, rows, first row, lone point */ \
     X(ci_piv,   1, 4 * nimp, 0, 0) /* pivots of the LU factors (before: the points' lists) */ \
     X(ci_path,  1, nb, 0, 0)   /* the bodies on the blocks' paths to the base (deepest first) */ \
+    /* ---- contact.c: the broad phase's state (broadphase.c), kept from one evaluation to the \
+       next ---- */                                                                            \
+    X(bp_order, 1, nsph, 0, 0) /* the swept geometries in sweep order (the last sort) */       \
+    X(bp_cand,  1, nssp, 0, 0) /* the pairs whose boxes overlap, ascending (this evaluation) */ \
+    X(bp_near,  1, nssp, 0, 0) /* the pairs the last evaluation tested (first bp_info[SOA_BP_NNEAR]): \
+                                  every other pair holds a record apart, with no force */       \
+    X(bp_info,  1, SOA_BP_NINFO, 0, 0) /* SOA_BP_* */                                          \
     /* ---- kinematics.c: the fold (model.c) ---- */                                           \
     X(fold_set, 1, 1, 0, 0)   /* 1: the folded bodies' constant R, l, Rj, tj are written */
 
