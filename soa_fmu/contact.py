@@ -31,6 +31,9 @@ LAW = {"stiffness": (1e5, "N/m^n", False), "exponent": (1.5, "1", True),
 SHAPES = ("sphere", "capsule", "cylinder", "box", "mesh")
 HULL_MAX = 32          # SOA_HULL_MAX: the vertices of a mesh's hull the core holds
 MANIFOLD = 4           # SOA_MANIFOLD: the contact points of one pair
+# positions in a workspace's bp_info (soa.h SOA_BP_*, core/broadphase.c): the pairs the last
+# evaluation tested (bp_near), the box tests its sweep made, and the switch that tests every pair
+BP_NEAR, BP_TESTED, BP_OFF = 2, 3, 4
 
 
 class ContactError(ValueError):

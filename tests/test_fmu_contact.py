@@ -125,7 +125,7 @@ def test_directional_derivatives_refused_with_contact():
 
 def test_solo12_stands_in_fmpy(tmp_path):
     """solo12 (examples/quadruped_contact.py) as a native FMU in fmpy, h = 1 ms, integrator
-    the default (auto: ros2 with contact), PD posture control, feet touching at t = 0: 10 s without a
+    the default (auto: ros34pw2 with contact), PD posture control, feet touching at t = 0: 10 s without a
     discarded step; over the last second the feet carry the weight (≤ 1 %), and once landed
     no foot sinks 2 mm."""
     import sys

@@ -33,8 +33,9 @@ def load(tmp_path, xml: str, name: str = "m.xml"):
 
 def drop(mm, m, z0: float, t: float = 1.0, qvel=None):
     """Both dropped from their initial pose (our free joint at height z0) for t at 1 ms, ours by
-    implicit Euler (docs/contact.md; the default ros2 lets a body land through stiff contacts
-    with Hunt–Crossley damping d ≳ 60 s/m: reported): (MuJoCo's data, our simulator)."""
+    implicit Euler (docs/contact.md; ros2, auto's choice before ros34pw2, lets a body land through
+    stiff contacts with Hunt–Crossley damping d ≳ 60 s/m: reported): (MuJoCo's data, our
+    simulator)."""
     md = mujoco.MjData(mm)
     if qvel is not None:
         md.qvel[:] = qvel

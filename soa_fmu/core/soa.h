@@ -104,8 +104,11 @@ typedef struct {
 enum { SOA_CT_STIFFNESS, SOA_CT_EXPONENT, SOA_CT_DISSIPATION, SOA_CT_FRICTION, SOA_CT_STICTION,
        SOA_CT_GEOMETRY, SOA_CONTACT_ROWS };
 #define SOA_CT_NLAW 5
+/* contact.c: the broad phase's state in d->bp_info.  SOA_BP_OFF (set by the user of the data: tests,
+ * benchmarks): 1 tests every pair, as without a broad phase. */
+enum { SOA_BP_VALID, SOA_BP_AXIS, SOA_BP_NNEAR, SOA_BP_TESTED, SOA_BP_OFF, SOA_BP_NINFO };
 #define SOA_CONTACT_MAX_IMPLICIT 32   /* touching points whose damping is implicit (more: explicit) */
-#define SOA_ROS_MAX_STAGES 2          /* stages of the Rosenbrock tableau (integrators.c) */
+#define SOA_ROS_MAX_STAGES 4          /* stages of a Rosenbrock tableau (integrators.c) */
 #include "collision.h"              /* the shapes (SOA_SHAPE_*, SOA_HULL_MAX, SOA_MANIFOLD) */
 
 /* ------------------------------------------------------------------ sizes */
@@ -183,6 +186,11 @@ typedef struct {
     X(sp_nvert, 1, nsph, 0, 0) /* a mesh: its hull's vertices in sp_hull (1..SOA_HULL_MAX) */    \
     X(pl_set,  1, npln, 0, 0) /* bit c: the plane overrides law constant c */                   \
     X(ss_pair, 2, nssp, 2, 0) /* the two geometries (a, b) of each pair that may touch */       \
+    X(bp_first, 1, nsph + 1, 0, 0) /* broadphase.c: the pairs by lower geometry g are bp_pairs \
+                                 [bp_first[g], bp_first[g + 1]) (soa_contact_finish) */          \
+    X(bp_pairs, 1, nssp, 0, 0) /* ... ascending in the higher geometry */                       \
+    X(bp_geoms, 1, nsph, 0, 0) /* the geometries in some pair (first bp_ngeom): the swept ones */ \
+    X(bp_ngeom, 1, 1, 0, 0)    /* their number */                                               \
     X(pr_set,  1, npair, 0, 0) /* bit c: contact pair p (geometry-plane, then ss_pair) has its own \
                                   law constant c in pr_law (an MJCF pair's: io/mjcf_law.py) */   \
     /* ---- model.c: fixed links folded into their parents' rigid bodies (soa_model_finish) ---- */ \
@@ -410,6 +418,7 @@ typedef struct {
     X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
     X(sp_x,     2, nsph, 3, 0)   /* its origin, world */                                         \
     X(sp_R,     3, nsph, 3, 3)   /* its axes, world */                                           \
+    X(bp_box,   2, nsph, 6, 0)   /* its world box (lo, hi): the broad phase (swept geometries) */ \
     X(ct_normal, 2, npt, 3, 0)   /* unit normal m from the first geometry towards the other */   \
     X(ct_vrel,  2, npt, 3, 0)    /* velocity of the first's point relative to the other's */    \
     X(ct_law_p, 2, npt, SOA_CT_NLAW, 0) /* the point's constants (its pair's) */                 \
@@ -446,6 +455,13 @@ typedef struct {
     X(ci_grp,   1, 4 * nimp, 0, 0) /* the blocks: of each point, rows, first row, lone point */ \
     X(ci_piv,   1, 4 * nimp, 0, 0) /* pivots of the LU factors (before: the points' lists) */ \
     X(ci_path,  1, nb, 0, 0)   /* the bodies on the blocks' paths to the base (deepest first) */ \
+    /* ---- contact.c: the broad phase's state (broadphase.c), kept from one evaluation to the \
+       next ---- */                                                                            \
+    X(bp_order, 1, nsph, 0, 0) /* the swept geometries in sweep order (the last sort) */       \
+    X(bp_cand,  1, nssp, 0, 0) /* the pairs whose boxes overlap, ascending (this evaluation) */ \
+    X(bp_near,  1, nssp, 0, 0) /* the pairs the last evaluation tested (first bp_info[SOA_BP_NNEAR]): \
+                                  every other pair holds a record apart, with no force */       \
+    X(bp_info,  1, SOA_BP_NINFO, 0, 0) /* SOA_BP_* */                                          \
     /* ---- kinematics.c: the fold (model.c) ---- */                                           \
     X(fold_set, 1, 1, 0, 0)   /* 1: the folded bodies' constant R, l, Rj, tj are written */
 
@@ -760,19 +776,33 @@ soa_status soa_rosenbrock(const soa_model *m, soa_data *d, double *q, double *qd
 soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
                                    const double *tau, int use_fext, double h, double rtol,
                                    double atol, double max_step, double *qdd);
-/* The integrator `auto` picks: SOA_ROS2 for a model with joint dissipation, stops or contact,
+/* The same with the Rosenbrock W-method ROS34PW2 (Rang & Angermann 2005: third order, L-stable,
+ * four stages of the implicit step's kind, one sweep each; its embedded estimate second order). */
+soa_status soa_ros34pw2(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                        int use_fext, double h, int nsub, double *qdd);
+soa_status soa_ros34pw2_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
+                                 const double *tau, int use_fext, double h, double rtol,
+                                 double atol, double max_step, double *qdd);
+/* The integrator `auto` picks: SOA_ROS34PW2 for a model with joint dissipation, stops or contact,
  * else SOA_RK4; flexible and closed-chain models get SOA_RK4. */
 int soa_auto_method(const soa_model *m);
 
 /* ------------------------------------------------------------------ constraint_time.c */
 /* the integrators; SOA_AUTO is resolved once, at initialization, by soa_auto_method */
-enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2, SOA_AUTO, SOA_NMETHODS };
+enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2, SOA_ROS34PW2, SOA_AUTO,
+       SOA_NMETHODS };
+/* 1 for the Rosenbrock methods (fixed or error-controlled sub-steps: soa_step_options'
+ * error_control) */
+static inline int soa_is_rosenbrock(int method)
+{
+    return method == SOA_ROS2 || method == SOA_ROS34PW2;
+}
 typedef struct {
-    int method;                    /* SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2 */
+    int method;                    /* SOA_RK4 ... SOA_ROS34PW2 */
     double max_step;               /* rk4, euler: a step is split into equal sub-steps <= this */
-    double rtol, atol;             /* dop853, ros2 with error control */
+    double rtol, atol;             /* dop853, ros2 / ros34pw2 with error control */
     int reanchor;                  /* a constraint switched on is re-anchored at the current pose */
-    int error_control;             /* ros2: error-controlled sub-steps (else fixed, max_step) */
+    int error_control;             /* ros2, ros34pw2: error-controlled sub-steps (else fixed) */
 } soa_step_options;
 /* The held inputs of a model with closure constraints (soa_closure_accel's context):
  * tau (nv), f_ext in d->fext when use_fext; active (nc), u (nc x 6), Baumgarte gains;

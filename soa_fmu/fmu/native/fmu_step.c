@@ -28,16 +28,16 @@ void fmu_reset_closures(Instance *c)
     }
 }
 
-/* The integrator auto resolves to (soa_auto_method: ros2 for a model with stiff terms, else rk4):
- * decided when the simulation state is built and never inside a run; logged. */
+/* The integrator auto resolves to (soa_auto_method: ros34pw2 for a model with stiff terms, else
+ * rk4): decided when the simulation state is built and never inside a run; logged. */
 static void resolve_method(Instance *c)
 {
     c->method_used = c->method;
     if (c->method != SOA_AUTO) return;
     c->method_used = soa_auto_method(c->m);
     fmu_log(c, FMU_OK, "integrator auto: %s (%s; docs/joints.md)", METHOD_NAMES[c->method_used],
-            c->method_used == SOA_ROS2 ? "the model has joint dissipation, stops or contact"
-                                       : "no stiff terms");
+            soa_is_rosenbrock(c->method_used) ? "the model has joint dissipation, stops or contact"
+                                              : "no stiff terms");
     c->real[D.vr_integrator_used] = c->method_used;
 }
 
@@ -304,7 +304,7 @@ const double *fmu_me_normalized(Instance *c)
 }
 
 /* ------------------------------------------------------------------ the step */
-/* ros2's mode: the Boolean parameter error_control. */
+/* ros2's and ros34pw2's mode: the Boolean parameter error_control. */
 static int error_control(const Instance *c)
 {
     return c->boolean[D.vr_error_control - D.nreal] != 0;
@@ -342,12 +342,12 @@ static soa_status integrate(Instance *c, double h)
         st = soa_dop853(c->m, c->d, c->qs, c->qds, tau, use, c->t, h, c->real[D.vr_rtol],
                         c->real[D.vr_atol], HUGE_VAL, c->qdds);
         last_h = c->d->dop_h[0];
-    } else if (c->method_used == SOA_ROS2 && error_control(c)) {
+    } else if (soa_is_rosenbrock(c->method_used) && error_control(c)) {
         c->factored = 0;
         c->d->dop_h[0] = last_h;
-        st = soa_rosenbrock_adaptive(c->m, c->d, c->qs, c->qds, tau,
-                                     use | (held ? SOA_CONTACT_HELD : 0), h, c->real[D.vr_rtol],
-                                     c->real[D.vr_atol], c->real[D.vr_max_step], c->qdds);
+        st = (c->method_used == SOA_ROS2 ? soa_rosenbrock_adaptive : soa_ros34pw2_adaptive)(
+            c->m, c->d, c->qs, c->qds, tau, use | (held ? SOA_CONTACT_HELD : 0), h,
+            c->real[D.vr_rtol], c->real[D.vr_atol], c->real[D.vr_max_step], c->qdds);
         last_h = c->d->dop_h[0];
     } else {
         const int nsub = soa_substeps(h, c->real[D.vr_max_step]);
@@ -356,9 +356,11 @@ static soa_status integrate(Instance *c, double h)
             st.index = SOA_MAX_SUBSTEPS;
             return st;
         }
-        if (c->method_used == SOA_IMPLICIT || c->method_used == SOA_ROS2) {
+        if (c->method_used == SOA_IMPLICIT || soa_is_rosenbrock(c->method_used)) {
             c->factored = 0;
-            st = (c->method_used == SOA_IMPLICIT ? soa_implicit : soa_rosenbrock)(
+            st = (c->method_used == SOA_IMPLICIT ? soa_implicit
+                  : c->method_used == SOA_ROS2   ? soa_rosenbrock
+                                                 : soa_ros34pw2)(
                 c->m, c->d, c->qs, c->qds, tau, use | (held ? SOA_CONTACT_HELD : 0), h / nsub, nsub,
                 c->qdds);
         } else {
@@ -387,14 +389,14 @@ static soa_status integrate(Instance *c, double h)
      * and ros2's come with their qdd (fmu_update_outputs, below) */
     st = fmu_put_contact_outputs(c, c->qs, c->method_used == SOA_DOP853);
     if (st.kind != SOA_OK) return st;
-    if (c->method_used == SOA_DOP853 || c->method_used == SOA_ROS2) c->last_h = last_h;
+    if (c->method_used == SOA_DOP853 || soa_is_rosenbrock(c->method_used)) c->last_h = last_h;
     memcpy(c->real + D.vr_q, c->qs, sizeof(double) * D.nq);
     memcpy(c->real + D.vr_qd, c->qds, sizeof(double) * D.nv);
     memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
     fmu_put_constraint_outputs(c);
     /* the implicit and ros2 steps' qdd is their mean acceleration: the output beta-dot at t + h
      * is computed when asked for (fmu_update_outputs), keeping the step at its stages' sweeps */
-    c->stale = c->method_used == SOA_IMPLICIT || c->method_used == SOA_ROS2;
+    c->stale = c->method_used == SOA_IMPLICIT || soa_is_rosenbrock(c->method_used);
     c->energy_valid = c->poses_valid = 0;
     return st;
 }
@@ -518,7 +520,7 @@ int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, siz
 static int too_many_substeps(const Instance *c, double h, char *msg, size_t n)
 {
     const double max_step = c->real[D.vr_max_step];
-    if (c->method_used == SOA_DOP853 || (c->method_used == SOA_ROS2 && error_control(c))
+    if (c->method_used == SOA_DOP853 || (soa_is_rosenbrock(c->method_used) && error_control(c))
         || soa_substeps(h, max_step) >= 1)
         return 0;
     snprintf(msg, n, "h / max_step = %.17g / %.17g needs %.6g sub-steps, more than the %d one "
