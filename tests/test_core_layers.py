@@ -21,7 +21,8 @@ CORE = Path(__file__).resolve().parents[1] / "soa_fmu" / "core"
 # Bottom to top.  Files on one line are peers: they do not call each other.
 LAYERS: list[tuple[str, ...]] = [
     ("soa.h", "spatial.h", "collision.h"),  # the tables and entry points; spatial algebra (inline)
-    ("joints.c", "collision.c"),        # joint maps and transforms; contact geometry (no bodies)
+    ("joints.c", "collision.c", "broadphase.c"),  # joint maps and transforms; contact geometry
+                                        # and the broad phase's pairs (no bodies, no sweeps)
     ("placement.h", "flexible_body.h"),  # a body's placement in its parent, R = X Rj; one flexible
                                         # body's node placement and velocity (both inline)
     ("kinematics.c",),                  # position and velocity sweeps (flexible bodies dispatched)
