@@ -698,11 +698,12 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
                              int use_fext);
 /* The contact forces linearly implicit over a step h (docs/contact.md):
  * qdd <- (M + J* C J)^-1 (M qdd + J* u), C = h B + h^2 K, u = -h K J r + C J s (r = beta and s = 0
- * where NULL: the implicit Euler step; a Rosenbrock stage's r, s: docs/joints.md; secant: the
- * friction's B is its secant mu f_n / s P), after a tree acceleration with SOA_USE_CONTACT on
- * this data (its factors and contact forces). */
+ * where NULL: the implicit Euler step; a Rosenbrock stage's r, s: docs/joints.md; ahead > 0, a
+ * Rosenbrock stage's step: the friction's B is its secant mu f_n / s P, and each touching point's
+ * B, K are at the depth the step reaches, f_n clamped to 0 or not), after a tree acceleration with SOA_USE_CONTACT on this data
+ * (its factors and contact forces). */
 void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
-                          const double *s, int secant, double *qdd);
+                          const double *s, double ahead, double *qdd);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the
