@@ -17,10 +17,11 @@ The results file lists each swing's least distance to a stop along the reference
 
 Each point is ONE call of the C kernel over the 2 s (``_core.rk4``, ``rosenbrock``, ... with nsub
 steps; the adaptive kernels in 20 calls of 0.1 s, their step carried over), timed by CPU time,
-best of 3: the C cost per simulated second, without Python per step.  The error is max |q(2 s) − q_ref| (rad or m) against DOP853 at
-rtol = atol = 1e-12.  A method that diverges at a step size has no point there.  Then the
-fixed-step ros2 and ros34pw2 against implicit Euler in a C host (benchmarks/fmu_step_host.c, the native FMU of
-the 7-dof arm, setReal(τ) + doStep(1 ms) + getReal(q, q̇)): the bar ≤ 2.5 × implicit.
+best of 3: the C cost per simulated second, without Python per step.  The error is
+max |q(2 s) − q_ref| (rad or m) against DOP853 at rtol = atol = 1e-12.  A method that diverges at
+a step size has no point there.  Then the fixed-step ros2 and ros34pw2 against implicit Euler in
+a C host (benchmarks/fmu_step_host.c, the native FMU of the 7-dof arm, setReal(τ) +
+doStep(1 ms) + getReal(q, q̇)): the bar ≤ 2.5 × implicit.
 
     python benchmarks/bench_integrators.py
 

@@ -285,8 +285,9 @@ class Simulator:
 
     def _step_adaptive(self, method, q, qd, h) -> np.ndarray:
         """DOP853 (``soa_dop853``, scipy's DOP853 step for step) or ROS2 / ROS34PW2 with error
-        control (``soa_rosenbrock_adaptive``, ``soa_ros34pw2_adaptive``, sub-steps ≤ max_step) in the C core from t to t + h, q and
-        qd in place; the step memory carries over as the next call's first (``last_h``).
+        control (``soa_rosenbrock_adaptive``, ``soa_ros34pw2_adaptive``, sub-steps ≤ max_step)
+        in the C core from t to t + h, q and qd in place; the step memory carries over as the
+        next call's first (``last_h``).
         (Models with constraints step in :meth:`_step_with_constraints`.)"""
         o, model = self.options, self.model
         use = external_forces(model, None, self.f_ext) if self.f_ext else False

@@ -196,7 +196,7 @@ static int implicit_stage(const soa_model *m, soa_data *d, const double *q, cons
         return sf.kind == SOA_OK ? -1 : sf.index;
     }
     const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, x);
-    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead > 0.0, x);    /* contact.c */
+    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead, x);    /* contact.c */
     if (k < 0) soa_mimic_couple(m, d, x);     /* mimic.c: the coupled solve of the same matrix */
     return k;
 }
@@ -315,11 +315,13 @@ static const rosenbrock_tableau ROS2 = {
  * conditions (Hairer & Wanner IV.7, the trees with f' and A vertices) are
  *     order 1: sum b_i = 1;   order 2: sum b_i alpha_i = 1/2, sum b_i gamma'_i = 0;
  *     order 3: sum b_i alpha_i^2 = 1/3, sum b_i alpha_ij alpha_j = 1/6,
- *              sum b_i alpha_ij gamma'_j = 0, sum b_i gamma_ij alpha_j = 0, sum b_i gamma_ij gamma'_j = 0
+ *              sum b_i alpha_ij gamma'_j = 0, sum b_i gamma_ij alpha_j = 0,
+ *              sum b_i gamma_ij gamma'_j = 0
  * (the embedded b^ meets those of order <= 2), and its stability function is
  *     R(z) = (1 + (1 - 4 gamma) z + (1/2 - 4 gamma + 6 gamma^2) z^2
  *             + (1/6 - 2 gamma + 6 gamma^2 - 4 gamma^3) z^3) / (1 - gamma z)^4,
- * whose z^4 term vanishes: R(-inf) = 0.  Its alpha, Gamma, b, b^ (the paper's, 17 digits) give
+ * whose z^4 term vanishes: R(-inf) = 0.  Its alpha, Gamma, b, b^ (the paper's, 17 digits as in
+ * PETSc's table) give
  * the transformed a = alpha Gamma^-1, c = diag(1/gamma) - Gamma^-1, m = b Gamma^-1 (= a_4j, then 1:
  * stiffly accurate), e = (b - b^) Gamma^-1 below (docs/joints.md derives them; the stage
  * abscissae sum_j alpha_ij are 0, 2 gamma, 0.732, 1: no stage beyond the step). */

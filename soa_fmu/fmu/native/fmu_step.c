@@ -28,8 +28,8 @@ void fmu_reset_closures(Instance *c)
     }
 }
 
-/* The integrator auto resolves to (soa_auto_method: ros34pw2 for a model with stiff terms, else rk4):
- * decided when the simulation state is built and never inside a run; logged. */
+/* The integrator auto resolves to (soa_auto_method: ros34pw2 for a model with stiff terms, else
+ * rk4): decided when the simulation state is built and never inside a run; logged. */
 static void resolve_method(Instance *c)
 {
     c->method_used = c->method;
