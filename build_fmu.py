@@ -1,7 +1,7 @@
 """Build an FMU from a model file (SPEC §1 step 2).
 
     python build_fmu.py model.urdf -o Arm.fmu [--name Arm] [--floating-base]
-                        [--integrator auto|rk4|euler|implicit|ros2|dop853] [--step 0.001]
+                        [--integrator auto|rk4|euler|implicit|ros2|ros34pw2|dop853] [--step 0.001]
                         [--no-stops]
                         [--runtime native|python] [--fmi 2|3] [--interface cs|me|both]
                         [--controller]
@@ -581,10 +581,10 @@ def main(argv=None) -> int:
     parser.add_argument("--floating-base", action="store_true",
                         help="attach the root body to world by a free joint")
     parser.add_argument("--integrator", default="auto",
-                        choices=("auto", "rk4", "euler", "implicit", "dop853"),
-                        help="default integrator (parameter 'integrator'; default auto: rk4 where "
-                        "its explicit bound holds for the joints' dissipation and stops, else "
-                        "implicit; docs/joints.md)")
+                        choices=("auto", "rk4", "euler", "implicit", "ros2", "ros34pw2", "dop853"),
+                        help="default integrator (parameter 'integrator'; default auto: ros34pw2 "
+                        "for a model with joint dissipation, stops or contact, else rk4; "
+                        "docs/joints.md)")
     parser.add_argument("--no-stops", action="store_true",
                         help="start with the joint stops (URDF <limit>, limits.lower/upper) "
                         "switched off (parameter stops_enabled)")

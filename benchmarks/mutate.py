@@ -60,6 +60,11 @@ MUTANTS = [
            "    if (0 && in->q_factored && memcmp(q, in->q_factored, sizeof(double) * m->nq) == 0",
            ("tests/test_fmu_sweeps.py", "tests/test_integrators.py"),
            "skip a reuse: RK4's first stage recomputes the articulated factors"),
+    Mutant("ros34pw2-coefficient-rounded", "soa_fmu/core/integrators.c",
+           "     {-6.3681792001283597, -6.7956209444668367, 2.8700986043310555}},\n",
+           "     {-6.3681792001283597, -6.7956209444668367, 2.87}},\n",
+           ("tests/test_rosenbrock.py",),
+           "round a coefficient: ROS34PW2's c43 to three digits (order 3 lost)"),
     Mutant("baumgarte-gains-div40", "soa_fmu/core/closures.c",
            "            d->cl_rhs_stab[r0 + r] = 2.0 * alpha * (v - (u ? u[6 * j + r] : 0.0))\n"
            "                                     + beta * beta * d->cl_err[6 * j + r];\n",

@@ -75,7 +75,7 @@ def main() -> int:
     fmu.setReal([vr[f"qd0[{i}]"] for i in range(1, n + 1)], list(qd0))
     fmu.enterInitializationMode()
     fmu.exitInitializationMode()
-    used = ("rk4", "euler", "dop853", "implicit", "ros2")[int(fmu.getReal([vr["integrator_used"]])[0])]
+    used = sf.integrators.METHODS[int(fmu.getReal([vr["integrator_used"]])[0])]
 
     rows = []
     zero = np.zeros(n)

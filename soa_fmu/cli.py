@@ -121,6 +121,8 @@ def _describe_contact(model: Model) -> list[str]:
     if pairs:
         sp = model.contact_geoms
         out.append("  pairs: " + ", ".join(f"{sp[a].name}/{sp[b].name}" for a, b in pairs))
+    out += [f"  pair {p.geom}/{p.other}{' (explicit)' if p.explicit else ''}{own(p)}"
+            for p in model.contact_pairs if p.law or p.explicit]
     return out
 
 

@@ -279,7 +279,8 @@ def project_velocities(model: Model, q, qd, active=None, u=None) -> np.ndarray:
     return out
 
 
-METHODS = {"rk4": 0, "euler": 1, "dop853": 2, "implicit": 3, "ros2": 4}   # soa.h: SOA_RK4 ...
+METHODS = {"rk4": 0, "euler": 1, "dop853": 2, "implicit": 3, "ros2": 4,   # soa.h: SOA_RK4 ...
+           "ros34pw2": 5}
 
 
 def closure_step(model: Model, q: np.ndarray, qd: np.ndarray, tau, f_ext, active: dict,

@@ -11,8 +11,9 @@ FMU flavours) applies the forces as external spatial forces in the O(N) sweeps;
 The law's constants: the model's (:attr:`Model.contact_law`, TOML ``[contact]``), overridden per
 geometry or plane (keyword arguments of :meth:`Model.add_contact_geom` /
 :meth:`Model.add_contact_sphere` / :meth:`Model.add_contact_plane`, TOML keys of
-``[[contact.geoms]]`` / ``[[contact.spheres]]`` / ``[[contact.planes]]``).  A pair uses the plane's
-(or the second geometry's) override of a constant, else the first geometry's, else the model's.
+``[[contact.geoms]]`` / ``[[contact.spheres]]`` / ``[[contact.planes]]``) and per pair
+(:meth:`Model.add_contact_pair`: an MJCF file's pairs).  A pair uses its own constant, else the
+plane's (or the second geometry's) override, else the first geometry's, else the model's.
 """
 from __future__ import annotations
 
@@ -30,6 +31,9 @@ LAW = {"stiffness": (1e5, "N/m^n", False), "exponent": (1.5, "1", True),
 SHAPES = ("sphere", "capsule", "cylinder", "box", "mesh")
 HULL_MAX = 32          # SOA_HULL_MAX: the vertices of a mesh's hull the core holds
 MANIFOLD = 4           # SOA_MANIFOLD: the contact points of one pair
+# positions in a workspace's bp_info (soa.h SOA_BP_*, core/broadphase.c): the pairs the last
+# evaluation tested (bp_near), the box tests its sweep made, and the switch that tests every pair
+BP_NEAR, BP_TESTED, BP_OFF = 2, 3, 4
 
 
 class ContactError(ValueError):
@@ -129,14 +133,32 @@ class ContactPlane:
         return self.offset * self.normal
 
 
+@dataclass
+class ContactPair:
+    """One contact pair's own constants: geometry ``geom`` against the geometry or plane ``other``
+    (names).  ``law``: constants that win over the geometries' and the plane's (an MJCF pair's,
+    derived from MuJoCo's solref/solimp/friction: io/mjcf_law.py); ``explicit``: the pair may
+    touch even where ``collide`` or ``exclude`` would keep it apart (MuJoCo's ``<pair>``)."""
+
+    geom: str
+    other: str
+    law: dict = field(default_factory=dict)
+    explicit: bool = False
+
+
 def sphere_pairs(model) -> list[tuple[int, int]]:
     """The geometry pairs that may touch: both ``collide``, on different bodies that are not parent
-    and child, neither excluding the other."""
+    and child, neither excluding the other — and every explicit pair (:class:`ContactPair`) of
+    geometries on different bodies."""
     out = []
     sp = model.contact_geoms
+    explicit = {frozenset((p.geom, p.other)) for p in model.contact_pairs if p.explicit}
     for a in range(len(sp)):
         for b in range(a + 1, len(sp)):
             ka, kb = sp[a].body, sp[b].body
+            if explicit and ka != kb and frozenset((sp[a].name, sp[b].name)) in explicit:
+                out.append((a, b))
+                continue
             if not (sp[a].collide and sp[b].collide) or ka == kb:
                 continue
             if model.bodies[ka].parent == kb or model.bodies[kb].parent == ka:
@@ -173,8 +195,18 @@ def fill_core(model, v: dict) -> None:
         v["pl_normal"][j], v["pl_offset"][j] = pl.normal, pl.offset
         v["pl_set"][j] = sum(1 << i for i, k in enumerate(keys) if k in pl.law)
         v["pl_law"][j] = [pl.law.get(k, 0.0) for k in keys]
-    for p, (a, b) in enumerate(sphere_pairs(model)):
+    pairs = sphere_pairs(model)
+    for p, (a, b) in enumerate(pairs):
         v["ss_pair"][p] = (a, b)
+    index = {(sp.name, pl.name): s * len(model.contact_planes) + j
+             for s, sp in enumerate(model.contact_geoms) for j, pl in enumerate(model.contact_planes)}
+    base, g = len(index), model.contact_geoms
+    index.update({(g[a].name, g[b].name): base + p for p, (a, b) in enumerate(pairs)})
+    for pr in model.contact_pairs:       # a pair's own constants (pairs that never touch: none)
+        p = index.get((pr.geom, pr.other), index.get((pr.other, pr.geom)))
+        if p is not None:
+            v["pr_set"][p] = sum(1 << i for i, k in enumerate(keys) if k in pr.law)
+            v["pr_law"][p] = [pr.law.get(k, 0.0) for k in keys]
 
 
 @dataclass

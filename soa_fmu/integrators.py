@@ -1,9 +1,9 @@
 """Time integration of (θ, β) with θ̇ = f(θ) β and β̇ from the forward dynamics.
 
 Methods (all in the C core: ``soa_rk4``, ``soa_euler``, ``soa_dop853``, ``soa_implicit``,
-``soa_rosenbrock``; a model with closure constraints steps through ``soa_closure_step``,
+``soa_rosenbrock``, ``soa_ros34pw2``; a model with closure constraints steps through ``soa_closure_step``,
 constraint_time.c, over the same integrators — the native FMU takes the very same steps)
-    ``auto``       (default) ``ros2`` for a model with stiff terms (joint dissipation, stops,
+    ``auto``       (default) ``ros34pw2`` for a model with stiff terms (joint dissipation, stops,
                    contact), else ``rk4`` (``soa_auto_method``; :attr:`Simulator.integrator_used`;
                    docs/joints.md)
     ``rk4``        classical fixed-step Runge–Kutta 4
@@ -15,6 +15,9 @@ constraint_time.c, over the same integrators — the native FMU takes the very s
                    stages of the implicit step's kind (implicit in the dissipation, stops and
                    contact); fixed sub-steps of max_step, or with ``error_control`` sub-steps
                    no longer than max_step chosen by its embedded estimate to meet rtol/atol
+    ``ros34pw2``   the Rosenbrock W-method ROS34PW2 (Rang & Angermann 2005): third order,
+                   L-stable, four stages of the same kind; fixed or ``error_control`` sub-steps
+                   as ``ros2`` (its embedded estimate second order)
     ``dop853``     adaptive, error-controlled Dormand–Prince 8(5,3), rtol/atol, step for step as
                    scipy's ``solve_ivp(method="DOP853")``
 
@@ -36,8 +39,9 @@ from .articulated import forward_dynamics
 from .kinematics import as_vector, external_forces
 from .model import Model
 
-METHODS = ("rk4", "euler", "dop853", "implicit", "ros2", "auto")
-METHOD_CODES = {"rk4": 0, "euler": 1, "dop853": 2, "implicit": 3, "ros2": 4}   # soa.h SOA_RK4 ...
+METHODS = ("rk4", "euler", "dop853", "implicit", "ros2", "ros34pw2", "auto")
+METHOD_CODES = {m: k for k, m in enumerate(METHODS[:-1])}    # soa.h SOA_RK4 ... SOA_ROS34PW2
+ROSENBROCK = ("ros2", "ros34pw2")     # linearly implicit, fixed or error-controlled sub-steps
 _IDENTITY = np.eye(4)          # the default constraint anchor (shared, read-only)
 _IDENTITY.flags.writeable = False
 _constraints = None            # soa_fmu.constraints, imported on first use (tree models never load it)
@@ -80,9 +84,9 @@ def normalize_quaternions(model: Model, q: np.ndarray) -> None:
 class IntegratorOptions:
     method: str = "auto"
     max_step: float = 1e-3      # fixed-step methods: sub-step ≤ max_step inside one step(h)
-    rtol: float = 1e-8          # adaptive methods (dop853; ros2 with error_control)
+    rtol: float = 1e-8          # adaptive methods (dop853; ros2 / ros34pw2 with error_control)
     atol: float = 1e-10
-    error_control: bool = False  # ros2: error-controlled sub-steps (else fixed sub-steps)
+    error_control: bool = False  # ros2, ros34pw2: error-controlled sub-steps (else fixed)
 
 
 class Simulator:
@@ -153,12 +157,11 @@ class Simulator:
             self.integrator_used = method
 
     def _resolve(self, method: str) -> str:
-        """The integrator a method name runs: ``auto`` picks ros2 for a model with stiff terms,
+        """The integrator a method name runs: ``auto`` picks ros34pw2 for a model with stiff terms,
         else rk4 (``soa_auto_method``, docs/joints.md)."""
         if method != "auto":
             return method
-        code = _core.auto_method(self.model.data)
-        return "ros2" if code == METHOD_CODES["ros2"] else "rk4"
+        return METHODS[_core.auto_method(self.model.data)]
 
     # -------------------------------------------------------------- dynamics
     def constrained(self) -> bool:
@@ -238,7 +241,7 @@ class Simulator:
                 self._substeps(h)
             qd, qdd = self._step_with_constraints(method, q, qd, h)
         self.q, self.qd, self.qdd = q, qd, qdd
-        if method in ("implicit", "ros2"):   # qdd: the step's mean acceleration; β̇ at t + h
+        if method == "implicit" or method in ROSENBROCK:   # qdd: the step's mean acceleration
             self.qdd = self.acceleration(q, qd)
         self.t += h
 
@@ -266,32 +269,33 @@ class Simulator:
         return qd, qdd
 
     def _adaptive(self, method: str) -> bool:
-        """True for the error-controlled methods: dop853, ros2 with error_control."""
-        return method == "dop853" or (method == "ros2" and self.options.error_control)
+        """True for the error-controlled methods: dop853, ros2 / ros34pw2 with error_control."""
+        return method == "dop853" or (method in ROSENBROCK and self.options.error_control)
 
     def _step_fixed(self, method, q, qd, hs, nsub) -> np.ndarray:
         """``nsub`` steps of a fixed-step method in the C core, q and qd in place."""
         model = self.model
         use = external_forces(model, None, self.f_ext) if self.f_ext else False
         kernel = {"rk4": _core.rk4, "euler": _core.euler, "implicit": _core.implicit,
-                  "ros2": _core.rosenbrock}[method]
+                  "ros2": _core.rosenbrock, "ros34pw2": _core.ros34pw2}[method]
         try:
             return kernel(model.data, q, qd, self.tau, use, hs, nsub)
         except _core.StatusError as e:
             raise IntegrationError(e.args[0]) from None
 
     def _step_adaptive(self, method, q, qd, h) -> np.ndarray:
-        """DOP853 (``soa_dop853``, scipy's DOP853 step for step) or ROS2 with error control
-        (``soa_rosenbrock_adaptive``, sub-steps ≤ max_step) in the C core from t to t + h, q and
-        qd in place; the step memory carries over as the next call's first (``last_h``).
+        """DOP853 (``soa_dop853``, scipy's DOP853 step for step) or ROS2 / ROS34PW2 with error
+        control (``soa_rosenbrock_adaptive``, ``soa_ros34pw2_adaptive``, sub-steps ≤ max_step)
+        in the C core from t to t + h, q and qd in place; the step memory carries over as the
+        next call's first (``last_h``).
         (Models with constraints step in :meth:`_step_with_constraints`.)"""
         o, model = self.options, self.model
         use = external_forces(model, None, self.f_ext) if self.f_ext else False
         try:
-            if method == "ros2":
-                qdd, self.last_h = _core.rosenbrock_adaptive(model.data, q, qd, self.tau, use, h,
-                                                             o.rtol, o.atol, o.max_step,
-                                                             self.last_h)
+            if method in ROSENBROCK:
+                kernel = _core.rosenbrock_adaptive if method == "ros2" else _core.ros34pw2_adaptive
+                qdd, self.last_h = kernel(model.data, q, qd, self.tau, use, h, o.rtol, o.atol,
+                                          o.max_step, self.last_h)
             else:
                 qdd, self.last_h = _core.dop853(model.data, q, qd, self.tau, use, self.t, h,
                                                 o.rtol, o.atol, math.inf, self.last_h)

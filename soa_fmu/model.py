@@ -185,6 +185,7 @@ class Model:
         # ---- contact (core/contact.c, soa_fmu/contact.py)
         self.contact_geoms: list[C.ContactGeom] = []
         self.contact_planes: list[C.ContactPlane] = []
+        self.contact_pairs: list[C.ContactPair] = []
         self._contact_law = {k: v[0] for k, v in C.LAW.items()}
         self._core: _core.Model | None = None        # built on first use, see :attr:`core`
         self._data: _core.Data | None = None         # the default workspace
@@ -478,6 +479,36 @@ class Model:
         self.contact_planes.append(pl)
         self._invalidate()
         return pl
+
+    def add_contact_pair(self, geom: str, other: str, *, explicit: bool = False,
+                         **law) -> C.ContactPair:
+        """The constants of the pair geometry ``geom`` – geometry or plane ``other`` (names),
+        which win over both elements' (``law``: stiffness, exponent, dissipation, friction,
+        stiction_velocity); ``explicit=True``: the pair may touch even where ``collide`` or
+        ``exclude`` would keep it apart (MuJoCo's ``<pair>``).  Declaring a pair again updates
+        it."""
+        names = {g.name: g for g in self.contact_geoms}
+        planes = {p.name for p in self.contact_planes}
+        what = f"contact pair {geom!r}/{other!r}"
+        if geom not in names:
+            raise ModelError(f"{what}: no contact geometry {geom!r}")
+        if other not in names and other not in planes:
+            raise ModelError(f"{what}: no contact geometry or plane {other!r}")
+        if other in names and names[other].body == names[geom].body:
+            raise ModelError(f"{what}: both geometries are on body "
+                             f"{self.bodies[names[geom].body].name!r}")
+        try:
+            law = C.check_law(law, what)
+        except C.ContactError as e:
+            raise ModelError(str(e)) from None
+        pr = next((p for p in self.contact_pairs if {p.geom, p.other} == {geom, other}), None)
+        if pr is None:
+            pr = C.ContactPair(geom, other, law, bool(explicit))
+            self.contact_pairs.append(pr)
+        else:
+            pr.law, pr.explicit = pr.law | law, pr.explicit or bool(explicit)
+        self._invalidate()
+        return pr
 
     def _new_contact_name(self, name) -> None:
         if not isinstance(name, str) or not name or "/" in name:

@@ -187,8 +187,8 @@ def _worker_fmu(fmu_bytes: bytes, digest: str, reuse: bool):
     if inst is not None and not reuse:
         _free([md, unzip, inst, None])
         inst = None
-    if inst is None:
-        inst = instantiate_fmu(unzip, md, "CoSimulation", logger=_logger)
+    if inst is None:      # fmpy's default callbacks: the messages routed by _run_batch
+        inst = instantiate_fmu(unzip, md, "CoSimulation")
     else:
         inst.reset()
     entry[2] = inst
@@ -220,32 +220,36 @@ def _run_batch(fmu_bytes: bytes, digest: str, rows: list[tuple[int, dict]], stop
     the batch's trajectories stacked in one array per output (NaN rows for failed samples), so that
     the caller assembles the results with one copy per batch, not per sample."""
     from fmpy import simulate_fmu
+
+    from soa_fmu.fmpy_logging import routed
     nt = int(round(stop_time / step)) + 1
     blocks = {name: np.full((len(rows), nt), np.nan) for name in outputs}
     status, message, healthy = [], [], True
-    for j, (index, values) in enumerate(rows):
-        md, unzip, inst = _worker_fmu(fmu_bytes, digest, healthy)
-        _LOG.clear()
-        try:
-            res = simulate_fmu(unzip, start_values=values, stop_time=stop_time, step_size=step,
-                               output_interval=step, output=outputs, input=inputs,
-                               step_finished=controller,
-                               model_description=md, fmu_instance=inst)
-            if len(res) != nt:
-                raise RuntimeError(f"the FMU stopped at t = {res['time'][-1]!r} of {stop_time!r}")
-            for name in outputs:
-                blocks[name][j] = res[name]
-            status.append("ok")
-            message.append("")
-            healthy = True
-        except Exception as e:     # noqa: BLE001 — one failing sample must not end the sweep
-            said = [text for st, text in _LOG if st >= 2]     # the FMU's own reason
-            msg = " ".join(str(e).split()) or type(e).__name__
-            status.append("failed")
-            message.append(f"{said[0]} ({msg})" if said else msg)
-            for name in outputs:
-                blocks[name][j] = np.nan
-            healthy = False
+    with routed(_logger):      # the FMU's messages into _LOG (soa_fmu/fmpy_logging.py)
+        for j, (index, values) in enumerate(rows):
+            md, unzip, inst = _worker_fmu(fmu_bytes, digest, healthy)
+            _LOG.clear()
+            try:
+                res = simulate_fmu(unzip, start_values=values, stop_time=stop_time, step_size=step,
+                                   output_interval=step, output=outputs, input=inputs,
+                                   step_finished=controller,
+                                   model_description=md, fmu_instance=inst)
+                if len(res) != nt:
+                    raise RuntimeError(f"the FMU stopped at t = {res['time'][-1]!r} of "
+                                       f"{stop_time!r}")
+                for name in outputs:
+                    blocks[name][j] = res[name]
+                status.append("ok")
+                message.append("")
+                healthy = True
+            except Exception as e:     # noqa: BLE001 — one failing sample must not end the sweep
+                said = [text for st, text in _LOG if st >= 2]     # the FMU's own reason
+                msg = " ".join(str(e).split()) or type(e).__name__
+                status.append("failed")
+                message.append(f"{said[0]} ({msg})" if said else msg)
+                for name in outputs:
+                    blocks[name][j] = np.nan
+                healthy = False
     return [index for index, _ in rows], status, message, blocks
 
 

@@ -382,6 +382,37 @@ def test_implicit_contact_blocks_deep_in_a_tree():
     assert implicit_against_dense(m, q, rng.normal(0, 0.3, m.nv), rng) == 4 + 1 + 4
 
 
+def test_implicit_contact_lone_point():
+    """One touching point in the model takes the lone-point path (its own 3 × 3 C, Cramer's 3 × 3
+    solve; ci_C, the general path's block constants, is left untouched) and agrees with the dense
+    solve: a sphere at the end of a hinged leg under a free base on the floor, and a sphere on a
+    sphere of another free body (the relative rows of two bodies)."""
+    rng = np.random.default_rng(3)
+    m = sf.Model("leg")
+    m.add_body("base", joint=sf.Free(), mass=2.0, inertia=np.diag([0.05, 0.04, 0.03]))
+    m.add_body("shin", "base", joint=sf.Revolute(axis=(0, 1, 0)), translation=(0.1, 0, -0.2),
+               mass=0.4, com=(0, 0, -0.1), inertia=np.diag([0.01, 0.02, 0.01]))
+    m.add_contact_sphere("toe", "shin", center=(0, 0, -0.2), radius=0.03, friction=0.4)
+    m.add_contact_plane("floor")
+    q = m.neutral_configuration()
+    q[4:7] = [0, 0, 0.43 - 0.001]
+    w = m.workspace()
+    w.ci_C[:] = np.nan
+    assert implicit_against_dense(m, q, rng.normal(0, 0.3, m.nv), rng) == 1
+    assert np.isnan(w.ci_C).all()                        # the lone-point path, not the blocks'
+    m = sf.Model("two")
+    for b in "ab":
+        m.add_body(b, joint=sf.Free(), mass=1.0, inertia=np.eye(3) * 0.01)
+    m.add_contact_sphere("sa", "a", radius=0.1)
+    m.add_contact_sphere("sb", "b", radius=0.1, dissipation=2.0)
+    q = np.array([1, 0, 0, 0, 0, 0, 5, 1, 0.1, 0, 0, 0.05, 0.02, 5.19])
+    q[7:11] /= np.linalg.norm(q[7:11])
+    w = m.workspace()
+    w.ci_C[:] = np.nan
+    assert implicit_against_dense(m, q, rng.normal(0, 0.3, m.nv), rng) == 1
+    assert np.isnan(w.ci_C).all()
+
+
 def implicit_against_dense(m, q, qd, rng) -> int:
     """soa_contact_implicit at (q, qd) against the dense (M + Jᵀ C J)⁻¹ (M x − h Jᵀ K J β), C, K
     and J formed by hand; the number of touching points."""
@@ -429,10 +460,10 @@ def test_implicit_integrator_in_the_contact():
     """A 20 g box nudged on the floor at h = 1 ms: its friction (μ f_n / v_s ≈ 40 N·s/m on each
     corner) and rocking are far beyond the explicit step bound; RK4 rattles on in a limit cycle,
     the implicit step comes to rest (its damping: the tight solution still rocks at 2e-4 rad/s
-    at 0.3 s) and carries the weight; the default (auto: ros2 for a model with contact) follows
+    at 0.3 s) and carries the weight; the default (auto: ros34pw2 for a model with contact) follows
     the tight solution's decay."""
     m, q, qd = light_box()
-    assert sf.Simulator(m, q, qd).integrator_used == "ros2"
+    assert sf.Simulator(m, q, qd).integrator_used == "ros34pw2"
     ros = sf.Simulator(m, q, qd, max_step=1e-3)
     for _ in range(300):
         ros.step(1e-3)

@@ -356,7 +356,7 @@ def test_native_engine_is_compiled_once(tmp_path, monkeypatch):
     files; a second build compiles only fmu_model.c, and its FMU steps to the same numbers.  Any
     change to a source, the flags, the compiler or its target is a new key (issue 24, 29).  (Two
     platforms: the host's, from the system compiler, and one of zig's.)"""
-    from fmpy import simulate_fmu
+    from soa_fmu.fmpy_logging import simulate_fmu
     from soa_fmu.fmu import native
     monkeypatch.setenv("SOA_FMU_CACHE_DIR", str(tmp_path / "cache"))
     two = "x86_64-linux,aarch64-linux"

@@ -14,6 +14,7 @@ import pytest
 
 import soa_fmu as sf
 from fmu_fixtures import RUNTIMES, Instance, build, example, status_of
+from soa_fmu.fmpy_logging import simulate_fmu
 
 H = 1e-3
 BALL = "bouncing_ball.toml"
@@ -95,10 +96,10 @@ def test_model_exchange_event_indicators(fmi):
     assert not md.coSimulation.providesDirectionalDerivative
     opts = dict(stop_time=0.6, output_interval=1e-3, start_values={"contact.dissipation": 0.8})
     out = ["q", "ball_s.force", "ball_s.depth"] if fmi == 3 else ["q[7]", "ball_s.force[3]"]
-    me = fmpy.simulate_fmu(str(fmu), fmi_type="ModelExchange", relative_tolerance=1e-8,
-                           output=out, **opts)
+    me = simulate_fmu(str(fmu), fmi_type="ModelExchange", relative_tolerance=1e-8,
+                      output=out, **opts)
     opts["start_values"] = dict(opts["start_values"], integrator="rk4")    # (auto: implicit)
-    cs = fmpy.simulate_fmu(str(fmu), fmi_type="CoSimulation", output=out, step_size=1e-4, **opts)
+    cs = simulate_fmu(str(fmu), fmi_type="CoSimulation", output=out, step_size=1e-4, **opts)
     z = (lambda r: r["q"][:, 6]) if fmi == 3 else (lambda r: r["q[7]"])
     f = (lambda r: r["ball_s.force"][:, 2]) if fmi == 3 else (lambda r: r["ball_s.force[3]"])
     assert f(cs).max() > 100                               # it bounced
@@ -124,7 +125,7 @@ def test_directional_derivatives_refused_with_contact():
 
 def test_solo12_stands_in_fmpy(tmp_path):
     """solo12 (examples/quadruped_contact.py) as a native FMU in fmpy, h = 1 ms, integrator
-    the default (auto: ros2 with contact), PD posture control, feet touching at t = 0: 10 s without a
+    the default (auto: ros34pw2 with contact), PD posture control, feet touching at t = 0: 10 s without a
     discarded step; over the last second the feet carry the weight (≤ 1 %), and once landed
     no foot sinks 2 mm."""
     import sys

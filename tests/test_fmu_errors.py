@@ -244,7 +244,7 @@ print('alive')
 def test_simulate_fmu_fails_instead_of_truncating(start):
     """Native: a bad start value (fmi2Error from the setter) or a step that fails (fmi2Discard and no
     'terminated' status) makes fmpy.simulate_fmu raise — never a result cut short at t = 0."""
-    from fmpy import simulate_fmu
+    from soa_fmu.fmpy_logging import simulate_fmu
     from fmu_fixtures import build
     from fmpy.fmi1 import FMICallException
     with pytest.raises(FMICallException) as e:

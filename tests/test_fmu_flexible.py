@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fmpy import read_model_description, simulate_fmu
+from fmpy import read_model_description
 from fmpy.validation import validate_fmu
 
 import soa_fmu as sf
 from fmu_fixtures import RUNTIMES, Instance, build, example
+from soa_fmu.fmpy_logging import simulate_fmu
 from soa_fmu.io import load_model
 
 

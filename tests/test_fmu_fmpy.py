@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fmpy import simulate_fmu
 
 import soa_fmu as sf
 from fmu_fixtures import (Instance, arm_fmu, example, four_bar_fmu, pendulum_fmu,  # noqa: F401
                           spacecraft_fmu)
+from soa_fmu.fmpy_logging import simulate_fmu
 from soa_fmu.io import load_model
 
 H = 1e-3

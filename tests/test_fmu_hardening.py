@@ -80,7 +80,7 @@ def test_terminated_status_after_a_discarded_step():
 
 
 def test_fmpy_stops_with_the_fmus_own_message():
-    from fmpy import simulate_fmu
+    from soa_fmu.fmpy_logging import simulate_fmu
     messages = []
 
     def logger(component, instance, status, category, message):

@@ -1,5 +1,5 @@
 """Joints in the FMU (docs/joints.md, docs/fmu.md): armature, joint stops (parameters, switch,
-stop_tau, Model Exchange event indicators), the integrators implicit / ros2 / auto and
+stop_tau, Model Exchange event indicators), the integrators implicit / ros2 / ros34pw2 / auto and
 integrator_used —
 both flavours bit for bit against the Simulator."""
 from __future__ import annotations
@@ -13,6 +13,7 @@ import soa_fmu as sf
 from soa_fmu import _core
 
 fmpy = pytest.importorskip("fmpy")
+from soa_fmu.fmpy_logging import simulate_fmu  # noqa: E402
 from fmu_fixtures import RUNTIMES, Instance, build  # noqa: E402
 
 LOWER = 0.5
@@ -61,8 +62,8 @@ def test_stop_fmu_matches_the_simulator(stopped_fmu, model_file):
     inst = Instance(stopped_fmu).init({"q0[1]": Q0})
     assert inst.get("armature")[0] == 0.2
     assert inst.get("stop_stiffness")[0] == model.stop_stiffness[0]
-    assert inst.get("integrator_used")[0] == 4                  # auto: ros2 (a stop, damping)
-    assert "integrator auto: ros2" in inst.log_text()
+    assert inst.get("integrator_used")[0] == 5                  # auto: ros34pw2 (a stop, damping)
+    assert "integrator auto: ros34pw2" in inst.log_text()
     rows = run(inst, 1500)
     sim = sf.Simulator(model, q0=[Q0])
     for _ in range(1500):
@@ -104,16 +105,17 @@ def test_implicit_and_auto_in_the_fmu(stopped_fmu, model_file):
     inst.close()
 
 
-def test_ros2_error_control_in_the_fmu(stopped_fmu, model_file):
-    """integrator = ros2 with error_control = true runs the C core's error-controlled sub-steps
-    (the Simulator's, to 1e-12), the step memory carried between doSteps; switched off during the
-    run (tunable), fixed sub-steps of max_step follow, again as the Simulator's."""
+@pytest.mark.parametrize("method,code", [("ros2", 4), ("ros34pw2", 5)])
+def test_rosenbrock_error_control_in_the_fmu(stopped_fmu, model_file, method, code):
+    """integrator = ros2 / ros34pw2 with error_control = true runs the C core's error-controlled
+    sub-steps (the Simulator's, to 1e-12), the step memory carried between doSteps; switched off
+    during the run (tunable), fixed sub-steps of max_step follow, again as the Simulator's."""
     model = sf.load_model(model_file)
-    inst = Instance(stopped_fmu).init({"q0[1]": Q0, "integrator": "ros2", "error_control": True,
+    inst = Instance(stopped_fmu).init({"q0[1]": Q0, "integrator": method, "error_control": True,
                                        "rtol": 1e-6, "atol": 1e-8})
-    assert inst.get("integrator_used")[0] == 4
+    assert inst.get("integrator_used")[0] == code
     rows = run(inst, 300)
-    sim = sf.Simulator(model, q0=[Q0], method="ros2", error_control=True, rtol=1e-6, atol=1e-8)
+    sim = sf.Simulator(model, q0=[Q0], method=method, error_control=True, rtol=1e-6, atol=1e-8)
     for _ in range(300):
         sim.step(1e-3)
     assert abs(rows[-1, 0] - sim.q[0]) < 1e-12 and abs(rows[-1, 1] - sim.qd[0]) < 1e-12
@@ -125,6 +127,31 @@ def test_ros2_error_control_in_the_fmu(stopped_fmu, model_file):
         sim.step(1e-3)
     assert abs(rows[-1, 0] - sim.q[0]) < 1e-12 and abs(rows[-1, 1] - sim.qd[0]) < 1e-12
     inst.close()
+
+
+@pytest.mark.parametrize("fmi", [2, 3])
+def test_ros34pw2_in_fmi2_and_fmi3_co_simulation(model_file, fmi):
+    """The native FMU, FMI 2.0 and 3.0 CS, lists ros34pw2 in its integrator parameter's
+    description, takes it as a start value, reports integrator_used = 5 and steps as the
+    Simulator (fixed 1 ms sub-steps, then with error_control, to 1e-12)."""
+    fmu = build(model_file, name="Stopped", runtime="native", fmi=fmi, interface="both")
+    md = fmpy.read_model_description(str(fmu))
+    var = {v.name: v for v in md.modelVariables}
+    assert "ros34pw2" in var["integrator"].description
+    model = sf.load_model(model_file)
+    for control in (False, True):
+        q0 = {"q0": [Q0]} if fmi == 3 else {"q0[1]": Q0}
+        res = fmpy.simulate_fmu(fmu, fmi_type="CoSimulation", stop_time=0.3, output_interval=1e-3,
+                                start_values={**q0, "integrator": "ros34pw2",
+                                              "error_control": control, "rtol": 1e-6,
+                                              "atol": 1e-8},
+                                output=["q" if fmi == 3 else "q[1]", "integrator_used"])
+        assert res["integrator_used"][-1] == 5
+        sim = sf.Simulator(model, q0=[Q0], method="ros34pw2", error_control=control, rtol=1e-6,
+                           atol=1e-8)
+        for _ in range(300):
+            sim.step(1e-3)
+        assert abs(res["q" if fmi == 3 else "q[1]"][-1] - sim.q[0]) < 1e-12, control
 
 
 @pytest.mark.parametrize("fmi", [2, 3])
@@ -140,10 +167,10 @@ def test_model_exchange_event_indicators(model_file, fmi):
     if fmi == 3:
         assert [u.variable.name for u in md.eventIndicators] == ["stop_margin"]
     start = {"q0": [LOWER + 0.3]} if fmi == 3 else {"q0[1]": LOWER + 0.3}
-    me = fmpy.simulate_fmu(fmu, fmi_type="ModelExchange", stop_time=1.0, output_interval=1e-3,
-                           start_values=start,
-                           relative_tolerance=1e-8,
-                           output=["q" if fmi == 3 else "q[1]"] + margin)
+    me = simulate_fmu(fmu, fmi_type="ModelExchange", stop_time=1.0, output_interval=1e-3,
+                      start_values=start,
+                      relative_tolerance=1e-8,
+                      output=["q" if fmi == 3 else "q[1]"] + margin)
     q = me["q"] if fmi == 3 else me["q[1]"]
     z = me["stop_margin"] if fmi == 3 else np.column_stack([me[n] for n in margin])
     np.testing.assert_allclose(z, np.column_stack([q - LOWER, 2.0 - q]), rtol=0, atol=1e-15)

@@ -226,8 +226,10 @@ def test_fmi3_source_fmu_compiles_with_fmpy(tmp_path, monkeypatch):
     """The FMI 3.0 FMU without its binaries: fmpy reads sources/buildDescription.xml and compiles
     the sources (fmpy.build.build_platform_binary, CMake and the system compiler); the result
     steps the arm as the shipped binary does, to 1e-12."""
-    from fmpy import read_model_description, simulate_fmu
+    from fmpy import read_model_description
     from fmpy.build import build_platform_binary
+
+    from soa_fmu.fmpy_logging import simulate_fmu
     fmu = build("arm7.urdf", name="Arm7", runtime="native", fmi=3)
     unzip = _extract(fmu, tmp_path / "src")
     shutil.rmtree(unzip / "binaries")

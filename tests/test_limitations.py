@@ -80,8 +80,8 @@ def test_threads_statement_matches_the_code():
 
 def test_implicit_integrators_refuse_closed_chains_and_take_flexible_bodies():
     from soa_fmu.integrators import IntegrationError
-    assert "`implicit` and `ros2` integrators" in PAGE and "closure constraints" in PAGE
-    for method in ("implicit", "ros2"):
+    assert "`implicit`, `ros2` and `ros34pw2` integrators" in PAGE and "closure constraints" in PAGE
+    for method in ("implicit", "ros2", "ros34pw2"):
         with pytest.raises(IntegrationError, match="implicit integrator does not handle closure"):
             sf.simulate(sf.load_model(EX / "four_bar.toml"), 0.01, method=method)
         res = sf.simulate(sf.load_model(EX / "flexible_arm.toml"), 0.01, method=method)

@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pytest
-from fmpy import read_model_description, simulate_fmu
+from fmpy import read_model_description
 
 import omsimulator_host as oms
 from fmu_fixtures import build
+from soa_fmu.fmpy_logging import simulate_fmu
 
 _WHY = oms.unavailable()
 pytestmark = pytest.mark.skipif(_WHY is not None, reason=str(_WHY))

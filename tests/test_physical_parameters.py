@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from fmpy import simulate_fmu
 
 import soa_fmu as sf
 from fmu_fixtures import RUNTIMES, build, example
+from soa_fmu.fmpy_logging import simulate_fmu
 from soa_fmu.fmu.variables import build_table
 
 G = 9.81

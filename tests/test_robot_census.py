@@ -22,6 +22,7 @@ import pytest
 
 pytest.importorskip("pinocchio")          # example-robot-data comes with the Pinocchio extra
 fmpy = pytest.importorskip("fmpy")
+from soa_fmu.fmpy_logging import simulate_fmu  # noqa: E402
 from fmu_fixtures import REPO  # noqa: E402
 from test_robot_data import robot_path  # noqa: E402
 
@@ -82,7 +83,7 @@ def census(path: Path, tmp: Path) -> dict:
         return {"status": "refused", "options": opts, "reason": err.strip()}
     log: list[str] = []
     try:
-        res = fmpy.simulate_fmu(fmu, stop_time=1.0, logger=lambda *a: log.append(a[-1]))
+        res = simulate_fmu(fmu, stop_time=1.0, logger=lambda *a: log.append(a[-1]))
     except Exception as e:  # noqa: BLE001 (fmpy raises on fmi2Error / fmi2Discard)
         why = log[-1] if log else str(e)
         return {"status": "failed", "options": opts,

@@ -18,6 +18,7 @@ from soa_fmu.io import ModelWarning
 
 pytest.importorskip("pinocchio")          # example-robot-data comes with the Pinocchio extra
 fmpy = pytest.importorskip("fmpy")
+from soa_fmu.fmpy_logging import simulate_fmu  # noqa: E402
 from fmu_fixtures import build  # noqa: E402
 from test_robot_data import robot_path  # noqa: E402
 
@@ -49,10 +50,10 @@ def check_robot(name: str) -> None:
         model = sf.load_model(path, strict=False)          # (--lenient: published inertias)
         fmu = build(path, name=f"R_{name}", strict=False)  # the default native FMU
     log = []
-    res = fmpy.simulate_fmu(fmu, stop_time=10.0, step_size=1e-3, output_interval=1e-3,
-                            output=["q[1]", "integrator_used"] + [f"q[{i + 1}]" for i in
-                                                                  range(1, model.nq)],
-                            logger=lambda *a: log.append(a))
+    res = simulate_fmu(fmu, stop_time=10.0, step_size=1e-3, output_interval=1e-3,
+                       output=["q[1]", "integrator_used"] + [f"q[{i + 1}]" for i in
+                                                             range(1, model.nq)],
+                       logger=lambda *a: log.append(a))
     t = res["time"]
     assert t[-1] == pytest.approx(10.0) and len(t) == 10001, f"{name} stopped at {t[-1]}"
     q = np.column_stack([res[f"q[{i + 1}]"] for i in range(model.nq)])

@@ -71,7 +71,7 @@ def pendulum():
 
 
 def test_sweep_equals_serial_simulate_fmu_bit_for_bit(cluster, pendulum):
-    from fmpy import simulate_fmu
+    from soa_fmu.fmpy_logging import simulate_fmu
     samples = sf.sample({"q0[1]": "uniform(-1, 1)", "g[3]": ("normal", -9.81, 0.5),
                          "tau[2]": "choice(0, 0.1)"}, 19, seed=3)
     ds = sf.sweep(pendulum, samples, STOP, step=STEP, outputs=["q[*]", "qdd[1]"], client=cluster,
@@ -176,7 +176,7 @@ def test_cli_runs_and_reports_in_one_line(tmp_path, pendulum, capsys):
 
 
 def test_a_co_simulated_controller_gives_the_serial_results_bit_for_bit(cluster, pendulum):
-    from fmpy import simulate_fmu
+    from soa_fmu.fmpy_logging import simulate_fmu
     samples = sf.sample({"q0[1]": "uniform(-0.5, 0.5)", "g[3]": ("normal", -9.81, 0.5)}, 6, seed=5)
     common = {"tau[1]": 0.25}                        # u over the first step [0, h)
     ds = sf.sweep(pendulum, samples, STOP, step=STEP, outputs=["q[*]", "tau[*]"],
@@ -247,7 +247,7 @@ def test_the_local_default_cluster_and_zarr_output(tmp_path, pendulum, capsys):
     CLI, to Zarr) are the serial ones bit for bit."""
     import pandas as pd
     import xarray as xr
-    from fmpy import simulate_fmu
+    from soa_fmu.fmpy_logging import simulate_fmu
     from soa_fmu.sweep import main, save
     samples = pd.DataFrame({"q0[1]": [0.1, 0.4, -0.3], "g[3]": [-9.81, -9.0, -10.5]})
     samples.to_csv(tmp_path / "s.csv", index=False)
@@ -351,7 +351,7 @@ CONSECUTIVE = r"""
 import faulthandler, json, os, sys, threading, time
 import numpy as np
 import dask.distributed, xarray                      # imported before the timers, as in a session
-from fmpy import simulate_fmu
+from soa_fmu.fmpy_logging import simulate_fmu
 import soa_fmu as sf
 
 STOP, STEP, OUT = 0.2, 1e-3, ["q[1]", "q[2]"]

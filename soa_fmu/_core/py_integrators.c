@@ -179,7 +179,7 @@ static PyObject *py_stop_forces(PyObject *Py_UNUSED(mod), PyObject *const *args,
     return (PyObject *)out;
 }
 
-/* auto_method(model) -> 0 (rk4) or 4 (ros2): soa_auto_method. */
+/* auto_method(model) -> the integrator auto picks (soa.h SOA_RK4 ...): soa_auto_method. */
 static PyObject *py_auto_method(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
 {
     if (nargs != 1) return PyErr_Format(PyExc_TypeError, "auto_method(data)");
@@ -223,14 +223,22 @@ static PyObject *py_rosenbrock(PyObject *Py_UNUSED(mod), PyObject *const *args, 
     return fixed_step(args, nargs, soa_rosenbrock);
 }
 
-/* rosenbrock_adaptive(data, q, qd, tau, use_fext, h, rtol, atol, max_step, h_prev)
- *     -> (qdd, h_next): soa_rosenbrock_adaptive, q and qd in place. */
-static PyObject *py_rosenbrock_adaptive(PyObject *Py_UNUSED(mod), PyObject *const *args,
-                                        Py_ssize_t nargs)
+static PyObject *py_ros34pw2(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    return fixed_step(args, nargs, soa_ros34pw2);
+}
+
+typedef soa_status (*adaptive_fn)(const soa_model *, soa_data *, double *, double *,
+                                  const double *, int, double, double, double, double, double *);
+
+/* NAME(data, q, qd, tau, use_fext, h, rtol, atol, max_step, h_prev) -> (qdd, h_next): a
+ * Rosenbrock method's error-controlled sub-steps (fn), q and qd in place. */
+static PyObject *adaptive_step(PyObject *const *args, Py_ssize_t nargs, const char *name,
+                               adaptive_fn fn)
 {
     if (nargs != 10)
-        return PyErr_Format(PyExc_TypeError, "rosenbrock_adaptive(data, q, qd, tau, use_fext, h, "
-                            "rtol, atol, max_step, h_prev)");
+        return PyErr_Format(PyExc_TypeError, "%s(data, q, qd, tau, use_fext, h, rtol, atol, "
+                            "max_step, h_prev)", name);
     DataObject *d = soa_py_data(args[0]);
     if (!d) return NULL;
     const soa_model *m = d->model->m;
@@ -246,14 +254,26 @@ static PyObject *py_rosenbrock_adaptive(PyObject *Py_UNUSED(mod), PyObject *cons
     if (!(tau = soa_py_vector(args[3], m->nv, "tau"))) return NULL;
     if (!(out = soa_py_new(1, m->nv, 0))) { Py_DECREF(tau); return NULL; }
     d->d->dop_h[0] = x[4];
-    const soa_status st = soa_rosenbrock_adaptive(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau),
-                                                  use_fext, x[0], x[1], x[2], x[3], SOA_DBL(out));
+    const soa_status st = fn(m, d->d, SOA_DBL(q), SOA_DBL(qd), SOA_DBL(tau), use_fext, x[0], x[1],
+                             x[2], x[3], SOA_DBL(out));
     Py_DECREF(tau);
     if (st.kind != SOA_OK) {
         Py_DECREF(out);
         return soa_py_closure_status(d, st, NULL);
     }
     return Py_BuildValue("(Nd)", out, d->d->dop_h[0]);
+}
+
+static PyObject *py_rosenbrock_adaptive(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                                        Py_ssize_t nargs)
+{
+    return adaptive_step(args, nargs, "rosenbrock_adaptive", soa_rosenbrock_adaptive);
+}
+
+static PyObject *py_ros34pw2_adaptive(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                                      Py_ssize_t nargs)
+{
+    return adaptive_step(args, nargs, "ros34pw2_adaptive", soa_ros34pw2_adaptive);
 }
 
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
@@ -270,7 +290,7 @@ PyMethodDef soa_py_integrators_methods[] = {
                        "the joint forces with the model's dissipation and stops (what the "
                        "integrators apply)."),
     FAST(stop_forces, "stop_forces(data, q, qd) -> the joint stops' forces per velocity dof."),
-    FAST(auto_method, "auto_method(data) -> 0 (rk4) or 4 (ros2): the integrator auto picks."),
+    FAST(auto_method, "auto_method(data) -> the integrator auto picks (0 rk4, 4 ros2, 5 ros34pw2)."),
     FAST(mimic_couple, "mimic_couple(data, qdd): the mimic couplings on qdd in place, from the "
                        "factors of the last aba on this data."),
     FAST(mimic_project, "mimic_project(model, q, qd): q_m = k q_j + c, qd_m = k qd_j in place."),
@@ -282,4 +302,9 @@ PyMethodDef soa_py_integrators_methods[] = {
     FAST(rosenbrock_adaptive, "rosenbrock_adaptive(data, q, qd, tau, use_fext, h, rtol, atol, "
                               "max_step, h_prev) -> (qdd, h_next): ROS2 in error-controlled "
                               "sub-steps over h."),
+    FAST(ros34pw2, "ros34pw2(data, q, qd, tau, use_fext, h, nsub) -> qdd: nsub ROS34PW2 steps "
+                   "(third order, L-stable, four stages; implicit as rosenbrock)."),
+    FAST(ros34pw2_adaptive, "ros34pw2_adaptive(data, q, qd, tau, use_fext, h, rtol, atol, "
+                            "max_step, h_prev) -> (qdd, h_next): ROS34PW2 in error-controlled "
+                            "sub-steps over h."),
     {NULL, NULL, 0, NULL}};

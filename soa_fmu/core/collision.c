@@ -19,9 +19,11 @@
  *
  * The manifold: with the normal m, the features of each shape that lead into the other (corners of
  * a box, hull vertices, three rim points per cylinder cap, a capsule's two ends, a sphere's deepest
- * point) are kept where they lie past the other's flat face along m (penetration
- * delta_i = x_i . m + h_B(-m) > 0) and over it (the line through x_i along m meets B: GJK), and
- * at most SOA_MANIFOLD of them spanning the largest area are reported.  A box or a cylinder on a
+ * point) are kept where they lie past the other's flat face along m (a face of a box or hull, a
+ * cylinder's cap, within 0.81 deg of m; penetration delta_i = x_i . m + h_B(-m) > 0) and over it
+ * (the line through x_i along m meets B: GJK), and at most SOA_MANIFOLD of them spanning the
+ * largest area are reported.  Two polytopes with no face towards each other (crossed edges) meet
+ * at one point: midway between the closest points of their support edges.  A box or a cylinder on a
  * plane or on a box then rests on its face's corners, still and level.  Against a plane
  * n . x <= o the same features give closed forms: delta_i = o - n . x_i. */
 #include <math.h>
@@ -640,15 +642,57 @@ static int mpr(const soa_shape *A, const soa_shape *B, double *m, double *depth,
 }
 
 /* ------------------------------------------------------------------ shape against shape */
-/* B's face at its points farthest along -m is flat (a box, a mesh, a cylinder's cap). */
+#define FLAT_SIN 0.01414        /* a face within 0.81 deg of the normal is flat towards it (cos 0.9999) */
+
+/* The vertices of polytope s (box, mesh) on its support plane along d (unit), within
+ * 2 FLAT_SIN times its bounding radius: their count (1 a vertex, 2 an edge, >= 3 a face), the
+ * first two into e (a vertex: twice). */
+static int support_feature(const soa_shape *s, const double *d, double (*e)[3])
+{
+    double v[NCAND][3], h = -HUGE_VAL;
+    const int nv = features(s, d, v);
+    for (int i = 0; i < nv; i++)
+        if (dot(v[i], d) > h) h = dot(v[i], d);
+    const double tol = 2.0 * FLAT_SIN * soa_shape_bound(s);
+    int k = 0;
+    for (int i = 0; i < nv; i++) {
+        if (!(dot(v[i], d) >= h - tol)) continue;
+        if (k < 2)
+            for (int j = 0; j < 3; j++) e[k][j] = v[i][j];
+        k++;
+    }
+    if (k == 1)
+        for (int j = 0; j < 3; j++) e[1][j] = e[0][j];
+    return k;
+}
+
+/* B's face at its points farthest along -m is flat: a box's or a hull's face (its support
+ * feature along -m has 3 vertices or more), a cylinder's cap (its axis within 0.81 deg of m). */
 static int flat_towards(const soa_shape *B, const double *m)
 {
-    if (B->type == SOA_SHAPE_BOX || B->type == SOA_SHAPE_MESH) return 1;
+    if (B->type == SOA_SHAPE_BOX || B->type == SOA_SHAPE_MESH) {
+        double e[2][3];
+        const double nm[3] = {-m[0], -m[1], -m[2]};
+        return support_feature(B, nm, e) >= 3;
+    }
     if (B->type == SOA_SHAPE_CYLINDER) {
         const double ca = m[0] * B->R[2] + m[1] * B->R[5] + m[2] * B->R[8];
         return fabs(ca) > 0.9999;
     }
     return 0;
+}
+
+/* Two polytopes meeting on no face (edge on edge, a vertex on an edge): their support features
+ * along m and -m, one point midway between the features' closest points (Ericson sec. 5.1.9),
+ * where two crossed edges meet. */
+static void feature_point(const soa_shape *A, const soa_shape *B, const double *m, double *x)
+{
+    double ea[2][3], eb[2][3], ca[3], cb[3];
+    const double nm[3] = {-m[0], -m[1], -m[2]};
+    support_feature(A, m, ea);
+    support_feature(B, nm, eb);
+    segments_closest(ea[0], ea[1], eb[0], eb[1], ca, cb);
+    for (int i = 0; i < 3; i++) x[i] = 0.5 * (ca[i] + cb[i]);
 }
 
 /* The line through x along m meets B. */
@@ -732,6 +776,11 @@ int soa_collide(const soa_shape *a, const soa_shape *b, soa_manifold *c)
     int n = 0;
     if (flat_towards(b, m)) n = add_features(a, b, m, len, x, dep, n);
     if (flat_towards(a, nm)) n = add_features(b, a, nm, len, x, dep, n);
-    if (n > 0) reduce(n, x, dep, m, c);
+    if (n > 0) {
+        reduce(n, x, dep, m, c);
+    } else if ((a->type == SOA_SHAPE_BOX || a->type == SOA_SHAPE_MESH)
+               && (b->type == SOA_SHAPE_BOX || b->type == SOA_SHAPE_MESH)) {
+        feature_point(a, b, m, c->x[0]);
+    }
     return st;
 }

@@ -1,6 +1,7 @@
 /* Collision geometry (docs/contact.md): convex shapes placed in the world, their contacts with
  * world planes and with each other as contact manifolds (a normal and up to SOA_MANIFOLD points
- * with their penetrations).  Pure geometry, below contact.c: it knows no bodies, sweeps or laws;
+ * with their penetrations; collision.c), and the broad phase that picks the pairs worth that
+ * test (broadphase.c).  Pure geometry, below contact.c: it knows no bodies, sweeps or laws;
  * no allocation; C99, libc/libm only. */
 #ifndef SOA_COLLISION_H
 #define SOA_COLLISION_H
@@ -23,8 +24,8 @@ typedef struct {
 } soa_shape;
 
 /* A contact: unit normal m from shape a towards the other (a plane: -n), n points x (world) with
- * their penetrations depth (> 0: touching); a pair apart has one point and depth = -(its gap, or
- * a lower bound of it). */
+ * their penetrations depth (> 0: touching); a pair apart has one point, midway between the
+ * closest points (against a plane: on it), and depth = -(its gap), exact (GJK, closed forms). */
 typedef struct {
     int n;
     double m[3];
@@ -47,5 +48,22 @@ int soa_collide(const soa_shape *a, const soa_shape *b, soa_manifold *c);
  * (either may be NULL).  Returns 0, or 1 when the iterations did not converge. */
 int soa_shape_distance(const soa_shape *a, const soa_shape *b, double *dist, double *pa,
                        double *pb);
+
+/* ---- broadphase.c: which allowed pairs may touch (sweep and prune over world AABBs) ---- */
+/* box = (lo[3], hi[3]): the world axis-aligned box that holds shape s (closed forms; a mesh: its
+ * hull's vertices), padded by a nanometre. */
+void soa_shape_aabb(const soa_shape *s, double *box);
+/* The table of the allowed pairs (built once): pair p joins geometries geoms[2p], geoms[2p + 1]
+ * (of ngeom); pairs[first[g] .. first[g + 1]) lists the pairs whose lower geometry is g, ascending
+ * in the higher (first: ngeom + 1, pairs: npair).  swept: the geometries in some pair (ngeom
+ * slots); returns their number. */
+int soa_pair_index(int ngeom, int npair, const int *geoms, int *first, int *pairs, int *swept);
+/* Sweep and prune over the boxes (box: 6 per geometry) of the n geometries in order (a
+ * permutation of soa_pair_index's swept, kept from call to call: sorted again here), along *axis
+ * (kept, or set to the axis of largest spread; start it at -1).  cand: the allowed pairs whose
+ * boxes overlap, ascending (room for npair); tested: the box tests made.  Returns their number,
+ * or -1 when a box is not finite (cand then unset). */
+int soa_sweep_prune(const double *box, int n, int *order, int *axis, const int *geoms,
+                    const int *first, const int *pairs, int *cand, int *tested);
 
 #endif

@@ -111,17 +111,26 @@ soa_status soa_contact_finish(soa_model *m)
         if (a < 0 || a >= nsph || b < 0 || b >= nsph || m->sp_body[a] == m->sp_body[b])
             return bad(1 + nsph + npln + p, SOA_CT_GEOMETRY);
     }
+    for (int p = 0; p < npair; p++) {      /* a pair's own constants (named by the geometry of */
+        const int e = p < nsph * npln ? 1 + p / npln       /* a geometry-plane pair, or the pair) */
+                                      : 1 + npln + p - nsph * (npln - 1);
+        if (m->pr_set[p] < 0 || m->pr_set[p] >= (1 << SOA_CT_NLAW)) return bad(e, SOA_CT_GEOMETRY);
+        for (int c = 0; c < SOA_CT_NLAW; c++)
+            if ((m->pr_set[p] >> c & 1) && !law_ok(c, m->pr_law[SOA_CT_NLAW * p + c])) return bad(e, c);
+    }
+    m->bp_ngeom[0] = soa_pair_index(nsph, nssp, m->ss_pair, m->bp_first, m->bp_pairs, m->bp_geoms);
     return ok;
 }
 
-/* The constants of a pair: the other element's (plane, or geometry b) where it overrides one,
- * else geometry a's where it does, else the model's. */
-static void pair_law(const soa_model *m, int a, int set_o, const double *law_o, double *law)
+/* The constants of pair p: its own where it has one (pr_set), else the other element's (plane,
+ * or geometry b) where it overrides one, else geometry a's where it does, else the model's. */
+static void pair_law(const soa_model *m, int p, int a, int set_o, const double *law_o, double *law)
 {
-    const int set_a = m->sp_set[a];
-    const double *law_a = m->sp_law + SOA_CT_NLAW * a;
+    const int set_a = m->sp_set[a], set_p = m->pr_set[p];
+    const double *law_a = m->sp_law + SOA_CT_NLAW * a, *law_p = m->pr_law + SOA_CT_NLAW * p;
     for (int c = 0; c < SOA_CT_NLAW; c++)
-        law[c] = (set_o >> c & 1) ? law_o[c] : (set_a >> c & 1) ? law_a[c] : m->ct_law[c];
+        law[c] = (set_p >> c & 1) ? law_p[c] : (set_o >> c & 1) ? law_o[c]
+                 : (set_a >> c & 1) ? law_a[c] : m->ct_law[c];
 }
 
 /* x (world) of the point at x_body of body k. */
@@ -221,7 +230,7 @@ static void apply(const soa_model *m, soa_data *d, int p, int a, int b, const so
     const double *Va = d->V + 6 * m->sp_body[a], *Vb = b >= 0 ? d->V + 6 * m->sp_body[b] : 0;
     double law[SOA_CT_NLAW];
     d->ct_pdepth[p] = c->depth[0];
-    if (c->depth[0] > 0.0) pair_law(m, a, set_o, law_o, law);
+    if (c->depth[0] > 0.0) pair_law(m, p, a, set_o, law_o, law);
     for (int k = 0; k < SOA_MANIFOLD; k++) {
         const int i = SOA_MANIFOLD * p + k;
         if (k >= c->n || !(c->depth[k] > 0.0)) {     /* not touching: no force, depth <= 0 */
@@ -260,7 +269,98 @@ static void one_point(soa_manifold *c, double depth, const double *x, double s, 
     }
 }
 
-void soa_contact_forces(const soa_model *m, soa_data *d)
+/* Geometry pair p (today's contact or its absence): its bounding spheres apart, the gap between
+ * them; else the narrow phase (collision.c). */
+static void geometry_pair(const soa_model *m, soa_data *d, int p)
+{
+    soa_manifold c;
+    const int a = m->ss_pair[2 * p], b = m->ss_pair[2 * p + 1];
+    const double *oa = d->sp_x + 3 * a, *ob = d->sp_x + 3 * b;
+    const double e[3] = {ob[0] - oa[0], ob[1] - oa[1], ob[2] - oa[2]};
+    const double dist = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    const double gap = dist - m->sp_bound[a] - m->sp_bound[b];
+    if (gap > 0.0) {
+        double x[3], u[3];
+        for (int i = 0; i < 3; i++) {
+            u[i] = e[i] / dist;
+            x[i] = oa[i] + (m->sp_bound[a] + 0.5 * gap) * u[i];
+        }
+        one_point(&c, -gap, x, 1.0, u);
+    } else {
+        const soa_shape sa = shape_of(m, d, a), sb = shape_of(m, d, b);
+        soa_collide(&sa, &sb, &c);
+    }
+    apply(m, d, m->nsph * m->npln + p, a, b, &c, m->sp_set[b], m->sp_law + SOA_CT_NLAW * b);
+}
+
+/* Pair p, whose boxes (bp_box) are apart: one point midway between them, depth minus the
+ * distance between the boxes (a lower bound of the pair's gap), normal along it. */
+static void boxes_apart(const soa_model *m, soa_data *d, int p)
+{
+    soa_manifold c;
+    const int a = m->ss_pair[2 * p], b = m->ss_pair[2 * p + 1];
+    const double *A = d->bp_box + 6 * a, *B = d->bp_box + 6 * b;
+    double x[3], u[3], gap2 = 0.0;
+    for (int i = 0; i < 3; i++) {
+        const double lo = fmax(A[i], B[i]), hi = fmin(A[3 + i], B[3 + i]);   /* lo > hi: a gap */
+        u[i] = lo > hi ? (B[i] > A[i] ? lo - hi : hi - lo) : 0.0;
+        x[i] = 0.5 * (lo + hi);
+        gap2 += u[i] * u[i];
+    }
+    const double gap = sqrt(gap2);
+    for (int i = 0; i < 3; i++) u[i] = gap > 0.0 ? u[i] / gap : (i == 2);
+    one_point(&c, -gap, x, 1.0, u);
+    apply(m, d, m->nsph * m->npln + p, a, b, &c, m->sp_set[b], m->sp_law + SOA_CT_NLAW * b);
+}
+
+/* The geometry pairs.  The broad phase (broadphase.c) gives the pairs whose boxes overlap, the
+ * only ones that may touch: they get geometry_pair; a pair the last evaluation tested and this one
+ * does not gets a record apart (boxes_apart); every other pair keeps its record, apart and without
+ * force, so that the work is O(pairs near) + the sweep.  `every` (soa_contact_state: the outputs
+ * and event indicators of every pair), a first evaluation in this data, the switch
+ * bp_info[SOA_BP_OFF], or a box not finite (the broad phase's status: a state gone bad, which
+ * the caller then sees in the forces): every pair gets geometry_pair, as without a broad phase.
+ * bp_near: the pairs tested, ascending (soa_contact_implicit reads their points). */
+static void geometry_pairs(const soa_model *m, soa_data *d, int every)
+{
+    const int nssp = m->nssp;
+    int *info = d->bp_info, *near = d->bp_near, *cand = d->bp_cand, ncand = -1;
+    if (!info[SOA_BP_VALID]) {                           /* (any order will do: it is sorted) */
+        for (int i = 0; i < m->bp_ngeom[0]; i++) d->bp_order[i] = m->bp_geoms[i];
+        info[SOA_BP_AXIS] = -1;
+    }
+    if (!info[SOA_BP_OFF]) {
+        for (int i = 0; i < m->bp_ngeom[0]; i++) {
+            const int s = m->bp_geoms[i];
+            const soa_shape sh = shape_of(m, d, s);
+            soa_shape_aabb(&sh, d->bp_box + 6 * s);
+        }
+        ncand = soa_sweep_prune(d->bp_box, m->bp_ngeom[0], d->bp_order, info + SOA_BP_AXIS,
+                                m->ss_pair, m->bp_first, m->bp_pairs, cand, info + SOA_BP_TESTED);
+    }
+    if (ncand < 0) {
+        for (int p = 0; p < nssp; p++) cand[p] = p;
+        ncand = nssp;
+        info[SOA_BP_TESTED] = nssp;
+    }
+    if (every || !info[SOA_BP_VALID]) {
+        for (int p = 0; p < nssp; p++) geometry_pair(m, d, p);
+    } else {
+        for (int i = 0, j = 0; i < info[SOA_BP_NNEAR]; i++) {   /* (both lists ascending) */
+            const int p = near[i];
+            while (j < ncand && cand[j] < p) j++;
+            if (j == ncand || cand[j] != p) boxes_apart(m, d, p);
+        }
+        for (int i = 0; i < ncand; i++) geometry_pair(m, d, cand[i]);
+    }
+    for (int i = 0; i < ncand; i++) near[i] = cand[i];
+    info[SOA_BP_NNEAR] = ncand;
+    info[SOA_BP_VALID] = 1;
+}
+
+/* The contact forces (soa.h); every: the records of every pair brought up to date (the broad
+ * phase's pairs apart keep their last record otherwise: geometry_pairs). */
+static void contact_forces(const soa_model *m, soa_data *d, int every)
 {
     SOA_SIZES(m);
     soa_manifold c;
@@ -275,7 +375,7 @@ void soa_contact_forces(const soa_model *m, soa_data *d)
             const double *n = m->pl_normal + 3 * j;
             const double dist = n[0] * o[0] + n[1] * o[1] + n[2] * o[2] - m->pl_offset[j];
             if (dist > m->sp_bound[s] || m->sp_shape[s] == SOA_SHAPE_SPHERE) {
-                double x[3];                 /* broad phase: its bounding sphere above the plane; */
+                double x[3];                 /* its bounding sphere above the plane; */
                 for (int i = 0; i < 3; i++) x[i] = o[i] - dist * n[i];   /* a sphere's contact */
                 one_point(&c, m->sp_bound[s] - dist, x, -1.0, n);
             } else {
@@ -285,25 +385,55 @@ void soa_contact_forces(const soa_model *m, soa_data *d)
             apply(m, d, s * npln + j, s, -1, &c, m->pl_set[j], m->pl_law + SOA_CT_NLAW * j);
         }
     }
-    for (int p = 0; p < nssp; p++) {       /* geometry pairs */
-        const int a = m->ss_pair[2 * p], b = m->ss_pair[2 * p + 1];
+    if (nssp > 0) geometry_pairs(m, d, every);
+}
+
+void soa_contact_forces(const soa_model *m, soa_data *d)
+{
+    contact_forces(m, d, 0);
+}
+
+/* Sets the exact gap (collision.h) of every pair the broad phase set apart with a bound of it:
+ * geometry-plane, gap = n . s(-n) - o with s the support point (closed forms of the support
+ * function); geometry-geometry, GJK's distance (soa_shape_distance), for the pairs whose bounding
+ * spheres are apart and those the last evaluation did not test (not in bp_near: their record is a
+ * bound, from an evaluation before; geometry_pairs).  ct_pdepth = -gap and the
+ * pair's first point slot on the closest points (the plane's foot, the midpoint).  Forces and
+ * touching pairs are untouched: the observers' step (soa_contact_state, the FMU's pair depths),
+ * not the integrators'. */
+void soa_contact_gaps(const soa_model *m, soa_data *d)
+{
+    SOA_SIZES(m);
+    for (int s = 0; s < nsph; s++) {
+        const double *o = d->sp_x + 3 * s;
+        for (int j = 0; j < npln; j++) {
+            const double *n = m->pl_normal + 3 * j;
+            const double dist = n[0] * o[0] + n[1] * o[1] + n[2] * o[2] - m->pl_offset[j];
+            const int p = s * npln + j;
+            if (!(dist > m->sp_bound[s]) || m->sp_shape[s] == SOA_SHAPE_SPHERE) continue;
+            const soa_shape sh = shape_of(m, d, s);
+            const double mn[3] = {-n[0], -n[1], -n[2]};
+            double x[3];
+            soa_shape_support(&sh, mn, x);
+            const double gap = n[0] * x[0] + n[1] * x[1] + n[2] * x[2] - m->pl_offset[j];
+            d->ct_pdepth[p] = d->ct_depth[SOA_MANIFOLD * p] = -gap;
+            for (int r = 0; r < 3; r++) d->ct_point[3 * SOA_MANIFOLD * p + r] = x[r] - gap * n[r];
+        }
+    }
+    const int nnear = nssp ? d->bp_info[SOA_BP_NNEAR] : 0;
+    for (int q = 0, i = 0; q < nssp; q++) {
+        const int a = m->ss_pair[2 * q], b = m->ss_pair[2 * q + 1], p = nsph * npln + q;
         const double *oa = d->sp_x + 3 * a, *ob = d->sp_x + 3 * b;
         const double e[3] = {ob[0] - oa[0], ob[1] - oa[1], ob[2] - oa[2]};
-        const double dist = sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
-        const double gap = dist - m->sp_bound[a] - m->sp_bound[b];
-        if (gap > 0.0) {                   /* broad phase: bounding spheres apart */
-            double x[3];
-            double u[3];
-            for (int i = 0; i < 3; i++) {
-                u[i] = e[i] / dist;
-                x[i] = oa[i] + (m->sp_bound[a] + 0.5 * gap) * u[i];
-            }
-            one_point(&c, -gap, x, 1.0, u);
-        } else {
-            const soa_shape sa = shape_of(m, d, a), sb = shape_of(m, d, b);
-            soa_collide(&sa, &sb, &c);
-        }
-        apply(m, d, nsph * npln + p, a, b, &c, m->sp_set[b], m->sp_law + SOA_CT_NLAW * b);
+        while (i < nnear && d->bp_near[i] < q) i++;        /* (bp_near ascending) */
+        if (i < nnear && d->bp_near[i] == q
+            && !(sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]) > m->sp_bound[a] + m->sp_bound[b]))
+            continue;                                      /* tested: the narrow phase's record */
+        const soa_shape sa = shape_of(m, d, a), sb = shape_of(m, d, b);
+        double gap = 0.0, xa[3], xb[3];
+        soa_shape_distance(&sa, &sb, &gap, xa, xb);
+        d->ct_pdepth[p] = d->ct_depth[SOA_MANIFOLD * p] = -gap;
+        for (int r = 0; r < 3; r++) d->ct_point[3 * SOA_MANIFOLD * p + r] = 0.5 * (xa[r] + xb[r]);
     }
 }
 
@@ -329,7 +459,8 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
         }
     }
     soa_inertial_kinematics(m, d, q, qd);
-    soa_contact_forces(m, d);
+    contact_forces(m, d, 1);
+    soa_contact_gaps(m, d);
     /* ct_fext = f_ext + the contact forces in body frames, at the body origins (the input of
      * soa_aba's f_ext: the Python Simulator's step) */
     for (int i = 0; i < 6 * m->nb; i++) d->ct_fext[i] = use_fext ? d->fext[i] : 0.0;
@@ -361,31 +492,47 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
  *
  *     (M + J* C J)^-1 = M^-1 - M^-1 J* (I + C Lambda^-1)^-1 C J M^-1,   Lambda^-1 = J M^-1 J*
  *
- * (seed 000 eq. 3.10 and A.3-A.5, seed 002 eqs. 19-20; pair_inertia_inverse: the 3 x 3 blocks
- * of the contact points only, O(sum of their depths) + O(n_c^2) per shared body).  With
+ * (seed 000 eq. 3.10 and A.3-A.5, seed 002 eqs. 19-20; block_inertia_inverse: the blocks of
+ * the contact points only, O(sum of their depths) + O(n_c^2) per shared body).  With
  * u = -h K J beta (a Rosenbrock stage: u = -h K J r + C J s, its r and s; docs/joints.md),
  *
  *     (I + C Lambda^-1) z = C (J qdd + Lambda^-1 u),   qdd <- qdd + M^-1 J* (u - z)
  *
- * a 3 n_c system (O(n_c^3)) and M^-1 J* g = [I - H psi K]* D^-1 H psi B g (seed 000 A.6, seed 002
- * eq. 18): its filter part D^-1 H psi B is the N of pair_inertia_inverse, so only the smoother
- * runs (O(N)).  The semi-implicit Euler step beta+ = beta + h qdd, theta+ = theta (+) h beta+ is
- * then linearly implicit in the contact: its stiffness and damping no longer bound the step. */
+ * a system of the blocks' rows (3 a lone point, 6 a pair of bodies touching at several points;
+ * O(rows^3)) and M^-1 J* g = [I - H psi K]* D^-1 H psi B g (seed 000 A.6, seed 002 eq. 18): its
+ * filter part D^-1 H psi B is the N of block_inertia_inverse, so only the smoother runs (O(N)).
+ * A model with one touching point (a ball on the floor) takes lone_point: the same functions on
+ * its one 3-row block, without the grouping into blocks, and a 3 x 3 Cramer solve.  The
+ * semi-implicit Euler step beta+ = beta + h qdd, theta+ = theta (+) h beta+ is then linearly
+ * implicit in the contact: its stiffness and damping no longer bound the step.
+ * A Rosenbrock stage (ahead > 0, its step h; a W-method, whose Jacobian may be any matrix) takes
+ * each touching point at the depth the step reaches, max(delta, delta + h delta-dot) (it looks
+ * ahead, as the joint stops do), with the law's spring and damper K = n k delta^(n-1),
+ * B = k delta^n d (pair_jacobians' secant), a point whose force the law clamps to 0 included.
+ * With the tangent at the stage's own depth a stiff, strongly damped contact met at speed looks
+ * like a stiff, undamped spring (K = k (1 + d delta-dot), 65 k at 0.63 m/s and d = 102 s/m, B
+ * small at the first millimetre): ros2's first stage overshot into a rebound faster than 1/d, the
+ * second saw no force and, clamped, no Jacobian there, and its result (the step's) let the body
+ * fall on through the floor (docs/contact.md). */
 
-/* C = h B + h^2 K and K of pair p (row-major 3 x 3; file comment); secant: the friction's part
- * of B is its secant (mu f_n / s) P, f_t = -(mu f_n / s) v_t, without the - v_t v_t* / s^2 of the
- * tangent, which vanishes where the friction saturates (a Rosenbrock stage's choice, integrators.c). */
-static void pair_jacobians(const soa_data *d, int p, const double *F, double h, int secant,
-                           double *C, double *K)
+/* C = h B + h^2 K and K of point p at depth delta > 0 (row-major 3 x 3; file comment).  secant (a
+ * Rosenbrock stage's choice, integrators.c): the secants, whose tangents vanish or turn where the
+ * law saturates or clamps: the friction's part of B is (mu f_n / s) P, f_t = -(mu f_n / s) v_t,
+ * without the - v_t v_t* / s^2 of the tangent (which vanishes where the friction saturates), and
+ * the normal's K = n k delta^(n-1) and B = k delta^n d are the law's spring and damper apart (the
+ * damping force k delta^n d delta-dot taken as a damper, not as a stiffness in delta: the tangent's
+ * n k delta^(n-1) (1 + d delta-dot) is many times k at impact speed and 0 where f_n is clamped). */
+static void pair_jacobians(const soa_data *d, int p, const double *F, double delta, double h,
+                           int secant, double *C, double *K)
 {
     const double *mn = d->ct_normal + 3 * p, *v = d->ct_vrel + 3 * p, *law = d->ct_law_p + SOA_CT_NLAW * p;
     const double fn = -(F[0] * mn[0] + F[1] * mn[1] + F[2] * mn[2]);
-    const double delta = d->ct_depth[p], n = law[SOA_CT_EXPONENT], vs = law[SOA_CT_STICTION];
+    const double n = law[SOA_CT_EXPONENT], vs = law[SOA_CT_STICTION];
     const double k = law[SOA_CT_STIFFNESS], dis = law[SOA_CT_DISSIPATION], mu = law[SOA_CT_FRICTION];
     const double vn = mn[0] * v[0] + mn[1] * v[1] + mn[2] * v[2];
     const double dn = n == 1.5 ? delta * sqrt(delta) : (n == 1.0 ? delta : pow(delta, n));
-    const double kn = fn > 0.0 ? n * k * (n == 1.0 ? 1.0 : dn / delta) * (1.0 + dis * vn) : 0.0;
-    const double bn = fn > 0.0 ? k * dn * dis : 0.0;
+    const double kn = n * k * (n == 1.0 ? 1.0 : dn / delta) * (secant ? 1.0 : 1.0 + dis * vn);
+    const double bn = k * dn * dis;
     double vt[3], vt2 = 0.0;
     for (int i = 0; i < 3; i++) {
         vt[i] = v[i] - vn * mn[i];
@@ -586,8 +733,12 @@ static int block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int 
             const int bt = sid[t] / 2, rt = grp[nimp * GRP_ROWS + bt], ot = grp[nimp * GRP_FIRST + bt];
             double *z = Z + 36 * t, *yt = Y + 36 * t, W[36];
             double *Nk = N + nr * m->v0[k] + ot;           /* N(k) += D^-1 Y_t */
-            if (rt == 3)
+            if (rt == 3 && n == 6)                         /* (a free joint's body: unrolled) */
+                end_step(H, Dinv, G, 6, 3, p >= 0, z, yt, W, Nk, nr);
+            else if (rt == 3)
                 end_step(H, Dinv, G, n, 3, p >= 0, z, yt, W, Nk, nr);
+            else if (n == 6)
+                end_step(H, Dinv, G, 6, 6, p >= 0, z, yt, W, Nk, nr);
             else
                 end_step(H, Dinv, G, n, 6, p >= 0, z, yt, W, Nk, nr);
             for (int s = 0; s <= t; s++) {
@@ -595,7 +746,9 @@ static int block_inertia_inverse(const soa_model *m, soa_data *d, int nblk, int 
                 const int bs = sid[s] / 2, rs = grp[nimp * GRP_ROWS + bs];
                 const int os = grp[nimp * GRP_FIRST + bs];
                 const double *ys = Y + 36 * s;
-                if (rs == 3 && rt == 3)
+                if (rs == 3 && rt == 3 && n == 6)
+                    add_product(L, nr, os, ot, 6, 3, 3, ys, W, s != t);
+                else if (rs == 3 && rt == 3)
                     add_product(L, nr, os, ot, n, 3, 3, ys, W, s != t);
                 else if (rs == 3)
                     add_product(L, nr, os, ot, n, 3, 6, ys, W, s != t);
@@ -633,23 +786,143 @@ static inline void block_rows(const double *C, const double *L, const double *w,
     }
 }
 
-void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
-                          const double *s, int secant, double *qdd)
+/* u_i = -h K_i J_i r + C_i J_i s of touching point i, at x on bodies ka, kb (r NULL: J_i r is the
+ * point's relative velocity kept by contact_forces; s NULL: 0; file comment). */
+static void point_rhs(const soa_model *m, const soa_data *d, int i, int ka, int kb, double h,
+                      const double *r, const double *s, double *u)
+{
+    const int p = d->ci_pair[i];
+    const double *K = d->ci_K + 9 * i, *Ci = d->ci_B + 9 * i, *x = d->ct_point + 3 * p;
+    double v[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0};
+    if (r) {
+        point_rate(m, d, ka, x, r, 1.0, v);
+        point_rate(m, d, kb, x, r, -1.0, v);
+    } else {
+        for (int t = 0; t < 3; t++) v[t] = d->ct_vrel[3 * p + t];
+    }
+    if (s) {
+        point_rate(m, d, ka, x, s, 1.0, w);
+        point_rate(m, d, kb, x, s, -1.0, w);
+    }
+    for (int t = 0; t < 3; t++)
+        u[t] = -h * (K[3 * t] * v[0] + K[3 * t + 1] * v[1] + K[3 * t + 2] * v[2])
+               + Ci[3 * t] * w[0] + Ci[3 * t + 1] * w[1] + Ci[3 * t + 2] * w[2];
+}
+
+/* w = E* J_g qdd + (Lambda^-1 u) rows of block b (rows o.., rb of them; L nr x nr): the right side
+ * of the block's rows (file comment).  E* J_g qdd: the relative spatial acceleration rate of its
+ * bodies, or for a lone point B* of it = a_o + alpha x x. */
+static void block_rhs(const soa_model *m, const soa_data *d, int b, int nr, const double *qdd,
+                      double *w)
+{
+    SOA_SIZES(m);
+    const int *grp = d->ci_grp, rb = grp[nimp * GRP_ROWS + b], o = grp[nimp * GRP_FIRST + b];
+    double acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0};
+    body_rate(m, d, d->ci_body[2 * b], qdd, 1.0, acc);
+    body_rate(m, d, d->ci_body[2 * b + 1], qdd, -1.0, acc);
+    if (rb == 6) {
+        for (int t = 0; t < 6; t++) w[t] = acc[t];
+    } else {
+        const double *x = d->ct_point + 3 * d->ci_pair[grp[nimp * GRP_POINT + b]];
+        cross3(acc, x, w);
+        for (int t = 0; t < 3; t++) w[t] += acc[3 + t];
+    }
+    const double *L = d->ci_L;
+    for (int t = 0; t < rb; t++)
+        for (int j = 0; j < nr; j++) w[t] += L[nr * (o + t) + j] * d->ci_u[j];
+}
+
+/* A z = y in place for 3 x 3 A (row-major): Cramer's rule, z = adj(A) y / det A; a singular A by
+ * lu_solve. */
+static void solve3(double *A, int *piv, double *y)
+{
+    const double c0 = A[4] * A[8] - A[5] * A[7], c1 = A[5] * A[6] - A[3] * A[8];
+    const double c2 = A[3] * A[7] - A[4] * A[6], det = A[0] * c0 + A[1] * c1 + A[2] * c2;
+    if (!(fabs(det) > 0.0 && fabs(det) < HUGE_VAL)) {
+        lu_solve(A, 3, piv, y);
+        return;
+    }
+    const double inv = 1.0 / det, y0 = y[0], y1 = y[1], y2 = y[2];
+    y[0] = inv * (c0 * y0 + (A[2] * A[7] - A[1] * A[8]) * y1 + (A[1] * A[5] - A[2] * A[4]) * y2);
+    y[1] = inv * (c1 * y0 + (A[0] * A[8] - A[2] * A[6]) * y1 + (A[2] * A[3] - A[0] * A[5]) * y2);
+    y[2] = inv * (c2 * y0 + (A[1] * A[6] - A[0] * A[7]) * y1 + (A[0] * A[4] - A[1] * A[3]) * y2);
+}
+
+/* qdd += M^-1 J* g, g = u - z (z in ci_y: the solution of the blocks' system; file comment):
+ * nu = N g, kept by block_inertia_inverse on the blocks' paths (zero elsewhere), then the
+ * smoother. */
+static void add_correction(const soa_model *m, soa_data *d, int nblk, int nr, int npath,
+                           double *qdd)
 {
     static const double zero6[6] = {0, 0, 0, 0, 0, 0};
+    const int nv = m->nv;
+    const double *N = d->ci_L + nr * nr + 144 * nblk;
+    for (int j = 0; j < nr; j++) d->ci_y[j] = d->ci_u[j] - d->ci_y[j];   /* g = u - z */
+    for (int i = 0; i < nv; i++) d->nu[i] = 0.0;
+    for (int q = 0; q < npath; q++) {
+        const int k = d->ci_path[q];
+        for (int i = m->v0[k]; i < m->v0[k] + m->nvj[k]; i++) {
+            double sum = 0.0;
+            for (int j = 0; j < nr; j++) sum += N[nr * i + j] * d->ci_y[j];
+            d->nu[i] = sum;
+        }
+    }
+    soa_innovations_smoother(m, d, zero6, 0, d->ci_dqdd, 1);   /* M^-1 J* g */
+    for (int i = 0; i < nv; i++) qdd[i] += d->ci_dqdd[i];
+}
+
+/* The lone touching point (the one-pair model's case): one block of 3 rows, E = B, C its own
+ * C_i, and the 3 x 3 system solved by solve3 — the same equations as the general path below,
+ * without its grouping of points into blocks. */
+static void lone_point(const soa_model *m, soa_data *d, double h, const double *r,
+                       const double *s, double *qdd)
+{
+    SOA_SIZES(m);
+    int *grp = d->ci_grp;
+    double w[6];
+    d->ci_body[0] = d->ci_piv[0];
+    d->ci_body[1] = d->ci_piv[1];
+    grp[0] = 0;
+    grp[nimp * GRP_ROWS] = 3;
+    grp[nimp * GRP_FIRST] = 0;
+    grp[nimp * GRP_POINT] = 0;
+    point_rhs(m, d, 0, d->ci_body[0], d->ci_body[1], h, r, s, d->ci_u);
+    const int npath = block_inertia_inverse(m, d, 1, 3, d->ci_L);
+    block_rhs(m, d, 0, 3, qdd, w);
+    block_rows(d->ci_B, d->ci_L, w, 3, 0, 3, d->ci_A, d->ci_y);
+    solve3(d->ci_A, d->ci_piv, d->ci_y);                     /* z */
+    add_correction(m, d, 1, 3, npath, qdd);
+}
+
+void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
+                          const double *s, double ahead, double *qdd)
+{
     SOA_SIZES(m);
     int na = 0, nblk = 0, nr = 0, *grp = d->ci_grp, *pb = d->ci_piv;
-    for (int p = 0; p < npt && na < nimp; p++) {       /* the touching points, up to nimp */
-        const double *F = d->ct_force + 3 * p;
-        if (!(d->ct_depth[p] > 0.0) || (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0)) continue;
+    const int nplp = nsph * npln, nnear = nssp ? d->bp_info[SOA_BP_NNEAR] : 0;
+    for (int t = 0; t < SOA_MANIFOLD * (nplp + nnear) && na < nimp; t++) {
+        const int q = t / SOA_MANIFOLD;                   /* the touching points, up to nimp: of */
+        const int p = q < nplp ? t : SOA_MANIFOLD * (nplp + d->bp_near[q - nplp]) + t % SOA_MANIFOLD;
+        const double *F = d->ct_force + 3 * p;            /* the plane pairs, the pairs near */
+        const double *mn = d->ct_normal + 3 * p, *v = d->ct_vrel + 3 * p;
+        double delta = d->ct_depth[p];
+        if (!(delta > 0.0)) continue;
+        if (ahead > 0.0)                       /* a Rosenbrock stage: at the depth the step reaches */
+            delta = fmax(delta, delta + ahead * (mn[0] * v[0] + mn[1] * v[1] + mn[2] * v[2]));
+        else if (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0)
+            continue;                          /* (implicit Euler: where f_n > 0) */
         int a, b;
         point_geometries(m, p, &a, &b);
         pb[2 * na] = m->sp_body[a];
         pb[2 * na + 1] = b >= 0 ? m->sp_body[b] : -1;
-        pair_jacobians(d, p, F, h, secant, d->ci_B + 9 * na, d->ci_K + 9 * na);
+        pair_jacobians(d, p, F, delta, h, ahead > 0.0, d->ci_B + 9 * na, d->ci_K + 9 * na);
         d->ci_pair[na++] = p;
     }
     if (na == 0) return;
+    if (na == 1) {
+        lone_point(m, d, h, r, s, qdd);
+        return;
+    }
     for (int i = 0; i < na; i++) {                      /* the blocks: one per pair of bodies */
         int b = 0;
         while (b < nblk && !(d->ci_body[2 * b] == pb[2 * i] && d->ci_body[2 * b + 1] == pb[2 * i + 1]))
@@ -674,24 +947,10 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
         nr += rb;
     }
     for (int i = 0; i < na; i++) {   /* C_g = sum B C_i B*, u_g = sum B u_i; u_i = -h K J r + C J s */
-        const int p = d->ci_pair[i], b = grp[i], rb = grp[nimp * GRP_ROWS + b];
-        const int o = grp[nimp * GRP_FIRST + b];
-        const double *K = d->ci_K + 9 * i, *Ci = d->ci_B + 9 * i, *x = d->ct_point + 3 * p;
-        double v[3] = {0.0, 0.0, 0.0}, w[3] = {0.0, 0.0, 0.0}, u[3];
-        if (r) {
-            point_rate(m, d, d->ci_body[2 * b], x, r, 1.0, v);
-            point_rate(m, d, d->ci_body[2 * b + 1], x, r, -1.0, v);
-        } else {
-            for (int t = 0; t < 3; t++) v[t] = d->ct_vrel[3 * p + t];
-        }
-        if (s) {
-            point_rate(m, d, d->ci_body[2 * b], x, s, 1.0, w);
-            point_rate(m, d, d->ci_body[2 * b + 1], x, s, -1.0, w);
-        }
-        for (int t = 0; t < 3; t++)
-            u[t] = -h * (K[3 * t] * v[0] + K[3 * t + 1] * v[1] + K[3 * t + 2] * v[2])
-                   + Ci[3 * t] * w[0] + Ci[3 * t + 1] * w[1] + Ci[3 * t + 2] * w[2];
-        double *C = d->ci_C + 36 * b;
+        const int b = grp[i], rb = grp[nimp * GRP_ROWS + b], o = grp[nimp * GRP_FIRST + b];
+        const double *Ci = d->ci_B + 9 * i, *x = d->ct_point + 3 * d->ci_pair[i];
+        double u[3], *C = d->ci_C + 36 * b;
+        point_rhs(m, d, i, d->ci_body[2 * b], d->ci_body[2 * b + 1], h, r, s, u);
         if (rb == 3) {
             for (int j = 0; j < 9; j++) C[j] = Ci[j];
             for (int t = 0; t < 3; t++) d->ci_u[o + t] = u[t];
@@ -710,40 +969,16 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
             d->ci_u[o + a] += B[3 * a] * u[0] + B[3 * a + 1] * u[1] + B[3 * a + 2] * u[2];
         }
     }
-    const double *L = d->ci_L;
     const int npath = block_inertia_inverse(m, d, nblk, nr, d->ci_L);
     for (int b = 0; b < nblk; b++) {                    /* w = J qdd + Lambda^-1 u; A = I + C Lambda^-1 */
         const int rb = grp[nimp * GRP_ROWS + b], o = grp[nimp * GRP_FIRST + b];
-        const double *C = d->ci_C + 36 * b;
-        double acc[6] = {0.0, 0.0, 0.0, 0.0, 0.0, 0.0}, w[6];
-        body_rate(m, d, d->ci_body[2 * b], qdd, 1.0, acc);
-        body_rate(m, d, d->ci_body[2 * b + 1], qdd, -1.0, acc);
-        if (rb == 6) {
-            for (int t = 0; t < 6; t++) w[t] = acc[t];
-        } else {                                           /* B* acc = a_o + alpha x x */
-            const double *x = d->ct_point + 3 * d->ci_pair[grp[nimp * GRP_POINT + b]];
-            cross3(acc, x, w);
-            for (int t = 0; t < 3; t++) w[t] += acc[3 + t];
-        }
-        for (int t = 0; t < rb; t++)
-            for (int j = 0; j < nr; j++) w[t] += L[nr * (o + t) + j] * d->ci_u[j];
+        double w[6];
+        block_rhs(m, d, b, nr, qdd, w);
         if (rb == 3)
-            block_rows(C, L, w, nr, o, 3, d->ci_A, d->ci_y);
+            block_rows(d->ci_C + 36 * b, d->ci_L, w, nr, o, 3, d->ci_A, d->ci_y);
         else
-            block_rows(C, L, w, nr, o, 6, d->ci_A, d->ci_y);
+            block_rows(d->ci_C + 36 * b, d->ci_L, w, nr, o, 6, d->ci_A, d->ci_y);
     }
     lu_solve(d->ci_A, nr, d->ci_piv, d->ci_y);          /* z */
-    for (int j = 0; j < nr; j++) d->ci_y[j] = d->ci_u[j] - d->ci_y[j];   /* g = u - z */
-    const double *N = L + nr * nr + 144 * nblk;         /* nu = N g: the filter's, for J* g */
-    for (int i = 0; i < nv; i++) d->nu[i] = 0.0;
-    for (int q = 0; q < npath; q++) {                   /* (N is zero off the blocks' paths) */
-        const int k = d->ci_path[q];
-        for (int i = m->v0[k]; i < m->v0[k] + m->nvj[k]; i++) {
-            double sum = 0.0;
-            for (int j = 0; j < nr; j++) sum += N[nr * i + j] * d->ci_y[j];
-            d->nu[i] = sum;
-        }
-    }
-    soa_innovations_smoother(m, d, zero6, 0, d->ci_dqdd, 1);   /* M^-1 J* g */
-    for (int i = 0; i < nv; i++) qdd[i] += d->ci_dqdd[i];
+    add_correction(m, d, nblk, nr, npath, qdd);
 }

@@ -1,10 +1,12 @@
 /* Fixed-step integrators of (theta, beta) with theta-dot = f(theta) beta and beta-dot from an
  * acceleration soa_accel (the tree's innovations forward dynamics by default, soa_tree_accel):
- * classical RK4 and semi-implicit (symplectic) Euler; and the linearly implicit Euler step of the
- * tree (soa_implicit), implicit in the joints' dissipation and stops, by one articulated sweep
- * with a diagonal added to D(k) (seed 001 eqs. 34-36; docs/joints.md).  Quaternions are renormalized after every
- * (sub)step and before each stage evaluation (a quaternion's rotation is invariant to its scale,
- * so the projection costs no accuracy).  Every buffer is in soa_data. */
+ * classical RK4 and semi-implicit (symplectic) Euler; and the linearly implicit methods of the
+ * tree, implicit in the joints' dissipation, stops and contact, each stage one articulated sweep
+ * with a diagonal added to D(k) (seed 001 eqs. 34-36; docs/joints.md): implicit Euler
+ * (soa_implicit) and the Rosenbrock W-methods ROS2 and ROS34PW2, two tableaus of one stage code,
+ * fixed or error-controlled.  Quaternions are renormalized after every (sub)step and before each
+ * stage evaluation (a quaternion's rotation is invariant to its scale, so the projection costs no
+ * accuracy).  Every buffer is in soa_data. */
 #include <math.h>
 #include <string.h>
 
@@ -194,7 +196,7 @@ static int implicit_stage(const soa_model *m, soa_data *d, const double *q, cons
         return sf.kind == SOA_OK ? -1 : sf.index;
     }
     const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, x);
-    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead > 0.0, x);    /* contact.c */
+    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead, x);    /* contact.c */
     if (k < 0) soa_mimic_couple(m, d, x);     /* mimic.c: the coupled solve of the same matrix */
     return k;
 }
@@ -293,16 +295,49 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
  * (Gamma^-1): a21 = 1 / (2 gamma), c21 = -1 / gamma, m = (1, 1) / gamma, e = (0, 1) / gamma. */
 #define ROS2_GAMMA 0.29289321881345247560    /* 1 - 1/sqrt(2) */
 typedef struct {
-    int stages;
-    double gamma, a[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES], c[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES];
+    int stages, est_order;          /* est_order: the embedded estimate's order p^ (step-size */
+    double gamma;                   /* exponent 1 / (p^ + 1), Hairer & Wanner IV.8) */
+    double a[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES], c[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES];
     double m[SOA_ROS_MAX_STAGES], e[SOA_ROS_MAX_STAGES];
 } rosenbrock_tableau;
 static const rosenbrock_tableau ROS2 = {
-    2, ROS2_GAMMA,
-    {{0.0, 0.0}, {0.5 / ROS2_GAMMA, 0.0}},
-    {{0.0, 0.0}, {-1.0 / ROS2_GAMMA, 0.0}},
+    2, 1, ROS2_GAMMA,
+    {{0.0}, {0.5 / ROS2_GAMMA}},
+    {{0.0}, {-1.0 / ROS2_GAMMA}},
     {1.0 / ROS2_GAMMA, 1.0 / ROS2_GAMMA},
     {0.0, 1.0 / ROS2_GAMMA}};
+
+/* ROS34PW2: the four-stage Rosenbrock W-method of Rang & Angermann (BIT 45 (2005) 761-787,
+ * table "ROS34PW2"; PETSc's TSROSWRA34PW2): order 3 for ANY A, an embedded order-2 estimate,
+ * stiffly accurate (b_i = alpha_4i + gamma_4i) and L-stable, gamma = 0.43586652150845900 (the root
+ * of gamma^3 - 3 gamma^2 + 3/2 gamma - 1/6 in (0, 1)).  In the form above, with alpha_i =
+ * sum_j alpha_ij and gamma'_i = sum_{j <= i} gamma_ij (gamma_ii = gamma), its W-method order
+ * conditions (Hairer & Wanner IV.7, the trees with f' and A vertices) are
+ *     order 1: sum b_i = 1;   order 2: sum b_i alpha_i = 1/2, sum b_i gamma'_i = 0;
+ *     order 3: sum b_i alpha_i^2 = 1/3, sum b_i alpha_ij alpha_j = 1/6,
+ *              sum b_i alpha_ij gamma'_j = 0, sum b_i gamma_ij alpha_j = 0,
+ *              sum b_i gamma_ij gamma'_j = 0
+ * (the embedded b^ meets those of order <= 2), and its stability function is
+ *     R(z) = (1 + (1 - 4 gamma) z + (1/2 - 4 gamma + 6 gamma^2) z^2
+ *             + (1/6 - 2 gamma + 6 gamma^2 - 4 gamma^3) z^3) / (1 - gamma z)^4,
+ * whose z^4 term vanishes: R(-inf) = 0.  Its alpha, Gamma, b, b^ (the paper's, 17 digits as in
+ * PETSc's table) give
+ * the transformed a = alpha Gamma^-1, c = diag(1/gamma) - Gamma^-1, m = b Gamma^-1 (= a_4j, then 1:
+ * stiffly accurate), e = (b - b^) Gamma^-1 below (docs/joints.md derives them; the stage
+ * abscissae sum_j alpha_ij are 0, 2 gamma, 0.732, 1: no stage beyond the step). */
+#define ROS34PW2_GAMMA 0.43586652150845900
+static const rosenbrock_tableau ROS34PW2 = {
+    4, 2, ROS34PW2_GAMMA,
+    {{0.0},
+     {2.0},
+     {1.4192173174557652, -0.25923221167296978},
+     {4.1847604823191613, -0.28519201735549599, 2.2942803602790423}},
+    {{0.0},
+     {-4.5885607205580836},
+     {-4.1847604823191613, 0.28519201735549599},
+     {-6.3681792001283597, -6.7956209444668367, 2.8700986043310555}},
+    {4.1847604823191613, -0.28519201735549599, 2.2942803602790423, 1.0},
+    {0.27774994764796812, -1.4032398951759995, 1.7726301276675509, 0.5}};
 
 /* One step of size h of the tableau from (q, qd) in place; *err <- the RMS of the error estimate
  * scaled by atol + rtol max(|y0|, |y1|) when err (else rtol, atol unused); qdd <- the step's mean
@@ -374,33 +409,36 @@ static int rosenbrock_step(const soa_model *m, soa_data *d, const rosenbrock_tab
     return -1;
 }
 
-/* nsub ROS2 steps of size h, (q, qd) in place; qdd <- the last one's mean acceleration. */
-soa_status soa_rosenbrock(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
-                          int use_fext, double h, int nsub, double *qdd)
+/* nsub steps of the tableau of size h, (q, qd) in place; qdd <- the last one's mean
+ * acceleration. */
+static soa_status rosenbrock_fixed(const soa_model *m, soa_data *d, const rosenbrock_tableau *tb,
+                                   double *q, double *qd, const double *tau, int use_fext,
+                                   double h, int nsub, double *qdd)
 {
     soa_status st = check_implicit(m, q, qd, tau, h, nsub);
     if (st.kind != SOA_OK) return st;
     for (int step = 0; step < nsub; step++) {
-        const int k = rosenbrock_step(m, d, &ROS2, tau, use_fext, step == 0, q, qd, h, 0.0, 0.0,
+        const int k = rosenbrock_step(m, d, tb, tau, use_fext, step == 0, q, qd, h, 0.0, 0.0,
                                       NULL, qdd);
-        if (k >= 0) {
+        if (k >= 0) {               /* D singular at a stage: named by that stage's state */
             st.kind = SOA_SINGULAR;
             st.index = k;
-            return soa_diverged(m, d, q, qd, st);
+            return soa_diverged(m, d, d->qs, d->vs, st);
         }
     }
     return check_finite(m, d, q, qd, qdd);
 }
 
-/* ROS2 from 0 to h in error-controlled sub-steps (q, qd in place): a sub-step is accepted when
- * its scaled error estimate err <= 1, and the next is h_sub min(5, max(0.2, 0.9 err^-1/2))
- * (the estimate is first order: Hairer & Wanner vol. II sec. IV.8), no longer than max_step;
- * a failed sub-step (singular D, non-finite state) is retried at a quarter.  The first sub-step
- * is d->dop_h[0] (0: max_step), left holding the proposal for the next call.  qdd <- the last
- * sub-step's mean acceleration. */
-soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
-                                   const double *tau, int use_fext, double h, double rtol,
-                                   double atol, double max_step, double *qdd)
+/* The tableau from 0 to h in error-controlled sub-steps (q, qd in place): a sub-step is accepted
+ * when its scaled error estimate err <= 1, and the next is h_sub min(5, max(0.2, 0.9
+ * err^(-1/(p^+1)))) (p^ the estimate's order: Hairer & Wanner vol. II sec. IV.8), no longer than
+ * max_step; a failed sub-step (singular D, non-finite state) is retried at a quarter.  The first
+ * sub-step is d->dop_h[0] (0: max_step), left holding the proposal for the next call.  qdd <- the
+ * last sub-step's mean acceleration. */
+static soa_status rosenbrock_adaptive(const soa_model *m, soa_data *d,
+                                      const rosenbrock_tableau *tb, double *q, double *qd,
+                                      const double *tau, int use_fext, double h, double rtol,
+                                      double atol, double max_step, double *qdd)
 {
     soa_status st = check_implicit(m, q, qd, tau, h, 1);
     if (st.kind == SOA_OK && !(rtol > 0.0 && atol > 0.0 && max_step > 0.0 && rtol < 1e300
@@ -410,6 +448,7 @@ soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, d
     }
     if (st.kind != SOA_OK) return st;
     const int nq = m->nq, nv = m->nv;
+    const double expo = -1.0 / (tb->est_order + 1);
     double t = 0.0, hs = d->dop_h[0] > 0.0 && d->dop_h[0] < 1e300 ? d->dop_h[0] : max_step;
     int first = 1;
     for (int tries = 0; t < h; tries++) {
@@ -424,20 +463,20 @@ soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, d
         for (int k = 0; k < nq; k++) d->ros_y0[k] = q[k];
         for (int k = 0; k < nv; k++) d->ros_y0[nq + k] = qd[k];
         double err = HUGE_VAL;
-        const int bad = rosenbrock_step(m, d, &ROS2, tau, use_fext, first, q, qd, hk, rtol, atol,
+        const int bad = rosenbrock_step(m, d, tb, tau, use_fext, first, q, qd, hk, rtol, atol,
                                         &err, qdd);
         first = 0;              /* (the contact forces held at the start are overwritten now) */
         const int ok = bad < 0 && isfinite(err) && soa_first_nonfinite(q, nq) < 0
                        && soa_first_nonfinite(qd, nv) < 0;
         if (ok && err <= 1.0) {                                  /* accepted */
             t = last ? h : t + hk;
-            const double fac = err > 0.0 ? fmin(5.0, fmax(0.2, 0.9 / sqrt(err))) : 5.0;
+            const double fac = err > 0.0 ? fmin(5.0, fmax(0.2, 0.9 * pow(err, expo))) : 5.0;
             if (!last || hk >= hs) hs = hk * fac;
             continue;
         }
         for (int k = 0; k < nq; k++) q[k] = d->ros_y0[k];       /* rejected: again, shorter */
         for (int k = 0; k < nv; k++) qd[k] = d->ros_y0[nq + k];
-        hs = hk * (ok ? fmax(0.2, 0.9 / sqrt(err)) : 0.25);
+        hs = hk * (ok ? fmax(0.2, 0.9 * pow(err, expo)) : 0.25);
         if (!(hs > 1e-14 * (1.0 + h))) {                         /* no step resolves it */
             st.kind = SOA_DIVERGED;
             return soa_diverged(m, d, q, qd, st);
@@ -447,12 +486,41 @@ soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, d
     return check_finite(m, d, q, qd, qdd);
 }
 
-/* auto's choice (soa.h): ROS2 for every model with stiff terms (joint dissipation, stops,
- * contact), RK4 for the others, for closure constraints (the linearly implicit stage does not
- * handle them) and for flexible bodies (their modes are lightly damped oscillations RK4 resolves
- * at the step it is stable at; `implicit` and `ros2` take them on request). */
+soa_status soa_rosenbrock(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                          int use_fext, double h, int nsub, double *qdd)
+{
+    return rosenbrock_fixed(m, d, &ROS2, q, qd, tau, use_fext, h, nsub, qdd);
+}
+
+soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
+                                   const double *tau, int use_fext, double h, double rtol,
+                                   double atol, double max_step, double *qdd)
+{
+    return rosenbrock_adaptive(m, d, &ROS2, q, qd, tau, use_fext, h, rtol, atol, max_step, qdd);
+}
+
+soa_status soa_ros34pw2(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                        int use_fext, double h, int nsub, double *qdd)
+{
+    return rosenbrock_fixed(m, d, &ROS34PW2, q, qd, tau, use_fext, h, nsub, qdd);
+}
+
+soa_status soa_ros34pw2_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
+                                 const double *tau, int use_fext, double h, double rtol,
+                                 double atol, double max_step, double *qdd)
+{
+    return rosenbrock_adaptive(m, d, &ROS34PW2, q, qd, tau, use_fext, h, rtol, atol, max_step,
+                               qdd);
+}
+
+/* auto's choice (soa.h): ROS34PW2 for every model with stiff terms (joint dissipation, stops,
+ * contact; at 1 ms it is 10-100x more accurate than ROS2 on the arms' swings, holds a stiff stop
+ * where ROS2 rebounds, for 1.8x ROS2's cost, about RK4's: benchmarks/results/integrators.txt,
+ * docs/joints.md), RK4 for the others, for closure constraints (the linearly implicit stage does
+ * not handle them) and for flexible bodies (their modes are lightly damped oscillations RK4
+ * resolves at the step it is stable at; `implicit`, `ros2` and `ros34pw2` take them on request). */
 int soa_auto_method(const soa_model *m)
 {
     if (m->nm || m->nc) return SOA_RK4;
-    return m->nsph || m->dissipative || m->stopped ? SOA_ROS2 : SOA_RK4;
+    return m->nsph || m->dissipative || m->stopped ? SOA_ROS34PW2 : SOA_RK4;
 }

@@ -12,6 +12,11 @@
  *
  * Every kernel returns a soa_status {kind, index} (index: the offending coordinate, body or
  * constraint) and never aborts; no kernel allocates.
+ *
+ * The files call only downward (joints, placements, kinematic sweeps with flexible bodies
+ * dispatched to flexible_body.h, recursions, contact forces, articulated sweeps, constraints,
+ * integrators): the order is defined once, in tests/test_core_layers.py LAYERS, which fails on a
+ * call upward or sideways.
  */
 #ifndef SOA_H
 #define SOA_H
@@ -99,8 +104,11 @@ typedef struct {
 enum { SOA_CT_STIFFNESS, SOA_CT_EXPONENT, SOA_CT_DISSIPATION, SOA_CT_FRICTION, SOA_CT_STICTION,
        SOA_CT_GEOMETRY, SOA_CONTACT_ROWS };
 #define SOA_CT_NLAW 5
+/* contact.c: the broad phase's state in d->bp_info.  SOA_BP_OFF (set by the user of the data: tests,
+ * benchmarks): 1 tests every pair, as without a broad phase. */
+enum { SOA_BP_VALID, SOA_BP_AXIS, SOA_BP_NNEAR, SOA_BP_TESTED, SOA_BP_OFF, SOA_BP_NINFO };
 #define SOA_CONTACT_MAX_IMPLICIT 32   /* touching points whose damping is implicit (more: explicit) */
-#define SOA_ROS_MAX_STAGES 2          /* stages of the Rosenbrock tableau (integrators.c) */
+#define SOA_ROS_MAX_STAGES 4          /* stages of a Rosenbrock tableau (integrators.c) */
 #include "collision.h"              /* the shapes (SOA_SHAPE_*, SOA_HULL_MAX, SOA_MANIFOLD) */
 
 /* ------------------------------------------------------------------ sizes */
@@ -178,6 +186,13 @@ typedef struct {
     X(sp_nvert, 1, nsph, 0, 0) /* a mesh: its hull's vertices in sp_hull (1..SOA_HULL_MAX) */    \
     X(pl_set,  1, npln, 0, 0) /* bit c: the plane overrides law constant c */                   \
     X(ss_pair, 2, nssp, 2, 0) /* the two geometries (a, b) of each pair that may touch */       \
+    X(bp_first, 1, nsph + 1, 0, 0) /* broadphase.c: the pairs by lower geometry g are bp_pairs \
+                                 [bp_first[g], bp_first[g + 1]) (soa_contact_finish) */          \
+    X(bp_pairs, 1, nssp, 0, 0) /* ... ascending in the higher geometry */                       \
+    X(bp_geoms, 1, nsph, 0, 0) /* the geometries in some pair (first bp_ngeom): the swept ones */ \
+    X(bp_ngeom, 1, 1, 0, 0)    /* their number */                                               \
+    X(pr_set,  1, npair, 0, 0) /* bit c: contact pair p (geometry-plane, then ss_pair) has its own \
+                                  law constant c in pr_law (an MJCF pair's: io/mjcf_law.py) */   \
     /* ---- model.c: fixed links folded into their parents' rigid bodies (soa_model_finish) ---- */ \
     X(order,   1, nb, 0, 0)   /* the moving bodies ascending (first nmov), then the folded ones */ \
     X(spar,    1, nb, 0, 0)   /* sweep parent: a moving body's nearest moving ancestor; a folded \
@@ -259,7 +274,8 @@ typedef struct {
     X(sp_law,    2, nsph, SOA_CT_NLAW, 0) /* the geometry's constants (used where sp_set) */    \
     X(pl_normal, 2, npln, 3, 0)         /* plane unit normal n, world, out of the solid */      \
     X(pl_offset, 1, npln, 0, 0)         /* o: the plane is n.x = o */                           \
-    X(pl_law,    2, npln, SOA_CT_NLAW, 0) /* the plane's constants (used where pl_set) */
+    X(pl_law,    2, npln, SOA_CT_NLAW, 0) /* the plane's constants (used where pl_set) */    \
+    X(pr_law,    2, npair, SOA_CT_NLAW, 0) /* the pair's own constants (used where pr_set) */
 
 /* ------------------------------------------------------------------ the data (workspace) */
 /* Frames: V, a, b, alpha, f, P, G are in body frames after the body-frame sweeps
@@ -395,12 +411,16 @@ typedef struct {
                                     on the pair's first geometry, world axes, N */               \
     X(ct_point, 2, npt, 3, 0)    /* contact point, world */                                      \
     X(ct_depth, 1, npt, 0, 0)    /* its penetration delta, m (<= 0: not touching) */            \
-    X(ct_pdepth, 1, npair, 0, 0) /* per pair: the deepest penetration, m (< 0: the gap or a \
-                                    lower bound of it, the event indicator) */                   \
+    X(ct_pdepth, 1, npair, 0, 0) /* per pair: the deepest penetration, m (< 0: minus the gap; \
+                                    in a step, of a pair the broad phase set apart, a bound of \
+                                    it, from this or an earlier evaluation (contact.c, \
+                                    geometry_pairs); soa_contact_state and soa_contact_gaps make \
+                                    it exact: the event indicator) */                           \
     X(sp_force, 2, nsph, 3, 0)   /* total contact force on each geometry, world axes */          \
     X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
     X(sp_x,     2, nsph, 3, 0)   /* its origin, world */                                         \
     X(sp_R,     3, nsph, 3, 3)   /* its axes, world */                                           \
+    X(bp_box,   2, nsph, 6, 0)   /* its world box (lo, hi): the broad phase (swept geometries) */ \
     X(ct_normal, 2, npt, 3, 0)   /* unit normal m from the first geometry towards the other */   \
     X(ct_vrel,  2, npt, 3, 0)    /* velocity of the first's point relative to the other's */    \
     X(ct_law_p, 2, npt, SOA_CT_NLAW, 0) /* the point's constants (its pair's) */                 \
@@ -437,6 +457,13 @@ typedef struct {
     X(ci_grp,   1, 4 * nimp, 0, 0) /* the blocks: of each point, rows, first row, lone point */ \
     X(ci_piv,   1, 4 * nimp, 0, 0) /* pivots of the LU factors (before: the points' lists) */ \
     X(ci_path,  1, nb, 0, 0)   /* the bodies on the blocks' paths to the base (deepest first) */ \
+    /* ---- contact.c: the broad phase's state (broadphase.c), kept from one evaluation to the \
+       next ---- */                                                                            \
+    X(bp_order, 1, nsph, 0, 0) /* the swept geometries in sweep order (the last sort) */       \
+    X(bp_cand,  1, nssp, 0, 0) /* the pairs whose boxes overlap, ascending (this evaluation) */ \
+    X(bp_near,  1, nssp, 0, 0) /* the pairs the last evaluation tested (first bp_info[SOA_BP_NNEAR]): \
+                                  every other pair holds a record apart, with no force */       \
+    X(bp_info,  1, SOA_BP_NINFO, 0, 0) /* SOA_BP_* */                                          \
     /* ---- kinematics.c: the fold (model.c) ---- */                                           \
     X(fold_set, 1, 1, 0, 0)   /* 1: the folded bodies' constant R, l, Rj, tj are written */
 
@@ -530,6 +557,11 @@ void soa_fold_accelerations(const soa_model *m, soa_data *d, const double *base,
 void soa_point_jacobian(const soa_model *m, const soa_data *d, int body, const double *p_world,
                         double *J);
 soa_status soa_kinematics(const soa_model *m, soa_data *d, const double *q, const double *qd);
+void soa_inertias_to_world(const soa_model *m, soa_data *d);   /* Mw(k) <- M_I(k) */
+/* The sweeps' steps for flexible bodies (flexible_body.h): body k on a node of its flexible parent,
+ * and V, a, b, gravity of every body with (V, eta-dot) (soa_kinematics when m->nm > 0). */
+void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
+void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 
 /* ------------------------------------------------------------------ rnea.c */
 void soa_inward_forces(const soa_model *m, soa_data *d, int use_fext);
@@ -538,7 +570,6 @@ soa_status soa_rnea(const soa_model *m, soa_data *d, const double *q, const doub
                     const double *qdd, int use_fext, double *tau);
 
 /* ------------------------------------------------------------------ crba.c */
-void soa_inertias_to_world(const soa_model *m, soa_data *d);   /* Mw(k) <- M_I(k) */
 void soa_composite_inertia_sweep(const soa_model *m, soa_data *d);
 soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M);
 
@@ -594,10 +625,8 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
- * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
+ * soa_aba, soa_rnea, soa_crba, soa_energy, the sensitivities and the integrators
  * call these when m->nm > 0 (every algorithm family takes flexible bodies). */
-void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
-void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd);
 soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
@@ -661,17 +690,22 @@ soa_status soa_contact_finish(soa_model *m);
  * soa_tree_acceleration_inertial): ct_force, ct_point, ct_depth, ct_pdepth, sp_force, sp_depth and ct_fw
  * (world axes at the world origin, on the bodies of the inertial sweeps). */
 void soa_contact_forces(const soa_model *m, soa_data *d);
+/* The exact gap (ct_pdepth = -gap, the first point slot on the closest points) of the pairs the
+ * last evaluation's broad phase set apart with a bound of it (contact.c; collision.h). */
+void soa_contact_gaps(const soa_model *m, soa_data *d);
 /* The same from a state (the placements and velocities computed first), and ct_fext = f_ext
- * (use_fext) + the contact forces, body frames at the body origins. */
+ * (use_fext) + the contact forces, body frames at the body origins; the gaps exact
+ * (soa_contact_gaps). */
 soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              int use_fext);
 /* The contact forces linearly implicit over a step h (docs/contact.md):
  * qdd <- (M + J* C J)^-1 (M qdd + J* u), C = h B + h^2 K, u = -h K J r + C J s (r = beta and s = 0
- * where NULL: the implicit Euler step; a Rosenbrock stage's r, s: docs/joints.md; secant: the
- * friction's B is its secant mu f_n / s P), after a tree acceleration with SOA_USE_CONTACT on
- * this data (its factors and contact forces). */
+ * where NULL: the implicit Euler step; a Rosenbrock stage's r, s: docs/joints.md; ahead > 0, a
+ * Rosenbrock stage's step: the friction's B is its secant mu f_n / s P, and each touching point's
+ * B, K are at the depth the step reaches, f_n clamped to 0 or not), after a tree acceleration with SOA_USE_CONTACT on this data
+ * (its factors and contact forces). */
 void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
-                          const double *s, int secant, double *qdd);
+                          const double *s, double ahead, double *qdd);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the
@@ -745,19 +779,33 @@ soa_status soa_rosenbrock(const soa_model *m, soa_data *d, double *q, double *qd
 soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
                                    const double *tau, int use_fext, double h, double rtol,
                                    double atol, double max_step, double *qdd);
-/* The integrator `auto` picks: SOA_ROS2 for a model with joint dissipation, stops or contact,
+/* The same with the Rosenbrock W-method ROS34PW2 (Rang & Angermann 2005: third order, L-stable,
+ * four stages of the implicit step's kind, one sweep each; its embedded estimate second order). */
+soa_status soa_ros34pw2(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                        int use_fext, double h, int nsub, double *qdd);
+soa_status soa_ros34pw2_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
+                                 const double *tau, int use_fext, double h, double rtol,
+                                 double atol, double max_step, double *qdd);
+/* The integrator `auto` picks: SOA_ROS34PW2 for a model with joint dissipation, stops or contact,
  * else SOA_RK4; flexible and closed-chain models get SOA_RK4. */
 int soa_auto_method(const soa_model *m);
 
 /* ------------------------------------------------------------------ constraint_time.c */
 /* the integrators; SOA_AUTO is resolved once, at initialization, by soa_auto_method */
-enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2, SOA_AUTO, SOA_NMETHODS };
+enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2, SOA_ROS34PW2, SOA_AUTO,
+       SOA_NMETHODS };
+/* 1 for the Rosenbrock methods (fixed or error-controlled sub-steps: soa_step_options'
+ * error_control) */
+static inline int soa_is_rosenbrock(int method)
+{
+    return method == SOA_ROS2 || method == SOA_ROS34PW2;
+}
 typedef struct {
-    int method;                    /* SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2 */
+    int method;                    /* SOA_RK4 ... SOA_ROS34PW2 */
     double max_step;               /* rk4, euler: a step is split into equal sub-steps <= this */
-    double rtol, atol;             /* dop853, ros2 with error control */
+    double rtol, atol;             /* dop853, ros2 / ros34pw2 with error control */
     int reanchor;                  /* a constraint switched on is re-anchored at the current pose */
-    int error_control;             /* ros2: error-controlled sub-steps (else fixed, max_step) */
+    int error_control;             /* ros2, ros34pw2: error-controlled sub-steps (else fixed) */
 } soa_step_options;
 /* The held inputs of a model with closure constraints (soa_closure_accel's context):
  * tau (nv), f_ext in d->fext when use_fext; active (nc), u (nc x 6), Baumgarte gains;

@@ -16,8 +16,10 @@ MuJoCo's, not a re-implementation.  The compiled ``MjModel`` is then read (docs/
   ``range`` of a limited joint -> ``limits["lower"/"upper"]`` (stops);
 - ``gravity``; ``timestep`` -> ``model.timestep`` (the FMU's default step);
 - sites -> named frames; ``equality connect``/``weld`` -> ball / weld constraints, active as
-  ``eq_active0``; colliding sphere geoms on bodies and plane geoms of the world -> contact spheres
-  and planes, where the engine has contact (``Model.add_contact_sphere``);
+  ``eq_active0``; colliding sphere, capsule, cylinder, box and mesh geoms of bodies and plane geoms
+  of the world -> contact geometries and planes, where the engine has contact, each pair with
+  the law of MuJoCo's solref/solimp/friction/condim for it (``mjcf_law``), explicit ``<pair>``s
+  included;
 - everything MuJoCo has and the engine does not (tendons, actuators, springs, other equalities,
   flexes, contact geoms, ...) -> ONE :class:`~soa_fmu.io.checks.ModelWarning` per kind naming the
   elements ignored.
@@ -38,6 +40,7 @@ import numpy as np
 
 from .. import joints as J
 from ..model import WORLD, Model, ModelError
+from . import mjcf_law as L
 from .checks import LENIENT_NOTE, MAX_FILE_BYTES, ModelWarning, inertia_problem, singular_joint
 
 EXTRA = "mjcf"                       # pip install 'soa_fmu[mjcf]'
@@ -279,7 +282,6 @@ def warn_unsupported(mj: MjcfModel, context: str = "") -> None:
     _warn(path, context, "gravity compensations",
           [bn[b] for b in range(m.nbody) if getattr(m, "body_gravcomp", np.zeros(m.nbody))[b] != 0],
           "gravcomp")
-    _warn(path, context, "contact pairs", _names(m, "pair", m.npair, "pair"), "explicit <pair>s")
     fluid = [k for k in ("density", "viscosity") if getattr(m.opt, k) != 0] + \
         (["wind"] if np.any(m.opt.wind) else [])
     _warn(path, context, "fluid options", fluid, "no fluid forces in the engine")
@@ -319,27 +321,27 @@ def _geom_filter(m) -> "np.ndarray":
 def _add_contacts(model: Model, mj: MjcfModel, bnames, offset, R0, t0, prefix: str) -> None:
     """Colliding geoms of moving or welded bodies -> contact geometries (sphere, capsule, cylinder,
     box, mesh: its hull), colliding planes of MuJoCo's world -> contact planes (when the engine has
-    contact: ``Model.add_contact_geom``), each with the geom's sliding friction and the model's
-    other law constants; the pairs MuJoCo's filter refuses (_geom_filter) are excluded.  One
-    warning names every colliding geom left out (ellipsoids, height fields, the world's non-plane
-    geoms)."""
+    contact: ``Model.add_contact_geom``); the pairs MuJoCo's filter refuses (_geom_filter) are
+    excluded, its explicit ``<pair>``s included; every pair gets the law constants of MuJoCo's
+    parameters for it (_add_pair_laws).  One warning names every colliding geom left out
+    (ellipsoids, height fields, the world's non-plane geoms)."""
     m, path = mj.m, mj.path
     names = _names(m, "geom", m.ngeom, "geom")
-    colliding = colliding_geoms(m)
+    explicit = {(int(m.pair_geom1[i]), int(m.pair_geom2[i])): i for i in range(m.npair)}
+    colliding = np.union1d(colliding_geoms(m), np.array([g for p in explicit for g in p], dtype=int))
     if disabled(m, "CONTACT", "CONSTRAINT"):      # the file itself has no contact
         return
     has_contact = hasattr(model, "add_contact_geom") and not model.constraints
-    left, read = [], []
+    left, read = [], {}
     allowed = _geom_filter(m)
     for g in colliding if has_contact else ():
-        b, kind, friction = int(m.geom_bodyid[g]), int(m.geom_type[g]), float(m.geom_friction[g][0])
+        b, kind = int(m.geom_bodyid[g]), int(m.geom_type[g])
         name = prefix + names[g]
         size = np.asarray(m.geom_size[g], dtype=float)
         try:
             if kind in SHAPE_OF_GEOM and b != 0:
                 shape = SHAPE_OF_GEOM[kind]
                 kw = dict(center=m.geom_pos[g] - offset[b], rotation=quat_to_matrix(m.geom_quat[g]),
-                          friction=friction,
                           exclude={prefix + names[h] for h in colliding
                                    if h != g and not allowed[g, h]})
                 if shape in ("sphere", "capsule", "cylinder"):
@@ -353,14 +355,13 @@ def _add_contacts(model: Model, mj: MjcfModel, bnames, offset, R0, t0, prefix: s
                 model.add_contact_geom(name, bnames[b], shape, **kw)
             elif kind == PLANE_GEOM and b == 0:
                 normal = R0 @ quat_to_matrix(m.geom_quat[g])[:, 2]
-                model.add_contact_plane(name, point=t0 + R0 @ m.geom_pos[g], normal=normal,
-                                        friction=friction)
+                model.add_contact_plane(name, point=t0 + R0 @ m.geom_pos[g], normal=normal)
             else:
                 left.append(names[g])
                 continue
         except ValueError as e:
             raise ModelError(f"{path}: geom {names[g]!r}: {e}") from None
-        read.append(names[g])
+        read[g] = name
     if not has_contact:
         _warn(path, "", "contact geoms", [names[g] for g in colliding],
               "contact on a model with closure constraints is not supported" if model.constraints
@@ -368,12 +369,47 @@ def _add_contacts(model: Model, mj: MjcfModel, bnames, offset, R0, t0, prefix: s
         return
     _warn(path, "", "contact geoms", left, "ellipsoids, height fields and the world's geoms other "
           "than planes are not contact elements; their mass is in the bodies' inertias")
+    _add_pair_laws(model, m, read, allowed, explicit)
     if read:
+        shown = [names[g] for g in read]
         warnings.warn(f"{path}: {len(read)} contact geoms read as contact geometries and planes "
-                      "with the engine's compliant law (MuJoCo's solref/solimp are not used: "
-                      "docs/mjcf.md; friction from each geom): " + ", ".join(repr(n) for n in read[:6])
-                      + (f" and {len(read) - 6} more" if len(read) > 6 else ""),
+                      "with the engine's compliant law, its constants per pair from MuJoCo's "
+                      "solref, solimp, friction and condim (docs/mjcf.md): "
+                      + ", ".join(repr(n) for n in shown[:6])
+                      + (f" and {len(shown) - 6} more" if len(shown) > 6 else ""),
                       ModelWarning, stacklevel=3)
+
+
+def _add_pair_laws(model: Model, m, read: dict, allowed: np.ndarray, explicit: dict) -> None:
+    """Every pair of geoms read (``read``: geom -> contact name) that may touch gets its own law
+    constants (``Model.add_contact_pair``; io/mjcf_law.py): those of MuJoCo's parameters for it —
+    an explicit ``<pair>``'s, else the two geoms' mixed as MuJoCo mixes them; a geom–plane pair
+    MuJoCo's filter refuses gets no force (stiffness, dissipation and friction 0; the engine has
+    every geometry meet every plane).  Explicit pairs may touch whatever the filter says."""
+    planes = [g for g in read if int(m.geom_type[g]) == PLANE_GEOM]
+    geoms = [g for g in read if int(m.geom_type[g]) != PLANE_GEOM]
+    gravity = float(np.linalg.norm(m.opt.gravity))
+    refsafe = not disabled(m, "REFSAFE")
+    iw = np.asarray(m.body_invweight0, dtype=float).reshape(-1, 2)[:, 0]
+    points = {g: L.RESTING_POINTS[SHAPE_OF_GEOM[int(m.geom_type[g])]] for g in geoms}
+    todo = [(g, p) for g in geoms for p in planes]
+    todo += [(g, h) for i, g in enumerate(geoms) for h in geoms[i + 1:]
+             if int(m.geom_bodyid[g]) != int(m.geom_bodyid[h])]
+    for g, h in todo:
+        ipair = explicit.get((g, h), explicit.get((h, g)))
+        if ipair is None and not allowed[g, h]:
+            if h in planes:
+                model.add_contact_pair(read[g], read[h], stiffness=0.0, dissipation=0.0,
+                                       friction=0.0)
+            continue
+        condim, solref, solimp, mu = (L.pair_params(m, ipair) if ipair is not None
+                                      else L.mixed_params(m, g, h))
+        tran = iw[int(m.geom_bodyid[g])] + iw[int(m.geom_bodyid[h])]
+        n = points[g] if h in planes else min(points[g], points[h])
+        cone = L.cone_scale(mu, condim, int(m.opt.cone) == 0, float(m.opt.impratio))
+        law = L.hunt_crossley(solref, solimp, mu, condim, tran, n, gravity, float(m.opt.timestep),
+                              refsafe, cone)
+        model.add_contact_pair(read[g], read[h], explicit=ipair is not None, **law)
 
 
 def add_mjcf(model: Model, mj: MjcfModel, *, prefix: str = "", parent: str = WORLD, rotation=None,

@@ -450,6 +450,9 @@ def _geom(rd: _Reader, model: Model, t: dict, where: str, name: str, lw: dict) -
             raise _contact_error(rd, where, sorted(extra)[0], "an override sets only the law's "
                                  "constants, collide and exclude (a new geometry needs a body)")
         g.law = g.law | lw
+        for pr in model.contact_pairs:       # the geometry's override wins over its pairs' (MJCF)
+            if name in (pr.geom, pr.other):
+                pr.law = {k: x for k, x in pr.law.items() if k not in lw}
         g.collide = rd.get(t, "collide", where, bool, g.collide)
         g.exclude = g.exclude | frozenset(exclude)
         model._invalidate()

@@ -28,16 +28,16 @@ void fmu_reset_closures(Instance *c)
     }
 }
 
-/* The integrator auto resolves to (soa_auto_method: ros2 for a model with stiff terms, else rk4):
- * decided when the simulation state is built and never inside a run; logged. */
+/* The integrator auto resolves to (soa_auto_method: ros34pw2 for a model with stiff terms, else
+ * rk4): decided when the simulation state is built and never inside a run; logged. */
 static void resolve_method(Instance *c)
 {
     c->method_used = c->method;
     if (c->method != SOA_AUTO) return;
     c->method_used = soa_auto_method(c->m);
     fmu_log(c, FMU_OK, "integrator auto: %s (%s; docs/joints.md)", METHOD_NAMES[c->method_used],
-            c->method_used == SOA_ROS2 ? "the model has joint dissipation, stops or contact"
-                                       : "no stiff terms");
+            soa_is_rosenbrock(c->method_used) ? "the model has joint dissipation, stops or contact"
+                                              : "no stiff terms");
     c->real[D.vr_integrator_used] = c->method_used;
 }
 
@@ -82,7 +82,7 @@ int fmu_build(Instance *c, char *msg, size_t n)
         c->built = 0;
         return 0;
     }
-    c->energy_valid = c->poses_valid = 0;
+    c->energy_valid = c->poses_valid = c->gaps_valid = 0;
     /* ---- Model Exchange: the targets are at the start time; the outputs of the state come from
      * fmu_me_evaluate (normalized quaternions, q-dot, targets moving with U~) */
     c->anchor_t = c->t;
@@ -304,7 +304,7 @@ const double *fmu_me_normalized(Instance *c)
 }
 
 /* ------------------------------------------------------------------ the step */
-/* ros2's mode: the Boolean parameter error_control. */
+/* ros2's and ros34pw2's mode: the Boolean parameter error_control. */
 static int error_control(const Instance *c)
 {
     return c->boolean[D.vr_error_control - D.nreal] != 0;
@@ -342,12 +342,12 @@ static soa_status integrate(Instance *c, double h)
         st = soa_dop853(c->m, c->d, c->qs, c->qds, tau, use, c->t, h, c->real[D.vr_rtol],
                         c->real[D.vr_atol], HUGE_VAL, c->qdds);
         last_h = c->d->dop_h[0];
-    } else if (c->method_used == SOA_ROS2 && error_control(c)) {
+    } else if (soa_is_rosenbrock(c->method_used) && error_control(c)) {
         c->factored = 0;
         c->d->dop_h[0] = last_h;
-        st = soa_rosenbrock_adaptive(c->m, c->d, c->qs, c->qds, tau,
-                                     use | (held ? SOA_CONTACT_HELD : 0), h, c->real[D.vr_rtol],
-                                     c->real[D.vr_atol], c->real[D.vr_max_step], c->qdds);
+        st = (c->method_used == SOA_ROS2 ? soa_rosenbrock_adaptive : soa_ros34pw2_adaptive)(
+            c->m, c->d, c->qs, c->qds, tau, use | (held ? SOA_CONTACT_HELD : 0), h,
+            c->real[D.vr_rtol], c->real[D.vr_atol], c->real[D.vr_max_step], c->qdds);
         last_h = c->d->dop_h[0];
     } else {
         const int nsub = soa_substeps(h, c->real[D.vr_max_step]);
@@ -356,9 +356,11 @@ static soa_status integrate(Instance *c, double h)
             st.index = SOA_MAX_SUBSTEPS;
             return st;
         }
-        if (c->method_used == SOA_IMPLICIT || c->method_used == SOA_ROS2) {
+        if (c->method_used == SOA_IMPLICIT || soa_is_rosenbrock(c->method_used)) {
             c->factored = 0;
-            st = (c->method_used == SOA_IMPLICIT ? soa_implicit : soa_rosenbrock)(
+            st = (c->method_used == SOA_IMPLICIT ? soa_implicit
+                  : c->method_used == SOA_ROS2   ? soa_rosenbrock
+                                                 : soa_ros34pw2)(
                 c->m, c->d, c->qs, c->qds, tau, use | (held ? SOA_CONTACT_HELD : 0), h / nsub, nsub,
                 c->qdds);
         } else {
@@ -387,15 +389,15 @@ static soa_status integrate(Instance *c, double h)
      * and ros2's come with their qdd (fmu_update_outputs, below) */
     st = fmu_put_contact_outputs(c, c->qs, c->method_used == SOA_DOP853);
     if (st.kind != SOA_OK) return st;
-    if (c->method_used == SOA_DOP853 || c->method_used == SOA_ROS2) c->last_h = last_h;
+    if (c->method_used == SOA_DOP853 || soa_is_rosenbrock(c->method_used)) c->last_h = last_h;
     memcpy(c->real + D.vr_q, c->qs, sizeof(double) * D.nq);
     memcpy(c->real + D.vr_qd, c->qds, sizeof(double) * D.nv);
     memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
     fmu_put_constraint_outputs(c);
     /* the implicit and ros2 steps' qdd is their mean acceleration: the output beta-dot at t + h
      * is computed when asked for (fmu_update_outputs), keeping the step at its stages' sweeps */
-    c->stale = c->method_used == SOA_IMPLICIT || c->method_used == SOA_ROS2;
-    c->energy_valid = c->poses_valid = 0;
+    c->stale = c->method_used == SOA_IMPLICIT || soa_is_rosenbrock(c->method_used);
+    c->energy_valid = c->poses_valid = c->gaps_valid = 0;
     return st;
 }
 
@@ -487,7 +489,7 @@ int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, siz
         for (size_t i = 0; i < nvalues; i++) value[i] = NAN;
         return FMU_ERROR;
     }
-    int feed = 0, energy = 0, poses = 0, outputs = 0, rates = 0;
+    int feed = 0, energy = 0, poses = 0, outputs = 0, rates = 0, gaps = 0;
     FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) {
         if (r >= D.nreal) continue;                                  /* time */
         if (D.vars[r].causality != SOA_FMU_OUTPUT && D.vars[r].causality != SOA_FMU_LOCAL)
@@ -497,6 +499,9 @@ int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, siz
         else if (r == D.vr_energy) energy = 1;
         else if (r > D.vr_energy) poses = 1;
         if (D.vr_qdot >= 0 && r >= D.vr_qdot && r < D.vr_qdot + D.nq) rates = 1;
+        if (D.vr_pair_depth >= 0 && r >= D.vr_pair_depth
+            && r < D.vr_pair_depth + fmu_contact_pair_count())
+            gaps = 1;
     }
     if (outputs && !fmu_refresh(c, feed, energy, poses, fn)) {
         FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k)
@@ -504,6 +509,18 @@ int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, siz
                      : D.vars[r].causality == SOA_FMU_OUTPUT || D.vars[r].causality == SOA_FMU_LOCAL
                      ? NAN : c->real[r];
         return FMU_ERROR;
+    }
+    /* ---- the pair depths: the exact gaps of the pairs apart at the current state, on demand
+     * (a step leaves bounds of them: the broad phase, core/contact.c) */
+    if (gaps && !c->gaps_valid) {
+        const soa_status st = fmu_put_contact_outputs(c, configuration(c), 1);
+        if (st.kind != SOA_OK) {
+            char msg[MSG];
+            fmu_status_message(c, st, msg, sizeof msg);
+            fmu_log(c, FMU_ERROR, "%s: %s", fn, msg);
+            FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) value[k] = r >= D.nreal ? c->t : c->real[r];
+            return FMU_ERROR;
+        }
     }
     /* ---- der(q) in Co-Simulation: theta-dot = f(theta) beta at the current state */
     if (rates && c->kind == FMU_CS)
@@ -518,7 +535,7 @@ int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, siz
 static int too_many_substeps(const Instance *c, double h, char *msg, size_t n)
 {
     const double max_step = c->real[D.vr_max_step];
-    if (c->method_used == SOA_DOP853 || (c->method_used == SOA_ROS2 && error_control(c))
+    if (c->method_used == SOA_DOP853 || (soa_is_rosenbrock(c->method_used) && error_control(c))
         || soa_substeps(h, max_step) >= 1)
         return 0;
     snprintf(msg, n, "h / max_step = %.17g / %.17g needs %.6g sub-steps, more than the %d one "
