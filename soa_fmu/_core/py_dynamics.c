@@ -260,7 +260,7 @@ done:
 }
 
 /* contact_implicit(data, h, qdd): qdd <- (M + h J* B J)^-1 M qdd in place, after contact_forces
- * or a tree acceleration with contact at the state (core/contact.c) */
+ * or a tree acceleration with contact at the state (core/articulated.c, contact.c) */
 static PyObject *py_contact_implicit(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
 {
     NARGS(3, "contact_implicit(data, h, qdd)");

@@ -500,7 +500,9 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
  *
  * a system of the blocks' rows (3 a lone point, 6 a pair of bodies touching at several points;
  * O(rows^3)) and M^-1 J* g = [I - H psi K]* D^-1 H psi B g (seed 000 A.6, seed 002 eq. 18): its
- * filter part D^-1 H psi B is the N of block_inertia_inverse, so only the smoother runs (O(N)).
+ * filter part D^-1 H psi B is the N of block_inertia_inverse, so only the smoother runs (O(N)):
+ * soa_contact_implicit_filter leaves nu = N (u - z), and the sweep (articulated.c's
+ * soa_contact_implicit) runs the smoother: contact is a force the sweeps consume.
  * A model with one touching point (a ball on the floor) takes lone_point: the same functions on
  * its one 3-row block, without the grouping into blocks, and a 3 x 3 Cramer solve.  The
  * semi-implicit Euler step beta+ = beta + h qdd, theta+ = theta (+) h beta+ is then linearly
@@ -848,13 +850,12 @@ static void solve3(double *A, int *piv, double *y)
     y[2] = inv * (c2 * y0 + (A[1] * A[6] - A[0] * A[7]) * y1 + (A[0] * A[4] - A[1] * A[3]) * y2);
 }
 
-/* qdd += M^-1 J* g, g = u - z (z in ci_y: the solution of the blocks' system; file comment):
- * nu = N g, kept by block_inertia_inverse on the blocks' paths (zero elsewhere), then the
- * smoother. */
-static void add_correction(const soa_model *m, soa_data *d, int nblk, int nr, int npath,
-                           double *qdd)
+/* The correction's forces g = u - z (z in ci_y: the solution of the blocks' system; file comment)
+ * as innovations nu = N g, the filter half of M^-1 J* g: N kept by block_inertia_inverse on the
+ * blocks' paths, nu zero elsewhere.  The smoother, the sweep's half, is the caller's
+ * (articulated.c's soa_contact_implicit). */
+static void correction_innovations(const soa_model *m, soa_data *d, int nblk, int nr, int npath)
 {
-    static const double zero6[6] = {0, 0, 0, 0, 0, 0};
     const int nv = m->nv;
     const double *N = d->ci_L + nr * nr + 144 * nblk;
     for (int j = 0; j < nr; j++) d->ci_y[j] = d->ci_u[j] - d->ci_y[j];   /* g = u - z */
@@ -867,15 +868,13 @@ static void add_correction(const soa_model *m, soa_data *d, int nblk, int nr, in
             d->nu[i] = sum;
         }
     }
-    soa_innovations_smoother(m, d, zero6, 0, d->ci_dqdd, 1);   /* M^-1 J* g */
-    for (int i = 0; i < nv; i++) qdd[i] += d->ci_dqdd[i];
 }
 
 /* The lone touching point (the one-pair model's case): one block of 3 rows, E = B, C its own
  * C_i, and the 3 x 3 system solved by solve3 — the same equations as the general path below,
  * without its grouping of points into blocks. */
 static void lone_point(const soa_model *m, soa_data *d, double h, const double *r,
-                       const double *s, double *qdd)
+                       const double *s, const double *qdd)
 {
     SOA_SIZES(m);
     int *grp = d->ci_grp;
@@ -891,11 +890,11 @@ static void lone_point(const soa_model *m, soa_data *d, double h, const double *
     block_rhs(m, d, 0, 3, qdd, w);
     block_rows(d->ci_B, d->ci_L, w, 3, 0, 3, d->ci_A, d->ci_y);
     solve3(d->ci_A, d->ci_piv, d->ci_y);                     /* z */
-    add_correction(m, d, 1, 3, npath, qdd);
+    correction_innovations(m, d, 1, 3, npath);
 }
 
-void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
-                          const double *s, double ahead, double *qdd)
+int soa_contact_implicit_filter(const soa_model *m, soa_data *d, double h, const double *r,
+                                const double *s, double ahead, const double *qdd)
 {
     SOA_SIZES(m);
     int na = 0, nblk = 0, nr = 0, *grp = d->ci_grp, *pb = d->ci_piv;
@@ -918,10 +917,10 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
         pair_jacobians(d, p, F, delta, h, ahead > 0.0, d->ci_B + 9 * na, d->ci_K + 9 * na);
         d->ci_pair[na++] = p;
     }
-    if (na == 0) return;
+    if (na == 0) return 0;
     if (na == 1) {
         lone_point(m, d, h, r, s, qdd);
-        return;
+        return 1;
     }
     for (int i = 0; i < na; i++) {                      /* the blocks: one per pair of bodies */
         int b = 0;
@@ -980,5 +979,6 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
             block_rows(d->ci_C + 36 * b, d->ci_L, w, nr, o, 6, d->ci_A, d->ci_y);
     }
     lu_solve(d->ci_A, nr, d->ci_piv, d->ci_y);          /* z */
-    add_correction(m, d, nblk, nr, npath, qdd);
+    correction_innovations(m, d, nblk, nr, npath);
+    return 1;
 }

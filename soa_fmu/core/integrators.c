@@ -179,7 +179,8 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
  * secants and the stops the step reaches, dissipation.c, contact.c):
  * forward dynamics with the diagonal in D(k) of the Riccati sweep
  * (seed 001 eqs. 34-36), its filter and smoother (eqs. 49-54, 60-65), ONE sweep, then the
- * contact's Woodbury correction through Lambda^-1 (contact.c) and the mimic couplings (mimic.c).
+ * contact's Woodbury correction through Lambda^-1 (contact.c's half, then the smoother:
+ * articulated.c's soa_contact_implicit) and the mimic couplings (mimic.c).
  * With flexible bodies (seed 000 sec. 4) the modes' strain and damping forces -K eta - D eta-dot
  * join B and K by their diagonals (soa_flex_implicit_terms) and the sweep is flexible.c's
  * (soa_flex_fd_diag, D(k) of the modal and joint steps with the diagonal).
@@ -196,7 +197,7 @@ static int implicit_stage(const soa_model *m, soa_data *d, const double *q, cons
         return sf.kind == SOA_OK ? -1 : sf.index;
     }
     const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, x);
-    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead, x);    /* contact.c */
+    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead, x);    /* articulated.c */
     if (k < 0) soa_mimic_couple(m, d, x);     /* mimic.c: the coupled solve of the same matrix */
     return k;
 }

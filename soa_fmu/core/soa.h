@@ -598,6 +598,15 @@ soa_status soa_aba(const soa_model *m, soa_data *d, const double *q, const doubl
                    const double *tau, int use_fext, double *qdd);
 soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              const double *tau, int use_fext, double *qdd);
+/* The contact forces linearly implicit over a step h (docs/contact.md):
+ * qdd <- (M + J* C J)^-1 (M qdd + J* u), C = h B + h^2 K, u = -h K J r + C J s (r = beta and s = 0
+ * where NULL: the implicit Euler step; a Rosenbrock stage's r, s: docs/joints.md; ahead > 0, a
+ * Rosenbrock stage's step: the friction's B is its secant mu f_n / s P, and each touching point's
+ * B, K are at the depth the step reaches, f_n clamped to 0 or not), after a tree acceleration with
+ * SOA_USE_CONTACT on this data (its factors and contact forces): soa_contact_implicit_filter
+ * (contact.c), then the smoother from a zero base, qdd += M^-1 J* g. */
+void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
+                          const double *s, double ahead, double *qdd);
 soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
 soa_status soa_forward_dynamics_input_map(const soa_model *m, soa_data *d, const double *q,
                                           const double *dtau, int use_fext, double *dqdd);
@@ -698,14 +707,12 @@ void soa_contact_gaps(const soa_model *m, soa_data *d);
  * (soa_contact_gaps). */
 soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, const double *qd,
                              int use_fext);
-/* The contact forces linearly implicit over a step h (docs/contact.md):
- * qdd <- (M + J* C J)^-1 (M qdd + J* u), C = h B + h^2 K, u = -h K J r + C J s (r = beta and s = 0
- * where NULL: the implicit Euler step; a Rosenbrock stage's r, s: docs/joints.md; ahead > 0, a
- * Rosenbrock stage's step: the friction's B is its secant mu f_n / s P, and each touching point's
- * B, K are at the depth the step reaches, f_n clamped to 0 or not), after a tree acceleration with SOA_USE_CONTACT on this data
- * (its factors and contact forces). */
-void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
-                          const double *s, double ahead, double *qdd);
+/* The contact half of soa_contact_implicit (articulated.c; docs/contact.md): the Woodbury
+ * correction's blocks' system solved at qdd, and nu <- N g, the innovations of its joint forces
+ * J* g (the filter half of M^-1 J* g).  Returns 1 when nu holds them (the smoother then gives
+ * M^-1 J* g), 0 when no point touches (nothing to add; nu untouched). */
+int soa_contact_implicit_filter(const soa_model *m, soa_data *d, double h, const double *r,
+                                const double *s, double ahead, const double *qdd);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the
