@@ -267,7 +267,7 @@ def test_bad_shapes_are_refused():
     many = np.random.default_rng(0).normal(size=(500, 3))
     g = m.add_contact_geom("g", "a", "mesh", vertices=many)
     from scipy.spatial import ConvexHull
-    assert len(g.vertices) == len(ConvexHull(many).vertices) > 32     # every hull vertex kept
+    assert len(g.vertices) == len(ConvexHull(many).vertices)          # every hull vertex kept
 
 
 # ---------------------------------------------------------------- in the FMU
