@@ -525,22 +525,35 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
  * A model with one touching point (a ball on the floor) takes lone_point: the same functions on
  * its one 3-row block, without the grouping into blocks, and a 3 x 3 Cramer solve.  The
  * semi-implicit Euler step beta+ = beta + h qdd, theta+ = theta (+) h beta+ is then linearly
- * implicit in the contact: its stiffness and damping no longer bound the step. */
+ * implicit in the contact: its stiffness and damping no longer bound the step.
+ * A Rosenbrock stage (ahead > 0, its step h; a W-method, whose Jacobian may be any matrix) takes
+ * each touching point at the depth the step reaches, max(delta, delta + h delta-dot) (it looks
+ * ahead, as the joint stops do), with the law's spring and damper K = n k delta^(n-1),
+ * B = k delta^n d (pair_jacobians' secant), a point whose force the law clamps to 0 included.
+ * With the tangent at the stage's own depth a stiff, strongly damped contact met at speed looks
+ * like a stiff, undamped spring (K = k (1 + d delta-dot), 65 k at 0.63 m/s and d = 102 s/m, B
+ * small at the first millimetre): ros2's first stage overshot into a rebound faster than 1/d, the
+ * second saw no force and, clamped, no Jacobian there, and its result (the step's) let the body
+ * fall on through the floor (docs/contact.md). */
 
-/* C = h B + h^2 K and K of pair p (row-major 3 x 3; file comment); secant: the friction's part
- * of B is its secant (mu f_n / s) P, f_t = -(mu f_n / s) v_t, without the - v_t v_t* / s^2 of the
- * tangent, which vanishes where the friction saturates (a Rosenbrock stage's choice, integrators.c). */
-static void pair_jacobians(const soa_data *d, int p, const double *F, double h, int secant,
-                           double *C, double *K)
+/* C = h B + h^2 K and K of point p at depth delta > 0 (row-major 3 x 3; file comment).  secant (a
+ * Rosenbrock stage's choice, integrators.c): the secants, whose tangents vanish or turn where the
+ * law saturates or clamps: the friction's part of B is (mu f_n / s) P, f_t = -(mu f_n / s) v_t,
+ * without the - v_t v_t* / s^2 of the tangent (which vanishes where the friction saturates), and
+ * the normal's K = n k delta^(n-1) and B = k delta^n d are the law's spring and damper apart (the
+ * damping force k delta^n d delta-dot taken as a damper, not as a stiffness in delta: the tangent's
+ * n k delta^(n-1) (1 + d delta-dot) is many times k at impact speed and 0 where f_n is clamped). */
+static void pair_jacobians(const soa_data *d, int p, const double *F, double delta, double h,
+                           int secant, double *C, double *K)
 {
     const double *mn = d->ct_normal + 3 * p, *v = d->ct_vrel + 3 * p, *law = d->ct_law_p + SOA_CT_NLAW * p;
     const double fn = -(F[0] * mn[0] + F[1] * mn[1] + F[2] * mn[2]);
-    const double delta = d->ct_depth[p], n = law[SOA_CT_EXPONENT], vs = law[SOA_CT_STICTION];
+    const double n = law[SOA_CT_EXPONENT], vs = law[SOA_CT_STICTION];
     const double k = law[SOA_CT_STIFFNESS], dis = law[SOA_CT_DISSIPATION], mu = law[SOA_CT_FRICTION];
     const double vn = mn[0] * v[0] + mn[1] * v[1] + mn[2] * v[2];
     const double dn = n == 1.5 ? delta * sqrt(delta) : (n == 1.0 ? delta : pow(delta, n));
-    const double kn = fn > 0.0 ? n * k * (n == 1.0 ? 1.0 : dn / delta) * (1.0 + dis * vn) : 0.0;
-    const double bn = fn > 0.0 ? k * dn * dis : 0.0;
+    const double kn = n * k * (n == 1.0 ? 1.0 : dn / delta) * (secant ? 1.0 : 1.0 + dis * vn);
+    const double bn = k * dn * dis;
     double vt[3], vt2 = 0.0;
     for (int i = 0; i < 3; i++) {
         vt[i] = v[i] - vn * mn[i];
@@ -903,7 +916,7 @@ static void lone_point(const soa_model *m, soa_data *d, double h, const double *
 }
 
 void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
-                          const double *s, int secant, double *qdd)
+                          const double *s, double ahead, double *qdd)
 {
     SOA_SIZES(m);
     int na = 0, nblk = 0, nr = 0, *grp = d->ci_grp, *pb = d->ci_piv;
@@ -912,12 +925,18 @@ void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const doubl
         const int q = t / SOA_MANIFOLD;                   /* the touching points, up to nimp: of */
         const int p = q < nplp ? t : SOA_MANIFOLD * (nplp + d->bp_near[q - nplp]) + t % SOA_MANIFOLD;
         const double *F = d->ct_force + 3 * p;            /* the plane pairs, the pairs near */
-        if (!(d->ct_depth[p] > 0.0) || (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0)) continue;
+        const double *mn = d->ct_normal + 3 * p, *v = d->ct_vrel + 3 * p;
+        double delta = d->ct_depth[p];
+        if (!(delta > 0.0)) continue;
+        if (ahead > 0.0)                       /* a Rosenbrock stage: at the depth the step reaches */
+            delta = fmax(delta, delta + ahead * (mn[0] * v[0] + mn[1] * v[1] + mn[2] * v[2]));
+        else if (F[0] == 0.0 && F[1] == 0.0 && F[2] == 0.0)
+            continue;                          /* (implicit Euler: where f_n > 0) */
         int a, b;
         point_geometries(m, p, &a, &b);
         pb[2 * na] = m->sp_body[a];
         pb[2 * na + 1] = b >= 0 ? m->sp_body[b] : -1;
-        pair_jacobians(d, p, F, h, secant, d->ci_B + 9 * na, d->ci_K + 9 * na);
+        pair_jacobians(d, p, F, delta, h, ahead > 0.0, d->ci_B + 9 * na, d->ci_K + 9 * na);
         d->ci_pair[na++] = p;
     }
     if (na == 0) return;

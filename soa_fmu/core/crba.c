@@ -8,21 +8,6 @@
 #include "soa.h"
 #include "spatial.h"
 
-/* Mw(k) <- M_I(k) = phi(I, k) M(k) phi*(I, k): each body's inertia at the world origin, world axes
- * (seed 004 eq. 5.44), formed from (m, p, J_C) moved to world: centre of mass pw + Rw p, rotational
- * inertia Rw J_C Rw^T.  Needs the world placements.  The folded rigid bodies' (m, p, J_C) (model.c:
- * a folded link's are 0, its inertia is its carrier's). */
-void soa_inertias_to_world(const soa_model *m, soa_data *d)
-{
-    for (int k = 0; k < m->nb; k++) {
-        const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k, *p = m->fcom + 3 * k;
-        double c[3], J[9];
-        for (int i = 0; i < 3; i++) c[i] = pw[i] + Rw[3 * i] * p[0] + Rw[3 * i + 1] * p[1] + Rw[3 * i + 2] * p[2];
-        rotate_symmetric3(Rw, m->fJc + 9 * k, 3, J);
-        spatial_inertia(m->fmass[k], c, J, d->Mw + 36 * k);
-    }
-}
-
 /* P(k) <- r_I(k), the composite inertia of body k's subtree at the world origin, world axes
  * (seed 001 eq. 31; seed 004 eqs. 5.44-5.46).  Needs the world placements. */
 void soa_composite_inertia_sweep(const soa_model *m, soa_data *d)

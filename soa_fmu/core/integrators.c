@@ -196,7 +196,7 @@ static int implicit_stage(const soa_model *m, soa_data *d, const double *q, cons
         return sf.kind == SOA_OK ? -1 : sf.index;
     }
     const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, x);
-    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead > 0.0, x);    /* contact.c */
+    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead, x);    /* contact.c */
     if (k < 0) soa_mimic_couple(m, d, x);     /* mimic.c: the coupled solve of the same matrix */
     return k;
 }

@@ -6,6 +6,7 @@
 #include "soa.h"
 #include "spatial.h"
 #include "placement.h"
+#include "flexible_body.h"
 
 /* R(k), l(k): body k's placement in its parent at theta (joint placement x joint transform). */
 void soa_outward_placements(const soa_model *m, soa_data *d, const double *q)
@@ -70,6 +71,21 @@ void soa_outward_velocities(const soa_model *m, soa_data *d, const double *qd)
         cross_motion(V, rel, d->a + 6 * k);
         matvec6(m->finertia + 36 * k, V, MV);
         cross_force(V, MV, d->b + 6 * k);
+    }
+}
+
+/* Mw(k) <- M_I(k) = phi(I, k) M(k) phi*(I, k): each body's inertia at the world origin, world axes
+ * (seed 004 eq. 5.44), formed from (m, p, J_C) moved to world: centre of mass pw + Rw p, rotational
+ * inertia Rw J_C Rw^T.  Needs the world placements.  The folded rigid bodies' (m, p, J_C) (model.c:
+ * a folded link's are 0, its inertia is its carrier's). */
+void soa_inertias_to_world(const soa_model *m, soa_data *d)
+{
+    for (int k = 0; k < m->nb; k++) {
+        const double *Rw = d->Rw + 9 * k, *pw = d->pw + 3 * k, *p = m->fcom + 3 * k;
+        double c[3], J[9];
+        for (int i = 0; i < 3; i++) c[i] = pw[i] + Rw[3 * i] * p[0] + Rw[3 * i + 1] * p[1] + Rw[3 * i + 2] * p[2];
+        rotate_symmetric3(Rw, m->fJc + 9 * k, 3, J);
+        spatial_inertia(m->fmass[k], c, J, d->Mw + 36 * k);
     }
 }
 
@@ -488,4 +504,38 @@ soa_status soa_kinematics(const soa_model *m, soa_data *d, const double *q, cons
     else
         soa_outward_velocities(m, d, qd);
     return st;
+}
+
+/* ------------------------------------------------------------------ flexible bodies */
+/* The sweeps' steps for flexible bodies (flexible_body.h): soa_outward_placements dispatches a
+ * body on a deformed node to soa_flex_attachment; soa_kinematics runs soa_flex_velocities. */
+/* The placement of body k on a node of its flexible parent (node_placement), and Gamma(k) =
+ * phi*(p, k) Gamma_p in k's frame (d->fl_G, for the point Jacobian of soa_point_jacobian).  Called
+ * by soa_outward_placements. */
+void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q)
+{
+    const flex_dims dm = dims_of(m, k);
+    const int nm = dm.nm;
+    const double *Gp = d->fl_GA + 6 * nm * k;
+    double *G = d->fl_G + 6 * nm * k;
+    node_placement(m, d, k, q, dm);
+    const double *RA = d->fl_RA + 9 * k, *lA = d->fl_lA + 3 * k, *Rj = d->Rj + 9 * k,
+                 *tj = d->tj + 3 * k;
+    double *R = d->R + 9 * k, *l = d->l + 3 * k;
+    for (int i = 0; i < 3; i++) {                          /* R = R_A Rj, l = l_A + R_A tj */
+        const double *x = RA + 3 * i;
+        for (int j = 0; j < 3; j++) R[3 * i + j] = x[0] * Rj[j] + x[1] * Rj[3 + j] + x[2] * Rj[6 + j];
+        l[i] = lA[i] + x[0] * tj[0] + x[1] * tj[1] + x[2] * tj[2];
+    }
+    for (int c = 0; c < dm.mp; c++) {
+        double g[6];
+        apply_phi_star(d->R + 9 * k, d->l + 3 * k, Gp + 6 * c, g);
+        for (int i = 0; i < 6; i++) G[i * nm + c] = g[i];
+    }
+}
+
+/* V, a, b and gravity of every body, base to tip (body_velocity).  Needs soa_outward_placements. */
+void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd)
+{
+    for (int k = 0; k < m->nb; k++) body_velocity(m, d, k, qd, dims_of(m, k));
 }

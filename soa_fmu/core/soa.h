@@ -12,6 +12,11 @@
  *
  * Every kernel returns a soa_status {kind, index} (index: the offending coordinate, body or
  * constraint) and never aborts; no kernel allocates.
+ *
+ * The files call only downward (joints, placements, kinematic sweeps with flexible bodies
+ * dispatched to flexible_body.h, recursions, contact forces, articulated sweeps, constraints,
+ * integrators): the order is defined once, in tests/test_core_layers.py LAYERS, which fails on a
+ * call upward or sideways.
  */
 #ifndef SOA_H
 #define SOA_H
@@ -416,7 +421,9 @@ typedef struct {
     X(ct_depth, 1, npt, 0, 0)    /* its penetration delta, m (<= 0: not touching) */            \
     X(ct_pdepth, 1, npair, 0, 0) /* per pair: the deepest penetration, m (< 0: minus the gap; \
                                     in a step, of a pair the broad phase set apart, a bound of \
-                                    it; soa_contact_state makes it exact: the event indicator) */ \
+                                    it, from this or an earlier evaluation (contact.c, \
+                                    geometry_pairs); soa_contact_state and soa_contact_gaps make \
+                                    it exact: the event indicator) */                           \
     X(sp_force, 2, nsph, 3, 0)   /* total contact force on each geometry, world axes */          \
     X(sp_depth, 1, nsph, 0, 0)   /* its deepest penetration (0: free) */                         \
     X(sp_x,     2, nsph, 3, 0)   /* its origin, world */                                         \
@@ -558,6 +565,11 @@ void soa_fold_accelerations(const soa_model *m, soa_data *d, const double *base,
 void soa_point_jacobian(const soa_model *m, const soa_data *d, int body, const double *p_world,
                         double *J);
 soa_status soa_kinematics(const soa_model *m, soa_data *d, const double *q, const double *qd);
+void soa_inertias_to_world(const soa_model *m, soa_data *d);   /* Mw(k) <- M_I(k) */
+/* The sweeps' steps for flexible bodies (flexible_body.h): body k on a node of its flexible parent,
+ * and V, a, b, gravity of every body with (V, eta-dot) (soa_kinematics when m->nm > 0). */
+void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
+void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 
 /* ------------------------------------------------------------------ rnea.c */
 void soa_inward_forces(const soa_model *m, soa_data *d, int use_fext);
@@ -566,7 +578,6 @@ soa_status soa_rnea(const soa_model *m, soa_data *d, const double *q, const doub
                     const double *qdd, int use_fext, double *tau);
 
 /* ------------------------------------------------------------------ crba.c */
-void soa_inertias_to_world(const soa_model *m, soa_data *d);   /* Mw(k) <- M_I(k) */
 void soa_composite_inertia_sweep(const soa_model *m, soa_data *d);
 soa_status soa_crba(const soa_model *m, soa_data *d, const double *q, double *M);
 
@@ -622,10 +633,8 @@ soa_status soa_aba_derivatives(const soa_model *m, soa_data *d, const double *q,
 
 /* ------------------------------------------------------------------ flexible.c */
 /* Flexible bodies (seed 000 sec. 4): the recursions with each body's velocity (V(k), eta-dot(k)).
- * soa_aba, soa_rnea, soa_crba, soa_energy, soa_kinematics, the sensitivities and the integrators
+ * soa_aba, soa_rnea, soa_crba, soa_energy, the sensitivities and the integrators
  * call these when m->nm > 0 (every algorithm family takes flexible bodies). */
-void soa_flex_attachment(const soa_model *m, soa_data *d, int k, const double *q);
-void soa_flex_velocities(const soa_model *m, soa_data *d, const double *qd);
 soa_status soa_flex_fd(const soa_model *m, soa_data *d, const double *q, const double *qd,
                        const double *tau, int use_fext, double *qdd);
 soa_status soa_flex_fd_diag(const soa_model *m, soa_data *d, const double *q, const double *qd,
@@ -699,11 +708,12 @@ soa_status soa_contact_state(const soa_model *m, soa_data *d, const double *q, c
                              int use_fext);
 /* The contact forces linearly implicit over a step h (docs/contact.md):
  * qdd <- (M + J* C J)^-1 (M qdd + J* u), C = h B + h^2 K, u = -h K J r + C J s (r = beta and s = 0
- * where NULL: the implicit Euler step; a Rosenbrock stage's r, s: docs/joints.md; secant: the
- * friction's B is its secant mu f_n / s P), after a tree acceleration with SOA_USE_CONTACT on
- * this data (its factors and contact forces). */
+ * where NULL: the implicit Euler step; a Rosenbrock stage's r, s: docs/joints.md; ahead > 0, a
+ * Rosenbrock stage's step: the friction's B is its secant mu f_n / s P, and each touching point's
+ * B, K are at the depth the step reaches, f_n clamped to 0 or not), after a tree acceleration with SOA_USE_CONTACT on this data
+ * (its factors and contact forces). */
 void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
-                          const double *s, int secant, double *qdd);
+                          const double *s, double ahead, double *qdd);
 
 /* ------------------------------------------------------------------ integrators.c */
 /* The acceleration an integrator integrates: qdd <- beta-dot(theta, beta, t).  By default the

@@ -44,10 +44,10 @@ soa_status fmu_put_contact_outputs(Instance *c, const double *q, int recompute)
     if (st.kind != SOA_OK) return st;
     memcpy(c->real + D.vr_contact_force, c->d->sp_force, sizeof(double) * 3 * D.nsph);
     memcpy(c->real + D.vr_contact_depth, c->d->sp_depth, sizeof(double) * D.nsph);
-    if (D.vr_pair_depth >= 0) {           /* (Model Exchange) the gaps of pairs apart, exact */
-        if (!recompute) soa_contact_gaps(c->m, c->d);
-        memcpy(c->real + D.vr_pair_depth, c->d->ct_pdepth,
-               sizeof(double) * (size_t)fmu_contact_pair_count());
+    if (D.vr_pair_depth >= 0) {           /* the pair depths: exact gaps from soa_contact_state; */
+        memcpy(c->real + D.vr_pair_depth, c->d->ct_pdepth,    /* a step's, bounds of the gaps of */
+               sizeof(double) * (size_t)fmu_contact_pair_count());   /* pairs apart (made exact */
+        c->gaps_valid = recompute;                            /* when read: fmu_get_real) */
     }
     return st;
 }

@@ -207,7 +207,7 @@ static void load_state(Instance *c, const unsigned char *buf)
     c->failed_h = 0.0;
     if (!fmu_apply_parameters(c, NULL, 0)) c->built = 0;      /* the state's physical parameters */
     fmu_apply_gravity(c);
-    c->energy_valid = c->poses_valid = 0;
+    c->energy_valid = c->poses_valid = c->gaps_valid = 0;
     c->jac_valid = 0;
     if (me) c->stale = 1;
 }

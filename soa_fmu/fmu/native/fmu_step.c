@@ -82,7 +82,7 @@ int fmu_build(Instance *c, char *msg, size_t n)
         c->built = 0;
         return 0;
     }
-    c->energy_valid = c->poses_valid = 0;
+    c->energy_valid = c->poses_valid = c->gaps_valid = 0;
     /* ---- Model Exchange: the targets are at the start time; the outputs of the state come from
      * fmu_me_evaluate (normalized quaternions, q-dot, targets moving with U~) */
     c->anchor_t = c->t;
@@ -397,7 +397,7 @@ static soa_status integrate(Instance *c, double h)
     /* the implicit and ros2 steps' qdd is their mean acceleration: the output beta-dot at t + h
      * is computed when asked for (fmu_update_outputs), keeping the step at its stages' sweeps */
     c->stale = c->method_used == SOA_IMPLICIT || soa_is_rosenbrock(c->method_used);
-    c->energy_valid = c->poses_valid = 0;
+    c->energy_valid = c->poses_valid = c->gaps_valid = 0;
     return st;
 }
 
@@ -489,7 +489,7 @@ int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, siz
         for (size_t i = 0; i < nvalues; i++) value[i] = NAN;
         return FMU_ERROR;
     }
-    int feed = 0, energy = 0, poses = 0, outputs = 0, rates = 0;
+    int feed = 0, energy = 0, poses = 0, outputs = 0, rates = 0, gaps = 0;
     FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) {
         if (r >= D.nreal) continue;                                  /* time */
         if (D.vars[r].causality != SOA_FMU_OUTPUT && D.vars[r].causality != SOA_FMU_LOCAL)
@@ -499,6 +499,9 @@ int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, siz
         else if (r == D.vr_energy) energy = 1;
         else if (r > D.vr_energy) poses = 1;
         if (D.vr_qdot >= 0 && r >= D.vr_qdot && r < D.vr_qdot + D.nq) rates = 1;
+        if (D.vr_pair_depth >= 0 && r >= D.vr_pair_depth
+            && r < D.vr_pair_depth + fmu_contact_pair_count())
+            gaps = 1;
     }
     if (outputs && !fmu_refresh(c, feed, energy, poses, fn)) {
         FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k)
@@ -506,6 +509,18 @@ int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, siz
                      : D.vars[r].causality == SOA_FMU_OUTPUT || D.vars[r].causality == SOA_FMU_LOCAL
                      ? NAN : c->real[r];
         return FMU_ERROR;
+    }
+    /* ---- the pair depths: the exact gaps of the pairs apart at the current state, on demand
+     * (a step leaves bounds of them: the broad phase, core/contact.c) */
+    if (gaps && !c->gaps_valid) {
+        const soa_status st = fmu_put_contact_outputs(c, configuration(c), 1);
+        if (st.kind != SOA_OK) {
+            char msg[MSG];
+            fmu_status_message(c, st, msg, sizeof msg);
+            fmu_log(c, FMU_ERROR, "%s: %s", fn, msg);
+            FOR_SCALARS(c, vr, nvr, 0, D.nreal, r, k) value[k] = r >= D.nreal ? c->t : c->real[r];
+            return FMU_ERROR;
+        }
     }
     /* ---- der(q) in Co-Simulation: theta-dot = f(theta) beta at the current state */
     if (rates && c->kind == FMU_CS)

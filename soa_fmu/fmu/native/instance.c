@@ -26,7 +26,7 @@ void fmu_set_defaults(Instance *c)
     c->t = c->start_time = c->last_h = 0.0;
     c->anchor_t = 0.0;
     c->renormalized = 0;
-    c->energy_valid = c->poses_valid = 0;
+    c->energy_valid = c->poses_valid = c->gaps_valid = 0;
     c->jac_valid = 0;
     c->failed_h = 0.0;
     c->factored = c->contact_held = 0;

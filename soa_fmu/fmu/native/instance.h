@@ -110,6 +110,7 @@ struct Instance {
     unsigned char *pending;     /* nvars: REJ_* of a rejected value, else OK_VALUE */
     char problem[MSG];          /* a pending problem not tied to one variable ("" if none) */
     int energy_valid, poses_valid;
+    int gaps_valid;             /* the pair depths hold the exact gaps (fmu_contact.c) */
     double *qs, *qds, *qdds;    /* a step works on copies: a failed step leaves the state as is */
     /* the data holds the articulated factors of the tree at (qf, qdf) (the last evaluation was
      * the tree's there, nothing else has used the data since): a step from that state runs its
@@ -155,7 +156,7 @@ static inline void fmu_invalidate(Instance *c)
 {
     c->failed_h = 0.0;
     c->stale = 1;
-    c->energy_valid = c->poses_valid = 0;
+    c->energy_valid = c->poses_valid = c->gaps_valid = 0;
     c->jac_valid = 0;
 }
 
