@@ -30,6 +30,9 @@ LAW = {"stiffness": (1e5, "N/m^n", False), "exponent": (1.5, "1", True),
 # the shapes, in the order of the C core's SOA_SHAPE_* (core/collision.h)
 SHAPES = ("sphere", "capsule", "cylinder", "box", "mesh", "ellipsoid")
 HULL_MAX = 4096        # SOA_HULL_MAX: the vertices of one mesh's hull, at most
+# SOA_HULL_SEEDS: a hull's first vertices, the farthest along the axes and the cube's diagonals
+SEEDS = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1],
+                  *[[x, y, z] for x in (1, -1) for y in (1, -1) for z in (1, -1)]], dtype=float)
 MANIFOLD = 4           # SOA_MANIFOLD: the contact points of one pair
 # positions in a workspace's bp_info (soa.h SOA_BP_*, core/broadphase.c): the pairs the last
 # evaluation tested (bp_near), the box tests its sweep made, and the switch that tests every pair
@@ -98,7 +101,8 @@ ContactSphere = ContactGeom       # the name from when every contact geometry wa
 def hull_vertices(points, what: str) -> tuple[np.ndarray, list[np.ndarray]]:
     """The vertices of the convex hull of ``points`` (n × 3), all of them (at most
     :data:`HULL_MAX`), and each one's neighbours on the hull: the edges of Qhull's triangulated
-    hull, the graph over which the core's support function climbs (scipy.spatial.ConvexHull)."""
+    hull, the graph over which the core's support function climbs (scipy.spatial.ConvexHull).
+    The vertices farthest along :data:`SEEDS` come first (where the climbs start)."""
     try:
         from scipy.spatial import ConvexHull, QhullError
     except ImportError:
@@ -115,9 +119,12 @@ def hull_vertices(points, what: str) -> tuple[np.ndarray, list[np.ndarray]]:
     if len(hull.vertices) > HULL_MAX:
         raise ContactError(f"{what}: its convex hull has {len(hull.vertices)} vertices, more than "
                            f"{HULL_MAX} (decimate the mesh)")
+    v = hull.vertices
+    first = list(dict.fromkeys(v[np.argmax(p[v] @ SEEDS.T, axis=0)]))
+    v = np.r_[first, [i for i in v if i not in set(first)]].astype(int)
     index = np.full(len(p), -1)
-    index[hull.vertices] = np.arange(len(hull.vertices))
-    return p[hull.vertices], hull_edges(len(hull.vertices), index[hull.simplices])
+    index[v] = np.arange(len(v))
+    return p[v], hull_edges(len(v), index[hull.simplices])
 
 
 def hull_edges(nv: int, triangles: np.ndarray) -> list[np.ndarray]:

@@ -20,14 +20,16 @@
  *     the depth |w|.
  *
  * The manifold: with the normal m, the features of each shape that lead into the other (corners of
- * a box, hull vertices, three rim points per cylinder cap, a capsule's two ends, a sphere's deepest
- * point) are kept where they lie past the other's flat face along m (a face of a box or hull, a
+ * a box, hull vertices, three rim points per cylinder cap, a capsule's two ends, a sphere's or an
+ * ellipsoid's deepest point) are kept where they lie past the other's flat face along m (a face of a box or hull, a
  * cylinder's cap, within 0.81 deg of m; penetration delta_i = x_i . m + h_B(-m) > 0) and over it
  * (the line through x_i along m meets B: GJK), and at most SOA_MANIFOLD of them spanning the
  * largest area are reported.  Two polytopes with no face towards each other (crossed edges) meet
  * at one point: midway between the closest points of their support edges.  A box or a cylinder on a
  * plane or on a box then rests on its face's corners, still and level.  Against a plane
- * n . x <= o the same features give closed forms: delta_i = o - n . x_i. */
+ * n . x <= o the same features give closed forms: delta_i = o - n . x_i (a face's many touching
+ * hull vertices: the first kept is the farthest along a direction fixed on the shape, so that
+ * near-ties in depth do not reorder the points from step to step: polytope_plane). */
 #include <math.h>
 
 #include "collision.h"
@@ -35,6 +37,7 @@
 #define GJK_ITER 64
 #define MPR_ITER 100
 #define NBUF 64             /* candidate contact points held before they are reduced (reduce) */
+#define FACE_TIE 0.9        /* touching vertices within 10 % of the deepest: a face resting level */
 
 static double dot(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
@@ -92,7 +95,8 @@ double soa_shape_bound(const soa_shape *s)
 }
 
 /* The vertex of hull s farthest along dl (shape frame): a scan of SOA_HULL_SCAN vertices or fewer,
- * else hill climbing over the hull's edges from *hint (MuJoCo's mjc_support with a mesh's graph): a
+ * else hill climbing over the hull's edges from *hint, or from the best of its first SOA_HULL_SEEDS
+ * vertices (farthest along 14 fixed directions) (MuJoCo's mjc_support with a mesh's graph): a
  * vertex none of whose neighbours lies farther along dl is the farthest of the polytope (a linear
  * function on a convex polytope: the simplex method's optimality test).  At most nv moves. */
 static int hull_support(const soa_shape *s, const double *dl)
@@ -110,8 +114,17 @@ static int hull_support(const soa_shape *s, const double *dl)
         }
         return i;
     }
-    if (s->hint && *s->hint > 0 && *s->hint < s->nv) i = *s->hint;
-    double h = dot(v + 3 * i, dl);
+    double h = dot(v, dl);
+    if (s->hint && *s->hint > 0 && *s->hint < s->nv) {
+        i = *s->hint;
+        h = dot(v + 3 * i, dl);
+    } else {
+        for (int k = 1; k < SOA_HULL_SEEDS; k++)
+            if (dot(v + 3 * k, dl) > h) {
+                h = dot(v + 3 * k, dl);
+                i = k;
+            }
+    }
     for (int move = 0; move < s->nv; move++) {
         int next = i;
         for (int k = s->adj0[i]; k < s->adj0[i + 1]; k++) {
@@ -295,22 +308,13 @@ static void feature(const soa_shape *s, const double *m, int k, double *x)
     }
 }
 
-/* Of the n points x with penetration dep (n >= 1), at most SOA_MANIFOLD into c: the deepest (of
- * more than SOA_MANIFOLD given a direction u: the farthest along u), the farthest from it across
- * m, the farthest from their line on either side (the largest area).  u, fixed on the shape, keeps
- * the choice among a face's many touching vertices (near-ties in depth, which a wobble of the
- * shape would reorder from step to step) the same while the face touches. */
-static void reduce(int n, double (*x)[3], const double *dep, const double *m, const double *u,
-                   soa_manifold *c)
+/* Of the n points x with penetration dep (n >= 1), at most SOA_MANIFOLD into c: the deepest, the
+ * farthest from it across m, the farthest from their line on either side (the largest area). */
+static void reduce(int n, double (*x)[3], const double *dep, const double *m, soa_manifold *c)
 {
     int pick[SOA_MANIFOLD], np = 0, best = 0;
-    if (u && n > SOA_MANIFOLD) {
-        for (int i = 1; i < n; i++)
-            if (dot(x[i], u) > dot(x[best], u)) best = i;
-    } else {
-        for (int i = 1; i < n; i++)
-            if (dep[i] > dep[best]) best = i;
-    }
+    for (int i = 1; i < n; i++)
+        if (dep[i] > dep[best]) best = i;
     pick[np++] = best;
     double e01[3] = {0.0, 0.0, 0.0}, far = 1e-18;
     int i1 = -1;
@@ -358,14 +362,13 @@ static void reduce(int n, double (*x)[3], const double *dep, const double *m, co
 typedef struct {
     int n;
     double x[NBUF][3], dep[NBUF];
-    const double *u;                     /* reduce's direction (NULL: the deepest first) */
 } cands;
 
 static void cand_add(cands *k, const double *x, double dep, const double *m)
 {
     if (k->n == NBUF) {
         soa_manifold r;
-        reduce(k->n, k->x, k->dep, m, k->u, &r);
+        reduce(k->n, k->x, k->dep, m, &r);
         k->n = r.n;
         for (int i = 0; i < r.n; i++) {
             for (int j = 0; j < 3; j++) k->x[i][j] = r.x[i][j];
@@ -376,42 +379,96 @@ static void cand_add(cands *k, const double *x, double dep, const double *m)
     k->dep[k->n++] = dep;
 }
 
-/* A box's or a hull's vertices under the plane n.x = o (depths in the shape's frame, n turned
- * into it): those that touch, moved onto the plane, into k; the deepest vertex xd (world) and its
- * depth *dd.  A hull of more than SOA_HULL_SCAN vertices is first tested by its deepest vertex
- * (hull_support): apart, it is the answer. */
-static void polytope_plane(const soa_shape *a, const double *n, double o, const double *m, cands *k,
-                           double *xd, double *dd)
+/* A box's or a hull's contact with the half-space n.x <= o, in the shape's frame (n turned into
+ * it: depth o0 - nl.v of vertex v), straight into c without storing the touching vertices: three
+ * passes over the vertices pick what reduce would (the deepest touching one — of more than
+ * SOA_MANIFOLD, the farthest along a direction fixed on the shape when that one is as deep within
+ * FACE_TIE: a face resting level, whose near-ties in depth a wobble would otherwise reorder from
+ * step to step —, the farthest from it across m, the farthest from their line on either side),
+ * then those at most four go to the world, onto the plane.  None touching: the deepest vertex and its gap.  A hull of more than SOA_HULL_SCAN
+ * vertices is first tested by its deepest vertex (hull_support): apart, that is the answer. */
+static void polytope_plane(const soa_shape *a, const double *n, double o, soa_manifold *c)
 {
-    double nl[3], xl[3], x[3];
+    static const double skew[3] = {0.8, 0.5, 0.33};      /* (no edge of a box along it) */
+    double nl[3], xl[3], yl[3], d[3], w[3];
     to_local(a, n, nl);
-    const double o0 = o - dot(n, a->p);
+    const double o0 = o - dot(n, a->p), ml[3] = {-nl[0], -nl[1], -nl[2]};
     const int nf = a->type == SOA_SHAPE_BOX ? 8 : a->nv;
-    int deep = 0;
-    if (a->type == SOA_SHAPE_MESH && a->nv > SOA_HULL_SCAN) {
-        const double ml[3] = {-nl[0], -nl[1], -nl[2]};
-        deep = hull_support(a, ml);
-        *dd = o0 - dot(nl, a->v + 3 * deep);
-        if (!(*dd > 0.0)) {
-            to_world(a, a->v + 3 * deep, xd);
-            return;
-        }
+    int pick[SOA_MANIFOLD], np = 0, deep = 0, along = -1, touch = 0;
+    double dd = -HUGE_VAL, best = -HUGE_VAL;
+    for (int i = 0; i < 3; i++) c->m[i] = -n[i];
+    if (a->type == SOA_SHAPE_MESH && a->nv > SOA_HULL_SCAN) deep = hull_support(a, ml);
+    if (a->type == SOA_SHAPE_MESH && a->nv > SOA_HULL_SCAN && !(o0 - dot(nl, a->v + 3 * deep) > 0.0)) {
+        dd = o0 - dot(nl, a->v + 3 * deep);
+    } else {
         deep = 0;
-    }
-    *dd = -HUGE_VAL;
-    for (int i = 0; i < nf; i++) {
-        const double *v = vertex(a, i, xl), dep = o0 - dot(nl, v);
-        if (dep > *dd) {
-            *dd = dep;
-            deep = i;
+        for (int i = 0; i < nf; i++) {   /* pass 1: the deepest, the farthest along skew */
+            const double *v = vertex(a, i, xl), dep = o0 - dot(nl, v);
+            if (dep > dd) {
+                dd = dep;
+                deep = i;
+            }
+            if (dep > 0.0) {
+                touch++;
+                if (dot(v, skew) > best) {
+                    best = dot(v, skew);
+                    along = i;
+                }
+            }
         }
-        if (dep > 0.0) {
-            to_world(a, v, x);
-            axpy(x, dep, n, x);
-            cand_add(k, x, dep, m);
+    }
+    if (touch == 0) {                    /* apart: the deepest vertex's point and gap */
+        to_world(a, vertex(a, deep, xl), c->x[0]);
+        axpy(c->x[0], dd, n, c->x[0]);
+        c->depth[0] = dd;
+        c->n = 1;
+        return;
+    }
+    pick[np++] = touch > SOA_MANIFOLD && o0 - dot(nl, vertex(a, along, xl)) >= FACE_TIE * dd ? along
+                                                                                      : deep;
+    double p0[3], e01[3], far = 1e-18;
+    for (int j = 0; j < 3; j++) p0[j] = vertex(a, pick[0], xl)[j];
+    int i1 = -1;
+    for (int i = 0; i < nf; i++) {       /* pass 2: the farthest across m */
+        const double *v = vertex(a, i, xl);
+        if (!(o0 - dot(nl, v) > 0.0)) continue;
+        axpy(v, -1.0, p0, d);
+        axpy(d, -dot(d, ml), ml, d);
+        if (dot(d, d) > far) {
+            far = dot(d, d);
+            i1 = i;
         }
     }
-    to_world(a, vertex(a, deep, xl), xd);
+    if (i1 >= 0) {
+        pick[np++] = i1;
+        axpy(vertex(a, i1, yl), -1.0, p0, e01);
+        double hi = 1e-18 * far, lo = -1e-18 * far;
+        int i2 = -1, i3 = -1;
+        for (int i = 0; i < nf; i++) {   /* pass 3: signed areas on either side of the line */
+            const double *v = vertex(a, i, xl);
+            if (!(o0 - dot(nl, v) > 0.0)) continue;
+            axpy(v, -1.0, p0, d);
+            cross(e01, d, w);
+            const double ar = dot(w, ml);
+            if (ar > hi) {
+                hi = ar;
+                i2 = i;
+            }
+            if (ar < lo) {
+                lo = ar;
+                i3 = i;
+            }
+        }
+        if (i2 >= 0) pick[np++] = i2;
+        if (i3 >= 0) pick[np++] = i3;
+    }
+    c->n = np;
+    for (int k = 0; k < np; k++) {       /* to the world, onto the plane */
+        const double *v = vertex(a, pick[k], xl);
+        c->depth[k] = o0 - dot(nl, v);
+        to_world(a, v, c->x[k]);
+        axpy(c->x[k], c->depth[k], n, c->x[k]);
+    }
 }
 
 void soa_collide_plane(const soa_shape *a0, const double *n, double o, soa_manifold *c)
@@ -420,28 +477,22 @@ void soa_collide_plane(const soa_shape *a0, const double *n, double o, soa_manif
     const soa_shape sa = with_hint(a0, &hint), *a = &sa;
     const double m[3] = {-n[0], -n[1], -n[2]};
     double xd[3] = {0.0, 0.0, 0.0}, dd = -HUGE_VAL, x[3];
-    double u[3];
+    if (a->type == SOA_SHAPE_BOX || a->type == SOA_SHAPE_MESH) {
+        polytope_plane(a, n, o, c);
+        return;
+    }
     cands k;
     k.n = 0;
-    k.u = 0;
-    if (a->type == SOA_SHAPE_BOX || a->type == SOA_SHAPE_MESH) {
-        const double skew[3] = {0.8, 0.5, 0.33};   /* (no edge of a box along it) */
-        to_world(a, skew, u);
-        axpy(u, -1.0, a->p, u);
-        k.u = u;
-        polytope_plane(a, n, o, m, &k, xd, &dd);
-    } else {
-        for (int i = 0; i < nfeatures(a); i++) {
-            feature(a, m, i, x);
-            const double dep = o - dot(n, x);
-            if (dep > dd) {
-                dd = dep;
-                for (int j = 0; j < 3; j++) xd[j] = x[j];
-            }
-            if (dep > 0.0) {             /* the touching ones, on the plane */
-                axpy(x, dep, n, x);
-                cand_add(&k, x, dep, m);
-            }
+    for (int i = 0; i < nfeatures(a); i++) {
+        feature(a, m, i, x);
+        const double dep = o - dot(n, x);
+        if (dep > dd) {
+            dd = dep;
+            for (int j = 0; j < 3; j++) xd[j] = x[j];
+        }
+        if (dep > 0.0) {                 /* the touching ones, on the plane */
+            axpy(x, dep, n, x);
+            cand_add(&k, x, dep, m);
         }
     }
     if (k.n == 0) {                      /* apart: the deepest feature's point and gap */
@@ -450,7 +501,7 @@ void soa_collide_plane(const soa_shape *a0, const double *n, double o, soa_manif
         k.n = 1;
     }
     for (int i = 0; i < 3; i++) c->m[i] = m[i];
-    reduce(k.n, k.x, k.dep, m, k.u, c);
+    reduce(k.n, k.x, k.dep, m, c);
 }
 
 /* ------------------------------------------------------------------ GJK */
@@ -895,11 +946,10 @@ int soa_collide(const soa_shape *a0, const soa_shape *b0, soa_manifold *c)
     const double len = 2.0 * (soa_shape_bound(a) + soa_shape_bound(b)) + dist + delta;
     cands k;
     k.n = 0;
-    k.u = 0;
     if (flat_towards(b, m)) add_features(a, b, m, len, &k);
     if (flat_towards(a, nm)) add_features(b, a, nm, len, &k);
     if (k.n > 0) {
-        reduce(k.n, k.x, k.dep, m, 0, c);
+        reduce(k.n, k.x, k.dep, m, c);
     } else if ((a->type == SOA_SHAPE_BOX || a->type == SOA_SHAPE_MESH)
                && (b->type == SOA_SHAPE_BOX || b->type == SOA_SHAPE_MESH)) {
         feature_point(a, b, m, c->x[0]);

@@ -11,7 +11,9 @@ enum { SOA_SHAPE_SPHERE, SOA_SHAPE_CAPSULE, SOA_SHAPE_CYLINDER, SOA_SHAPE_BOX, S
 #define SOA_HULL_MAX 4096   /* vertices of one convex mesh's hull, at most (the model's tables hold
                                the hulls' own: soa_sizes.nhv) */
 #define SOA_HULL_SCAN 32    /* a hull of at most this many vertices: its support point by a scan;
-                               more: by hill climbing over its edges */
+                               more: by hill climbing over its edges ... */
+#define SOA_HULL_SEEDS 14   /* ... from the best of its first vertices (contact.py: the farthest
+                               along the axes and the cube's diagonals), or from a hint */
 #define SOA_MANIFOLD 4      /* contact points of one pair */
 
 /* A convex shape in the world: x_world = R x + p (R row-major 3 x 3).  Sphere: radius r.
