@@ -1,5 +1,5 @@
-"""Compliant contact: geometries on bodies — sphere, capsule, cylinder, box, convex mesh — and
-planes fixed in world (docs/contact.md; core/contact.c, core/collision.c).
+"""Compliant contact: geometries on bodies — sphere, capsule, cylinder, box, ellipsoid, convex
+mesh — and planes fixed in world (docs/contact.md; core/contact.c, core/collision.c).
 
 Hunt–Crossley normal force f_n = k δ^n (1 + d δ̇) ≥ 0 along the contact normal and regularized
 Coulomb friction f_t = −μ f_n v_t / sqrt(|v_t|² + v_s²), at each contact point (up to 4 a pair:
@@ -121,7 +121,7 @@ def hull_vertices(points, what: str) -> tuple[np.ndarray, list[np.ndarray]]:
                            f"{HULL_MAX} (decimate the mesh)")
     v = hull.vertices
     first = list(dict.fromkeys(v[np.argmax(p[v] @ SEEDS.T, axis=0)]))
-    v = np.r_[first, [i for i in v if i not in set(first)]].astype(int)
+    v = np.r_[first, np.setdiff1d(v, first)].astype(int)
     index = np.full(len(p), -1)
     index[v] = np.arange(len(v))
     return p[v], hull_edges(len(v), index[hull.simplices])
