@@ -44,7 +44,7 @@ SAN_TESTS := tests/test_core.py tests/test_spatial.py tests/test_joints.py tests
              tests/test_operators.py tests/test_integrators.py tests/test_dop853.py \
              tests/test_bad_models.py tests/test_fuzz_core.py tests/test_flexible.py \
              tests/test_real_joints.py tests/test_contact.py tests/test_fold.py \
-             tests/test_rosenbrock.py tests/test_shapes.py
+             tests/test_rosenbrock.py tests/test_shapes.py tests/test_broadphase.py
 SAN_LIBS   = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libubsan.so)
 
 test-sanitize: $(STAMP)

@@ -287,3 +287,15 @@ def test_fmu_pair_depth_of_a_pair_not_tested_is_its_gap(tmp_path):
     me.dx()
     assert me.fmu.getReal([vr])[0] == pytest.approx(-0.4, abs=1e-9)
     me.close()
+
+
+def test_boxes_not_finite_fall_back_to_every_pair():
+    """Velocities of 1e306 m/s: the boxes overflow within the step, the broad phase says so (its
+    status) and the evaluation tests every pair; the step ends in one clear error, no crash."""
+    from soa_fmu import _core
+    m, q, qd = random_scene(5)
+    qd[:] = 1e306
+    with pytest.raises(_core.StatusError, match="diverged"):
+        _core.implicit(m.data, q, qd, np.zeros(m.nv), False, 1e-3, 3)
+    w = m.workspace()
+    assert w.bp_info[BP_NEAR] == w.bp_info[BP_TESTED] == len(geom_pairs(m))

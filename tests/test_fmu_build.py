@@ -363,10 +363,22 @@ def test_native_engine_is_compiled_once(tmp_path, monkeypatch):
     before = dict(native.BUILD_STATS)
     a = build_fmu.build(example("double_pendulum.toml"), tmp_path / "a.fmu", platforms=two)
     assert native.BUILD_STATS["engine_compiled"] == before["engine_compiled"] + 2
+    # one pool for both platforms: every C source of each compiled once, the largest first, each
+    # job's CPU time taken (benchmarks/bench_platforms.py reports them)
+    with zipfile.ZipFile(a) as zf:
+        size = {n.rsplit("/", 1)[1]: zf.getinfo(n).file_size for n in zf.namelist()
+                if n.startswith("sources/") and n.endswith(".c")}
+    jobs = native.BUILD_STATS["jobs"]
+    assert sorted((p, n) for p, n, _ in jobs) == sorted(
+        (p, n) for p in two.split(",") for n in size)
+    assert [size[n] for _, n, _ in jobs] == sorted((size[n] for _, n, _ in jobs), reverse=True)
+    assert all(cpu > 0 for _, _, cpu in jobs)
     b = build_fmu.build(example("double_pendulum.toml"), tmp_path / "b.fmu", name="Other",
                         platforms=two)
     assert native.BUILD_STATS["engine_compiled"] == before["engine_compiled"] + 2
     assert native.BUILD_STATS["engine_reused"] == before["engine_reused"] + 2
+    assert sorted((p, n) for p, n, _ in native.BUILD_STATS["jobs"]) == [
+        ("aarch64-linux", "fmu_model.c"), ("x86_64-linux", "fmu_model.c")]
     folders = sorted((tmp_path / "cache" / "native").iterdir())
     assert [f.name.rsplit("-", 1)[0] for f in folders] == ["aarch64-linux", "x86_64-linux"]
     for folder in folders:

@@ -12,7 +12,7 @@
 #include "soa.h"
 #include "spatial.h"
 
-/* The helpers compiled into each of soa_flex_fd's kernels (FLEX_UNROLLED below). */
+/* Forced inline: compiled into each of soa_flex_fd's kernels (FLEX_UNROLLED, flexible.c). */
 #if defined(__GNUC__)
 #define FLEX_INLINE static inline __attribute__((always_inline))
 #else

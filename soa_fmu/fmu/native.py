@@ -328,7 +328,17 @@ def zig() -> str:
 OBJECT_FLAGS = tuple(f for f in CFLAGS if f not in ("-shared", "-Wl,-z,defs"))
 ZIG_FLAGS = ("-std=c99", "-O2", "-g0", "-fvisibility=hidden", "-Wall", "-Wextra",
              "-Wno-missing-field-initializers")      # (zig cc: -O2 and -O3 are both ReleaseFast)
-BUILD_STATS = {"engine_compiled": 0, "engine_reused": 0}    # counts of this process (tests)
+# counts of this process (tests), and the compile jobs of the last build: (platform, source,
+# CPU seconds of its compiler process) — benchmarks/bench_platforms.py reports them
+BUILD_STATS: dict = {"engine_compiled": 0, "engine_reused": 0, "jobs": []}
+
+
+def cores() -> int:
+    """The cores this process may run on (the compile pool's size)."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:                      # (macOS, Windows)
+        return os.cpu_count() or 1
 
 
 def cache_root(redirected: bool = True) -> Path:
@@ -418,13 +428,21 @@ def object_name(name: str, data: bytes) -> str:
     return f"{Path(name).stem}-{hashlib.sha256(data).hexdigest()[:16]}.o"
 
 
-def _run(cmd: list[str], env: dict) -> str:
-    """Run one compiler command; '' or its first error line."""
-    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
-    if r.returncode == 0:
-        return ""
-    lines = (r.stderr + r.stdout).splitlines()
-    return (next((ln for ln in lines if "error" in ln), "") or (lines[0] if lines else "failed"))
+def _run(cmd: list[str], env: dict) -> tuple[str, float]:
+    """Run one compiler command: ('' or its first error line, the CPU seconds it took)."""
+    p = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env)
+    text = p.stdout.read().decode(errors="replace")
+    p.stdout.close()
+    if hasattr(os, "wait4"):                     # reaped here, with its resource usage
+        _, status, usage = os.wait4(p.pid, 0)
+        p.returncode, cpu = os.waitstatus_to_exitcode(status), usage.ru_utime + usage.ru_stime
+    else:
+        p.wait()
+        cpu = float("nan")
+    if p.returncode == 0:
+        return "", cpu
+    lines = text.splitlines()
+    return (next((ln for ln in lines if "error" in ln), "") or (lines[0] if lines else "failed")), cpu
 
 
 def _compile(tc: Toolchain, src: Path, name: str, out: Path, fmi: int) -> list[str]:
@@ -526,7 +544,9 @@ def compile_with(sources: dict[str, bytes], identifier: str, fmi: int,
             zig_cache().mkdir(parents=True, exist_ok=True)
         except OSError:
             env["ZIG_GLOBAL_CACHE_DIR"] = str(Path(d, "zig-global"))
-        # per platform: its engine objects (cached, or compiled now), its model object
+        # per platform: its engine objects (cached, or compiled now), its model object; then every
+        # platform's jobs in one pool, largest source first (flexible.c of every platform first:
+        # the longest jobs start first, the short ones fill the end), one worker per core
         jobs, objects, fresh = [], {}, []
         for tc in chains:
             work = Path(d, tc.platform.name)
@@ -539,11 +559,13 @@ def compile_with(sources: dict[str, bytes], identifier: str, fmi: int,
             names = {n: object_name(n, engine[n]) for n in cfiles}
             missing = [n for n in cfiles if not (folder / names[n]).is_file()]
             BUILD_STATS["engine_compiled" if missing else "engine_reused"] += 1
-            jobs += [(tc, _compile(tc, src, n, work / names[n], fmi)) for n in missing]
+            jobs += [(tc, _compile(tc, src, n, work / names[n], fmi), n) for n in missing]
             fresh += [(work / names[n], folder / names[n]) for n in missing if folder != work]
             objects[tc.platform.name] = [folder / names[n] for n in cfiles]
-            jobs.append((tc, _compile(tc, src, MODEL_SOURCE, work / "fmu_model.o", fmi)))
-        _run_all(jobs, env, max(2, os.cpu_count() or 1), "compiling")
+            jobs.append((tc, _compile(tc, src, MODEL_SOURCE, work / "fmu_model.o", fmi),
+                         MODEL_SOURCE))
+        jobs.sort(key=lambda job: -len(sources[job[2]]))          # (a stable sort)
+        BUILD_STATS["jobs"] = _run_all(jobs, env, "compiling")
         for new, kept in fresh:            # into the cache: atomic (another build may race)
             try:
                 shutil.copyfile(new, kept.with_suffix(".partial"))
@@ -553,8 +575,8 @@ def compile_with(sources: dict[str, bytes], identifier: str, fmi: int,
         outs = {tc.platform.name: Path(d, tc.platform.name, identifier + tc.platform.suffix)
                 for tc in chains}
         _run_all([(tc, _link(tc, [Path(d, tc.platform.name, "fmu_model.o"),
-                                  *objects[tc.platform.name]], outs[tc.platform.name]))
-                  for tc in chains], env, max(2, os.cpu_count() or 1), "linking")
+                                  *objects[tc.platform.name]], outs[tc.platform.name]), "")
+                  for tc in chains], env, "linking")
         built: dict[str, list[bytes]] = {}
         for tc in chains:
             image = outs[tc.platform.name].read_bytes()
@@ -565,13 +587,16 @@ def compile_with(sources: dict[str, bytes], identifier: str, fmi: int,
             universal_macho(libs) for f, libs in built.items()}
 
 
-def _run_all(jobs: list[tuple[Toolchain, list[str]]], env: dict, workers: int, what: str) -> None:
-    """Run the commands side by side; the first failure as a NativeBuildError naming its
-    platform."""
-    with ThreadPoolExecutor(workers) as pool:
-        errors = list(pool.map(lambda job: _run(job[1], env), jobs))
-    for (tc, cmd), err in zip(jobs, errors):
+def _run_all(jobs: list[tuple[Toolchain, list[str], str]], env: dict,
+             what: str) -> list[tuple[str, str, float]]:
+    """Run the commands (toolchain, command, source) side by side, in the order given, one per
+    core; the first failure as a NativeBuildError naming its platform.  Returns (platform, source,
+    CPU seconds) per job."""
+    with ThreadPoolExecutor(cores()) as pool:
+        results = list(pool.map(lambda job: _run(job[1], env), jobs))
+    for (tc, _, _), (err, _) in zip(jobs, results):
         if err:
             raise NativeBuildError(
                 f"{what} the {tc.platform.name} binary failed ({tc.label}): {err[:300]}; build "
                 "with --platforms host (or a list without it) to skip it")
+    return [(tc.platform.name, name, cpu) for (tc, _, name), (_, cpu) in zip(jobs, results)]
