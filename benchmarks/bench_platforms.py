@@ -98,8 +98,9 @@ def where_cpu_goes(builds: list[list[tuple[str, str, float]]]) -> tuple[list[lis
     walls = [idle_wall(b, native.cores()) for b in builds]
     return [["", *platforms, "all"], rows], [
         f"{len(builds[0])} compile jobs per cold build ({len(sources)} sources incl. fmu_model.c, "
-        f"{len(platforms)} platforms), each a real compilation (the cheapest took "
-        f"{min(c for b in builds for _, _, c in b):.2f} s); x86_64-linux: gcc -O3 "
+        f"{len(platforms)} platforms), each a real compilation (a new zig local cache for "
+        f"every build; the cheapest job took {min(c for b in builds for _, _, c in b):.2f} s, "
+        f"the costliest {max(c for b in builds for _, _, c in b):.2f} s); x86_64-linux: gcc -O3 "
         f"({' '.join(native.OBJECT_FLAGS)}), the others zig cc -O2.",
         f"these jobs in the build's order (longest first) on {native.cores()} idle cores: "
         f"{statistics.median(walls):.3g} s wall (a schedule of the measured CPU times, not a "
