@@ -132,6 +132,8 @@ def _shape_size(g) -> str:
         return f"half-extents {_vec(g.half_extents)}"
     if g.shape in ("capsule", "cylinder"):
         return f"radius {_num(g.radius)}, half-length {_num(g.half_length)}"
+    if g.shape == "ellipsoid":
+        return f"radii {_vec(g.radii)}"
     if g.shape == "mesh":
         return f"hull of {len(g.vertices)} vertices" + (f" ({Path(g.mesh).name})" if g.mesh else "")
     return f"radius {_num(g.radius)}"

@@ -1,5 +1,5 @@
-"""Compliant contact: geometries on bodies — sphere, capsule, cylinder, box, convex mesh — and
-planes fixed in world (docs/contact.md; core/contact.c, core/collision.c).
+"""Compliant contact: geometries on bodies — sphere, capsule, cylinder, box, ellipsoid, convex
+mesh — and planes fixed in world (docs/contact.md; core/contact.c, core/collision.c).
 
 Hunt–Crossley normal force f_n = k δ^n (1 + d δ̇) ≥ 0 along the contact normal and regularized
 Coulomb friction f_t = −μ f_n v_t / sqrt(|v_t|² + v_s²), at each contact point (up to 4 a pair:
@@ -28,8 +28,11 @@ LAW = {"stiffness": (1e5, "N/m^n", False), "exponent": (1.5, "1", True),
 
 
 # the shapes, in the order of the C core's SOA_SHAPE_* (core/collision.h)
-SHAPES = ("sphere", "capsule", "cylinder", "box", "mesh")
-HULL_MAX = 32          # SOA_HULL_MAX: the vertices of a mesh's hull the core holds
+SHAPES = ("sphere", "capsule", "cylinder", "box", "mesh", "ellipsoid")
+HULL_MAX = 4096        # SOA_HULL_MAX: the vertices of one mesh's hull, at most
+# SOA_HULL_SEEDS: a hull's first vertices, the farthest along the axes and the cube's diagonals
+SEEDS = np.array([[1, 0, 0], [-1, 0, 0], [0, 1, 0], [0, -1, 0], [0, 0, 1], [0, 0, -1],
+                  *[[x, y, z] for x in (1, -1) for y in (1, -1) for z in (1, -1)]], dtype=float)
 MANIFOLD = 4           # SOA_MANIFOLD: the contact points of one pair
 # positions in a workspace's bp_info (soa.h SOA_BP_*, core/broadphase.c): the pairs the last
 # evaluation tested (bp_near), the box tests its sweep made, and the switch that tests every pair
@@ -62,9 +65,10 @@ def check_law(law: dict, what: str) -> dict:
 class ContactGeom:
     """A convex geometry fixed on ``body``: its origin ``center`` and axes ``rotation`` in the body
     frame (x_body = rotation x + center).  ``shape``: sphere (``radius``; 0: a point), capsule and
-    cylinder (``radius``, ``half_length`` along the geometry's z), box (``half_extents``), mesh
-    (``vertices``: its convex hull's, at most :data:`HULL_MAX`, geometry frame; ``mesh``: the
-    file it came from)."""
+    cylinder (``radius``, ``half_length`` along the geometry's z), box (``half_extents``),
+    ellipsoid (``radii``: its semi-axes along the geometry's axes), mesh (``vertices``: its convex
+    hull's, at most :data:`HULL_MAX`, geometry frame; ``edges``: each vertex's neighbours on the
+    hull, :func:`hull_edges`; ``mesh``: the file it came from)."""
 
     name: str
     body: int
@@ -79,21 +83,26 @@ class ContactGeom:
     vertices: np.ndarray | None = None
     mesh: str | None = None
     exclude: frozenset = frozenset()          # names of geometries it never meets
+    radii: np.ndarray = field(default_factory=lambda: np.zeros(3))
+    edges: list | None = None
 
     @property
     def size(self) -> np.ndarray:
-        """The core's size row (sp_size): a box's half-extents, else (half_length, 0, 0)."""
-        return (self.half_extents if self.shape == "box"
-                else np.array([self.half_length, 0.0, 0.0]))
+        """The core's size row (sp_size): a box's half-extents, an ellipsoid's radii, else
+        (half_length, 0, 0)."""
+        if self.shape == "box":
+            return self.half_extents
+        return self.radii if self.shape == "ellipsoid" else np.array([self.half_length, 0.0, 0.0])
 
 
 ContactSphere = ContactGeom       # the name from when every contact geometry was a sphere
 
 
-def hull_vertices(points, what: str) -> np.ndarray:
-    """The vertices of the convex hull of ``points`` (n × 3), at most :data:`HULL_MAX`: beyond
-    that, the hull of the HULL_MAX hull vertices spread farthest apart (farthest-point sampling
-    from the one farthest from the centroid); scipy.spatial.ConvexHull (Qhull)."""
+def hull_vertices(points, what: str) -> tuple[np.ndarray, list[np.ndarray]]:
+    """The vertices of the convex hull of ``points`` (n × 3), all of them (at most
+    :data:`HULL_MAX`), and each one's neighbours on the hull: the edges of Qhull's triangulated
+    hull, the graph over which the core's support function climbs (scipy.spatial.ConvexHull).
+    The vertices farthest along :data:`SEEDS` come first (where the climbs start)."""
     try:
         from scipy.spatial import ConvexHull, QhullError
     except ImportError:
@@ -103,19 +112,33 @@ def hull_vertices(points, what: str) -> np.ndarray:
     if len(p) < 4 or not np.isfinite(p).all():
         raise ContactError(f"{what}: a convex mesh needs at least 4 finite vertices, got {len(p)}")
     try:
-        v = p[ConvexHull(p).vertices]
+        hull = ConvexHull(p)
     except QhullError:
         raise ContactError(f"{what}: the mesh's vertices span no volume (flat or degenerate)") \
             from None
-    if len(v) > HULL_MAX:
-        pick = [int(np.argmax(np.linalg.norm(v - v.mean(axis=0), axis=1)))]
-        d = np.linalg.norm(v - v[pick[0]], axis=1)
-        while len(pick) < HULL_MAX:
-            pick.append(int(np.argmax(d)))
-            d = np.minimum(d, np.linalg.norm(v - v[pick[-1]], axis=1))
-        v = v[sorted(pick)]
-        v = v[ConvexHull(v).vertices]
-    return v
+    if len(hull.vertices) > HULL_MAX:
+        raise ContactError(f"{what}: its convex hull has {len(hull.vertices)} vertices, more than "
+                           f"{HULL_MAX} (decimate the mesh)")
+    v = hull.vertices
+    first = list(dict.fromkeys(v[np.argmax(p[v] @ SEEDS.T, axis=0)]))
+    v = np.r_[first, np.setdiff1d(v, first)].astype(int)
+    index = np.full(len(p), -1)
+    index[v] = np.arange(len(v))
+    return p[v], hull_edges(len(v), index[hull.simplices])
+
+
+def hull_edges(nv: int, triangles: np.ndarray) -> list[np.ndarray]:
+    """Each of ``nv`` vertices' neighbours (ascending) on the triangulated hull ``triangles``."""
+    t = np.asarray(triangles, dtype=int).reshape(-1, 3)
+    e = np.concatenate([t[:, [0, 1]], t[:, [1, 2]], t[:, [2, 0]]])
+    e = np.unique(np.concatenate([e, e[:, ::-1]]), axis=0)
+    cut = np.searchsorted(e[:, 0], np.arange(nv + 1))
+    return [e[cut[i]:cut[i + 1], 1] for i in range(nv)]
+
+
+def hull_vertex_count(model) -> int:
+    """soa_sizes.nhv: the vertices of every mesh's hull, together."""
+    return sum(len(g.vertices) for g in model.contact_geoms if g.shape == "mesh")
 
 
 @dataclass
@@ -183,12 +206,22 @@ def fill_core(model, v: dict) -> None:
     """The contact tables of soa.h (views ``v`` of a new core model) from the Python model."""
     keys = list(LAW)
     v["ct_law"][:] = [model.contact_law[k] for k in keys]
+    hv = 0
     for s, sp in enumerate(model.contact_geoms):
         v["sp_body"][s], v["sp_center"][s], v["sp_radius"][s] = sp.body, sp.center, sp.radius
         v["sp_shape"][s], v["sp_rot"][s], v["sp_size"][s] = SHAPES.index(sp.shape), sp.rotation, sp.size
-        if sp.vertices is not None:
-            v["sp_nvert"][s] = len(sp.vertices)
-            v["sp_hull"][s][:len(sp.vertices)] = sp.vertices
+        if sp.shape == "mesh":           # its hull's vertices and edges, after the others'
+            nv, edges = len(sp.vertices), sp.edges
+            if edges is None:                # (a geometry built by hand: its hull's own order)
+                from scipy.spatial import ConvexHull
+                edges = hull_edges(nv, ConvexHull(sp.vertices).simplices)
+            v["sp_nvert"][s], v["sp_hv0"][s] = nv, hv
+            v["sp_hull"][hv:hv + nv] = sp.vertices
+            for i, nb in enumerate(edges):
+                v["hv_adj0"][hv + i + 1] = v["hv_adj0"][hv + i] + len(nb)
+                a = v["hv_adj0"][hv + i]
+                v["hv_adj"][a:a + len(nb)] = nb
+            hv += nv
         v["sp_set"][s] = sum(1 << i for i, k in enumerate(keys) if k in sp.law)
         v["sp_law"][s] = [sp.law.get(k, 0.0) for k in keys]
     for j, pl in enumerate(model.contact_planes):

@@ -420,12 +420,13 @@ class Model:
     def add_contact_geom(self, name: str, body: str, shape: str, *, center=(0.0, 0.0, 0.0),
                          rotation=None, radius: float = 0.0, half_length: float = 0.0,
                          half_extents=(0.0, 0.0, 0.0), vertices=None, mesh: str | None = None,
-                         collide: bool = True, exclude=(), **law) -> C.ContactGeom:
+                         collide: bool = True, exclude=(), radii=(0.0, 0.0, 0.0),
+                         **law) -> C.ContactGeom:
         """A contact geometry on ``body``: its origin ``center`` and axes ``rotation`` (3×3) in the
         body frame; ``shape`` one of sphere (``radius``), capsule and cylinder (``radius``,
-        ``half_length`` along its z), box (``half_extents``), mesh (``vertices``: any points, of
-        which the convex hull is kept, at most 32 vertices — contact.hull_vertices; ``mesh``: the
-        file they came from, for drawing).  ``collide=False`` keeps it out of geometry–geometry
+        ``half_length`` along its z), box (``half_extents``), ellipsoid (``radii``: its semi-axes
+        along its x, y, z), mesh (``vertices``: any points, of which the convex hull is kept, at
+        most 4096 vertices — contact.hull_vertices; ``mesh``: the file they came from).  ``collide=False`` keeps it out of geometry–geometry
         contact, ``exclude`` names geometries it never meets; ``law``: overrides of the model's
         constants (stiffness, exponent, dissipation, friction, stiction_velocity)."""
         self._new_contact_name(name)
@@ -447,13 +448,18 @@ class Model:
             raise ModelError(f"{what}: half_extents must be ≥ 0, got {half_extents!r}")
         if shape in ("capsule", "cylinder") and r == 0:
             raise ModelError(f"{what}: radius must be > 0")
+        ra = _vec3(radii, f"{what} radii")
+        if shape == "ellipsoid" and not (ra > 0).all():
+            raise ModelError(f"{what}: radii must be > 0, got {radii!r}")
         R = np.eye(3) if rotation is None else _rotation(rotation, f"{what} rotation")
         try:
-            v = None if shape != "mesh" else C.hull_vertices(
-                vertices if vertices is not None else np.zeros((0, 3)), what)
-            g = C.ContactGeom(name, k, _vec3(center, f"{what} centre"), r if shape != "box" else 0.0,
+            v, edges = (None, None) if shape != "mesh" else C.hull_vertices(
+                vertices if vertices is not None else np.zeros((0, 3)),
+                what + (f" ({mesh})" if mesh is not None else ""))
+            g = C.ContactGeom(name, k, _vec3(center, f"{what} centre"),
+                              r if shape not in ("box", "ellipsoid") else 0.0,
                               C.check_law(law, what), bool(collide), shape, R, hl, he, v,
-                              None if mesh is None else str(mesh), frozenset(exclude))
+                              None if mesh is None else str(mesh), frozenset(exclude), ra, edges)
         except C.ContactError as e:
             raise ModelError(str(e)) from None
         self.contact_geoms.append(g)
@@ -812,7 +818,8 @@ class Model:
         names = (tuple(b.name for b in self.bodies), tuple(b.joint_name for b in self.bodies),
                  tuple(self.position_names), tuple(self.velocity_names),
                  tuple(c.name for c in self.constraints), C.contact_names(self))
-        cm = _core.Model(nb, self.nq, nv, names, nc, nm, nsph, npln, nssp)
+        cm = _core.Model(nb, self.nq, nv, names, nc, nm, nsph, npln, nssp,
+                         C.hull_vertex_count(self))
         v = cm.views()
         for k, b in enumerate(self.bodies):
             v["parent"][k], v["jtype"][k] = b.parent, b.joint.code

@@ -554,7 +554,7 @@ def test_mjcf_geoms_drawn_where_mujoco_puts_them(tmp_path):
         sc = scene_of(page)
         assert sc["contact_opacity"] == 0.35                  # contact geometry over the visuals: fainter
         contact = sorted(n["name"] for n in sc["nodes"] if n["group"] == "contact")
-        assert contact == ["floor", "geom1", "geom2", "geom3"]      # the MJCF geoms, its plane
+        assert contact == ["floor", "geom1", "geom2", "geom3", "geom4"]   # the MJCF geoms, its plane
         drawn = {}
         for name in ("a", "b"):
             n = node(sc, "bodies", name)

@@ -30,19 +30,22 @@ static int add_view(PyObject *dict, PyObject *owner, const char *name, int typen
 /* ------------------------------------------------------------------ Model */
 static PyObject *Model_new(PyTypeObject *type, PyObject *args, PyObject *kw)
 {
-    static char *kwlist[] = {"nb", "nq", "nv", "names", "nc", "nm", "nsph", "npln", "nssp", NULL};
-    soa_sizes s = {0, 0, 0, 0, 0, 0, 0, 0};
+    static char *kwlist[] = {"nb", "nq", "nv", "names", "nc", "nm", "nsph", "npln", "nssp", "nhv",
+                             NULL};
+    soa_sizes s = {0, 0, 0, 0, 0, 0, 0, 0, 0};
     PyObject *names;
-    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!|iiiii", kwlist, &s.nb, &s.nq, &s.nv,
-                                     &PyTuple_Type, &names, &s.nc, &s.nm, &s.nsph, &s.npln, &s.nssp))
+    if (!PyArg_ParseTupleAndKeywords(args, kw, "iiiO!|iiiiii", kwlist, &s.nb, &s.nq, &s.nv,
+                                     &PyTuple_Type, &names, &s.nc, &s.nm, &s.nsph, &s.npln, &s.nssp,
+                                     &s.nhv))
         return NULL;
     if (s.nb < 0 || s.nq < 0 || s.nv < 0 || s.nm < 0 || s.nm > SOA_MAX_MODES
         || s.nq > (7 + s.nm) * s.nb || s.nv > (6 + s.nm) * s.nb || s.nc < 0 || s.nc >= (1 << 12)
         || s.nsph < 0 || s.nsph >= (1 << 12) || s.npln < 0 || s.npln >= (1 << 8)
-        || s.nssp < 0 || s.nssp >= (1 << 16) || (s.nsph && (s.nm || s.nc)))
+        || s.nssp < 0 || s.nssp >= (1 << 16) || (s.nsph && (s.nm || s.nc)) || s.nhv < 0
+        || s.nhv > s.nsph * SOA_HULL_MAX)
         return PyErr_Format(PyExc_ValueError, "invalid model sizes nb=%d nq=%d nv=%d nc=%d nm=%d "
-                            "nsph=%d npln=%d nssp=%d", s.nb, s.nq, s.nv, s.nc, s.nm, s.nsph,
-                            s.npln, s.nssp);
+                            "nsph=%d npln=%d nssp=%d nhv=%d", s.nb, s.nq, s.nv, s.nc, s.nm,
+                            s.nsph, s.npln, s.nssp, s.nhv);
     /* (bodies, joints, positions, velocities[, constraints[, contacts]]) */
     const Py_ssize_t nnames = PyTuple_GET_SIZE(names);
     if (nnames < 4 || nnames > 6) {

@@ -34,6 +34,10 @@ void soa_shape_aabb(const soa_shape *s, double *box)
         case SOA_SHAPE_BOX:
             ext[i] = fabs(Ri[0]) * e[0] + fabs(Ri[1]) * e[1] + a * e[2];
             break;
+        case SOA_SHAPE_ELLIPSOID:                            /* |diag(e) R* e_i| */
+            ext[i] = sqrt(Ri[0] * Ri[0] * e[0] * e[0] + Ri[1] * Ri[1] * e[1] * e[1]
+                          + Ri[2] * Ri[2] * e[2] * e[2]);
+            break;
         case SOA_SHAPE_MESH: {                              /* the hull's vertices along e_i */
             double lo = HUGE_VAL, hi = -HUGE_VAL;
             for (int v = 0; v < s->nv; v++) {

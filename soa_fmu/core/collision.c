@@ -1,8 +1,10 @@
-/* Collision geometry (collision.h; docs/contact.md): sphere, capsule, cylinder, box and convex
- * mesh (its hull's vertices) against world planes and against each other.
+/* Collision geometry (collision.h; docs/contact.md): sphere, capsule, cylinder, box, ellipsoid and
+ * convex mesh (its hull's vertices) against world planes and against each other.
  *
  * A shape is given by its support function h(d) = max over the shape of x . d and its support
- * point (soa_shape_support).  Spheres and capsules are a core (a point, a segment) swept by a
+ * point (soa_shape_support): closed forms, an ellipsoid's x = diag(e)^2 d / |diag(e) d| in its
+ * frame, a hull's farthest vertex (by hill climbing over the hull's edges beyond SOA_HULL_SCAN
+ * vertices, as MuJoCo's mjc_support does with a mesh's graph).  Spheres and capsules are a core (a point, a segment) swept by a
  * radius r: their gap to anything is the core's distance less r, in closed form between two of
  * them (the closest points of two segments, Ericson 2005, sec. 5.1.9).  Between the other shapes:
  *
@@ -18,21 +20,24 @@
  *     the depth |w|.
  *
  * The manifold: with the normal m, the features of each shape that lead into the other (corners of
- * a box, hull vertices, three rim points per cylinder cap, a capsule's two ends, a sphere's deepest
- * point) are kept where they lie past the other's flat face along m (a face of a box or hull, a
+ * a box, hull vertices, three rim points per cylinder cap, a capsule's two ends, a sphere's or an
+ * ellipsoid's deepest point) are kept where they lie past the other's flat face along m (a face of a box or hull, a
  * cylinder's cap, within 0.81 deg of m; penetration delta_i = x_i . m + h_B(-m) > 0) and over it
  * (the line through x_i along m meets B: GJK), and at most SOA_MANIFOLD of them spanning the
  * largest area are reported.  Two polytopes with no face towards each other (crossed edges) meet
  * at one point: midway between the closest points of their support edges.  A box or a cylinder on a
  * plane or on a box then rests on its face's corners, still and level.  Against a plane
- * n . x <= o the same features give closed forms: delta_i = o - n . x_i. */
+ * n . x <= o the same features give closed forms: delta_i = o - n . x_i (a face's many touching
+ * hull vertices: the first kept is the farthest along a direction fixed on the shape, so that
+ * near-ties in depth do not reorder the points from step to step: polytope_plane). */
 #include <math.h>
 
 #include "collision.h"
 
 #define GJK_ITER 64
 #define MPR_ITER 100
-#define NCAND (SOA_HULL_MAX > 8 ? SOA_HULL_MAX : 8)
+#define NBUF 64             /* candidate contact points held before they are reduced (reduce) */
+#define FACE_TIE 0.9        /* touching vertices within 10 % of the deepest: a face resting level */
 
 static double dot(const double *a, const double *b) { return a[0] * b[0] + a[1] * b[1] + a[2] * b[2]; }
 
@@ -76,6 +81,7 @@ double soa_shape_bound(const soa_shape *s)
     case SOA_SHAPE_CAPSULE: return e[0] + s->r;
     case SOA_SHAPE_CYLINDER: return sqrt(e[0] * e[0] + s->r * s->r);
     case SOA_SHAPE_BOX: return sqrt(e[0] * e[0] + e[1] * e[1] + e[2] * e[2]);
+    case SOA_SHAPE_ELLIPSOID: return fmax(e[0], fmax(e[1], e[2]));
     case SOA_SHAPE_MESH: {
         double b = 0.0;
         for (int i = 0; i < s->nv; i++) {
@@ -86,6 +92,53 @@ double soa_shape_bound(const soa_shape *s)
     }
     default: return s->r;
     }
+}
+
+/* The vertex of hull s farthest along dl (shape frame): a scan of SOA_HULL_SCAN vertices or fewer,
+ * else hill climbing over the hull's edges from *hint, or from the best of its first SOA_HULL_SEEDS
+ * vertices (farthest along 14 fixed directions) (MuJoCo's mjc_support with a mesh's graph): a
+ * vertex none of whose neighbours lies farther along dl is the farthest of the polytope (a linear
+ * function on a convex polytope: the simplex method's optimality test).  At most nv moves. */
+static int hull_support(const soa_shape *s, const double *dl)
+{
+    const double *v = s->v;
+    int i = 0;
+    if (s->nv <= SOA_HULL_SCAN || !s->adj0 || !s->adj) {
+        double best = -HUGE_VAL;
+        for (int k = 0; k < s->nv; k++) {
+            const double h = dot(v + 3 * k, dl);
+            if (h > best) {
+                best = h;
+                i = k;
+            }
+        }
+        return i;
+    }
+    double h = dot(v, dl);
+    if (s->hint && *s->hint > 0 && *s->hint < s->nv) {
+        i = *s->hint;
+        h = dot(v + 3 * i, dl);
+    } else {
+        for (int k = 1; k < SOA_HULL_SEEDS; k++)
+            if (dot(v + 3 * k, dl) > h) {
+                h = dot(v + 3 * k, dl);
+                i = k;
+            }
+    }
+    for (int move = 0; move < s->nv; move++) {
+        int next = i;
+        for (int k = s->adj0[i]; k < s->adj0[i + 1]; k++) {
+            const double hk = dot(v + 3 * s->adj[k], dl);
+            if (hk > h) {
+                h = hk;
+                next = s->adj[k];
+            }
+        }
+        if (next == i) break;
+        i = next;
+    }
+    if (s->hint) *s->hint = i;
+    return i;
 }
 
 /* The support point of the core (without the swept radius) along d. */
@@ -108,15 +161,16 @@ static void core_support(const soa_shape *s, const double *d, double *out)
     case SOA_SHAPE_BOX:
         for (int i = 0; i < 3; i++) xl[i] = dl[i] >= 0.0 ? e[i] : -e[i];
         break;
-    case SOA_SHAPE_MESH: {
-        double best = -HUGE_VAL;
-        for (int i = 0; i < s->nv; i++) {
-            const double h = dot(s->v + 3 * i, dl);
-            if (h > best) {
-                best = h;
-                for (int j = 0; j < 3; j++) xl[j] = s->v[3 * i + j];
-            }
+    case SOA_SHAPE_MESH:
+        if (s->nv > 0) {
+            const int i = hull_support(s, dl);
+            for (int j = 0; j < 3; j++) xl[j] = s->v[3 * i + j];
         }
+        break;
+    case SOA_SHAPE_ELLIPSOID: {          /* x = diag(e)^2 d / |diag(e) d| */
+        const double w[3] = {e[0] * dl[0], e[1] * dl[1], e[2] * dl[2]}, nw = sqrt(dot(w, w));
+        if (nw > 0.0)
+            for (int j = 0; j < 3; j++) xl[j] = e[j] * w[j] / nw;
         break;
     }
     default: break;
@@ -131,15 +185,21 @@ void soa_shape_support(const soa_shape *s, const double *d, double *out)
     if (r > 0.0 && n > 0.0) axpy(out, r / n, d, out);
 }
 
-/* A point inside the shape: its frame's origin, a mesh's hull centroid. */
+/* A point inside the shape (world): c, else its frame's origin. */
 static void interior(const soa_shape *s, double *out)
 {
-    double c[3] = {0.0, 0.0, 0.0};
-    if (s->type == SOA_SHAPE_MESH && s->nv > 0) {
-        for (int i = 0; i < s->nv; i++)
-            for (int j = 0; j < 3; j++) c[j] += s->v[3 * i + j] / s->nv;
-    }
-    to_world(s, c, out);
+    const double zero[3] = {0.0, 0.0, 0.0};
+    to_world(s, s->c ? s->c : zero, out);
+}
+
+/* A copy of shape s whose hill climbing starts from, and keeps its place in, *hint (unless s has
+ * a hint of its own). */
+static soa_shape with_hint(const soa_shape *s, int *hint)
+{
+    soa_shape t = *s;
+    *hint = 0;
+    if (!t.hint) t.hint = hint;
+    return t;
 }
 
 /* A segment's ends: a sphere's (both its centre) or a capsule's. */
@@ -191,19 +251,42 @@ static void segments_closest(const double *p1, const double *q1, const double *p
 }
 
 /* ------------------------------------------------------------------ the manifold */
-/* The features of s that lead along m (unit; towards the other shape) into it: x (world). */
-static int features(const soa_shape *s, const double *m, double (*x)[3])
+/* The number of features of s (feature). */
+static int nfeatures(const soa_shape *s)
+{
+    switch (s->type) {
+    case SOA_SHAPE_CAPSULE: return 2;
+    case SOA_SHAPE_CYLINDER: return 6;
+    case SOA_SHAPE_BOX: return 8;
+    case SOA_SHAPE_MESH: return s->nv;
+    default: return 1;                   /* sphere, ellipsoid: the point deepest along m */
+    }
+}
+
+/* Box corner k (bit i: +e_i) or hull vertex k of polytope s, its frame (xl: room for a corner). */
+static const double *vertex(const soa_shape *s, int k, double *xl)
+{
+    if (s->type != SOA_SHAPE_BOX) return s->v + 3 * k;
+    for (int i = 0; i < 3; i++) xl[i] = (k >> i & 1) ? s->size[i] : -s->size[i];
+    return xl;
+}
+
+/* Feature k (0 <= k < nfeatures) of s that leads along m (unit; towards the other shape) into it:
+ * x (world).  A sphere's or an ellipsoid's point farthest along m, a capsule's two ends swept
+ * along m, three rim points per cylinder cap (k = 3 cap + j, j = 0 the deepest), a box's corner,
+ * a hull's vertex. */
+static void feature(const soa_shape *s, const double *m, int k, double *x)
 {
     const double *e = s->size, r = s->r;
-    double xl[3];
+    double xl[3], y[3];
     switch (s->type) {
-    case SOA_SHAPE_SPHERE: axpy(s->p, r, m, x[0]); return 1;
+    case SOA_SHAPE_SPHERE: axpy(s->p, r, m, x); return;
+    case SOA_SHAPE_ELLIPSOID: soa_shape_support(s, m, x); return;
     case SOA_SHAPE_CAPSULE:
-        segment(s, x[0], x[1]);
-        axpy(x[0], r, m, x[0]);
-        axpy(x[1], r, m, x[1]);
-        return 2;
-    case SOA_SHAPE_CYLINDER: {           /* three rim points per cap, the first the deepest */
+        segment(s, k ? y : x, k ? x : y);
+        axpy(x, r, m, x);
+        return;
+    case SOA_SHAPE_CYLINDER: {
         double a[3] = {s->R[2], s->R[5], s->R[8]}, u[3], v[3];
         axpy(m, -dot(m, a), a, u);
         double nu = sqrt(dot(u, u));
@@ -214,25 +297,14 @@ static int features(const soa_shape *s, const double *m, double (*x)[3])
         }
         for (int i = 0; i < 3; i++) u[i] /= nu;
         cross(a, u, v);
-        for (int c = 0; c < 2; c++)
-            for (int k = 0; k < 3; k++) {
-                const double th = 2.0943951023931957 * k, cu = r * cos(th), sv = r * sin(th);
-                double *y = x[3 * c + k];
-                for (int i = 0; i < 3; i++)
-                    y[i] = s->p[i] + (c ? e[0] : -e[0]) * a[i] + cu * u[i] + sv * v[i];
-            }
-        return 6;
+        const int c = k / 3;
+        const double th = 2.0943951023931957 * (k % 3), cu = r * cos(th), sv = r * sin(th);
+        for (int i = 0; i < 3; i++) x[i] = s->p[i] + (c ? e[0] : -e[0]) * a[i] + cu * u[i] + sv * v[i];
+        return;
     }
     case SOA_SHAPE_BOX:
-        for (int k = 0; k < 8; k++) {
-            for (int i = 0; i < 3; i++) xl[i] = (k >> i & 1) ? e[i] : -e[i];
-            to_world(s, xl, x[k]);
-        }
-        return 8;
-    case SOA_SHAPE_MESH:
-        for (int k = 0; k < s->nv; k++) to_world(s, s->v + 3 * k, x[k]);
-        return s->nv;
-    default: return 0;
+    case SOA_SHAPE_MESH: to_world(s, vertex(s, k, xl), x); return;
+    default: x[0] = x[1] = x[2] = 0.0;
     }
 }
 
@@ -284,59 +356,152 @@ static void reduce(int n, double (*x)[3], const double *dep, const double *m, so
     }
 }
 
-/* A box's or a hull's vertices with their depths under the plane n.x = o, in the shape's frame
- * (n turned into it): only those that touch (and the deepest) are placed in the world. */
-static int polytope_plane(const soa_shape *a, const double *n, double o, double (*x)[3], double *dep,
-                          int *deep)
+/* Candidate contact points streamed into NBUF slots: when they are full, reduce keeps the
+ * SOA_MANIFOLD of them spanning the largest area (the deepest among them) and the stream goes on,
+ * so that a hull of any size needs no more room. */
+typedef struct {
+    int n;
+    double x[NBUF][3], dep[NBUF];
+} cands;
+
+static void cand_add(cands *k, const double *x, double dep, const double *m)
 {
-    double nl[3], xl[3];
-    to_local(a, n, nl);
-    const double o0 = o - dot(n, a->p);
-    const int nf = a->type == SOA_SHAPE_BOX ? 8 : a->nv;
-    *deep = 0;
-    for (int i = 0; i < nf; i++) {
-        const double *v = a->v + 3 * i;
-        if (a->type == SOA_SHAPE_BOX) {
-            for (int j = 0; j < 3; j++) xl[j] = (i >> j & 1) ? a->size[j] : -a->size[j];
-            v = xl;
+    if (k->n == NBUF) {
+        soa_manifold r;
+        reduce(k->n, k->x, k->dep, m, &r);
+        k->n = r.n;
+        for (int i = 0; i < r.n; i++) {
+            for (int j = 0; j < 3; j++) k->x[i][j] = r.x[i][j];
+            k->dep[i] = r.depth[i];
         }
-        dep[i] = o0 - dot(nl, v);
-        if (dep[i] > dep[*deep]) *deep = i;
-        if (dep[i] > 0.0) to_world(a, v, x[i]);
     }
-    if (!(dep[*deep] > 0.0)) {
-        const int i = *deep;
-        for (int j = 0; j < 3; j++) xl[j] = (i >> j & 1) ? a->size[j] : -a->size[j];
-        to_world(a, a->type == SOA_SHAPE_BOX ? xl : a->v + 3 * i, x[i]);
-    }
-    return nf;
+    for (int j = 0; j < 3; j++) k->x[k->n][j] = x[j];
+    k->dep[k->n++] = dep;
 }
 
-void soa_collide_plane(const soa_shape *a, const double *n, double o, soa_manifold *c)
+/* A box's or a hull's contact with the half-space n.x <= o, in the shape's frame (n turned into
+ * it: depth o0 - nl.v of vertex v), straight into c without storing the touching vertices: three
+ * passes over the vertices pick what reduce would (the deepest touching one — of more than
+ * SOA_MANIFOLD, the farthest along a direction fixed on the shape when that one is as deep within
+ * FACE_TIE: a face resting level, whose near-ties in depth a wobble would otherwise reorder from
+ * step to step —, the farthest from it across m, the farthest from their line on either side),
+ * then those at most four go to the world, onto the plane.  None touching: the deepest vertex and its gap.  A hull of more than SOA_HULL_SCAN
+ * vertices is first tested by its deepest vertex (hull_support): apart, that is the answer. */
+static void polytope_plane(const soa_shape *a, const double *n, double o, soa_manifold *c)
 {
-    double x[NCAND][3], dep[NCAND] = {0.0}, m[3] = {-n[0], -n[1], -n[2]};
-    int nt = 0, deep = 0, nf;
-    if (a->type == SOA_SHAPE_BOX || a->type == SOA_SHAPE_MESH) {
-        nf = polytope_plane(a, n, o, x, dep, &deep);
+    static const double skew[3] = {0.8, 0.5, 0.33};      /* (no edge of a box along it) */
+    double nl[3], xl[3], yl[3], d[3], w[3];
+    to_local(a, n, nl);
+    const double o0 = o - dot(n, a->p), ml[3] = {-nl[0], -nl[1], -nl[2]};
+    const int nf = a->type == SOA_SHAPE_BOX ? 8 : a->nv;
+    int pick[SOA_MANIFOLD], np = 0, deep = 0, along = -1, touch = 0;
+    double dd = -HUGE_VAL, best = -HUGE_VAL;
+    for (int i = 0; i < 3; i++) c->m[i] = -n[i];
+    if (a->type == SOA_SHAPE_MESH && a->nv > SOA_HULL_SCAN) deep = hull_support(a, ml);
+    if (a->type == SOA_SHAPE_MESH && a->nv > SOA_HULL_SCAN && !(o0 - dot(nl, a->v + 3 * deep) > 0.0)) {
+        dd = o0 - dot(nl, a->v + 3 * deep);
     } else {
-        nf = features(a, m, x);
-        for (int i = 0; i < nf; i++) {
-            dep[i] = o - dot(n, x[i]);
-            if (dep[i] > dep[deep]) deep = i;
+        deep = 0;
+        for (int i = 0; i < nf; i++) {   /* pass 1: the deepest, the farthest along skew */
+            const double *v = vertex(a, i, xl), dep = o0 - dot(nl, v);
+            if (dep > dd) {
+                dd = dep;
+                deep = i;
+            }
+            if (dep > 0.0) {
+                touch++;
+                if (dot(v, skew) > best) {
+                    best = dot(v, skew);
+                    along = i;
+                }
+            }
         }
     }
-    for (int i = 0; i < nf; i++)         /* the touching ones first, on the plane */
-        if (dep[i] > 0.0) {
-            axpy(x[i], dep[i], n, x[nt]);
-            dep[nt++] = dep[i];
+    if (touch == 0) {                    /* apart: the deepest vertex's point and gap */
+        to_world(a, vertex(a, deep, xl), c->x[0]);
+        axpy(c->x[0], dd, n, c->x[0]);
+        c->depth[0] = dd;
+        c->n = 1;
+        return;
+    }
+    pick[np++] = touch > SOA_MANIFOLD && o0 - dot(nl, vertex(a, along, xl)) >= FACE_TIE * dd ? along
+                                                                                      : deep;
+    double p0[3], e01[3], far = 1e-18;
+    for (int j = 0; j < 3; j++) p0[j] = vertex(a, pick[0], xl)[j];
+    int i1 = -1;
+    for (int i = 0; i < nf; i++) {       /* pass 2: the farthest across m */
+        const double *v = vertex(a, i, xl);
+        if (!(o0 - dot(nl, v) > 0.0)) continue;
+        axpy(v, -1.0, p0, d);
+        axpy(d, -dot(d, ml), ml, d);
+        if (dot(d, d) > far) {
+            far = dot(d, d);
+            i1 = i;
         }
-    if (nt == 0) {                       /* apart: the deepest feature's point and gap */
-        axpy(x[deep], dep[deep], n, x[0]);
-        dep[0] = dep[deep];
-        nt = 1;
+    }
+    if (i1 >= 0) {
+        pick[np++] = i1;
+        axpy(vertex(a, i1, yl), -1.0, p0, e01);
+        double hi = 1e-18 * far, lo = -1e-18 * far;
+        int i2 = -1, i3 = -1;
+        for (int i = 0; i < nf; i++) {   /* pass 3: signed areas on either side of the line */
+            const double *v = vertex(a, i, xl);
+            if (!(o0 - dot(nl, v) > 0.0)) continue;
+            axpy(v, -1.0, p0, d);
+            cross(e01, d, w);
+            const double ar = dot(w, ml);
+            if (ar > hi) {
+                hi = ar;
+                i2 = i;
+            }
+            if (ar < lo) {
+                lo = ar;
+                i3 = i;
+            }
+        }
+        if (i2 >= 0) pick[np++] = i2;
+        if (i3 >= 0) pick[np++] = i3;
+    }
+    c->n = np;
+    for (int k = 0; k < np; k++) {       /* to the world, onto the plane */
+        const double *v = vertex(a, pick[k], xl);
+        c->depth[k] = o0 - dot(nl, v);
+        to_world(a, v, c->x[k]);
+        axpy(c->x[k], c->depth[k], n, c->x[k]);
+    }
+}
+
+void soa_collide_plane(const soa_shape *a0, const double *n, double o, soa_manifold *c)
+{
+    int hint;
+    const soa_shape sa = with_hint(a0, &hint), *a = &sa;
+    const double m[3] = {-n[0], -n[1], -n[2]};
+    double xd[3] = {0.0, 0.0, 0.0}, dd = -HUGE_VAL, x[3];
+    if (a->type == SOA_SHAPE_BOX || a->type == SOA_SHAPE_MESH) {
+        polytope_plane(a, n, o, c);
+        return;
+    }
+    cands k;
+    k.n = 0;
+    for (int i = 0; i < nfeatures(a); i++) {
+        feature(a, m, i, x);
+        const double dep = o - dot(n, x);
+        if (dep > dd) {
+            dd = dep;
+            for (int j = 0; j < 3; j++) xd[j] = x[j];
+        }
+        if (dep > 0.0) {                 /* the touching ones, on the plane */
+            axpy(x, dep, n, x);
+            cand_add(&k, x, dep, m);
+        }
+    }
+    if (k.n == 0) {                      /* apart: the deepest feature's point and gap */
+        axpy(xd, dd, n, k.x[0]);
+        k.dep[0] = dd;
+        k.n = 1;
     }
     for (int i = 0; i < 3; i++) c->m[i] = m[i];
-    reduce(nt, x, dep, m, c);
+    reduce(k.n, k.x, k.dep, m, c);
 }
 
 /* ------------------------------------------------------------------ GJK */
@@ -512,8 +677,10 @@ static int gjk(const soa_shape *A, const soa_shape *B, int full, double *dist, d
     return !conv;
 }
 
-int soa_shape_distance(const soa_shape *a, const soa_shape *b, double *dist, double *pa, double *pb)
+int soa_shape_distance(const soa_shape *a0, const soa_shape *b0, double *dist, double *pa, double *pb)
 {
+    int ha, hb;
+    const soa_shape sa = with_hint(a0, &ha), sb = with_hint(b0, &hb), *a = &sa, *b = &sb;
     double xa[3], xb[3], d = 1.0;
     const int st = gjk(a, b, 0, &d, xa, xb);
     const double ra = margin(a), rb = margin(b);
@@ -649,16 +816,19 @@ static int mpr(const soa_shape *A, const soa_shape *B, double *m, double *depth,
  * first two into e (a vertex: twice). */
 static int support_feature(const soa_shape *s, const double *d, double (*e)[3])
 {
-    double v[NCAND][3], h = -HUGE_VAL;
-    const int nv = features(s, d, v);
-    for (int i = 0; i < nv; i++)
-        if (dot(v[i], d) > h) h = dot(v[i], d);
+    double v[3], h = -HUGE_VAL;
+    const int nv = nfeatures(s);
+    for (int i = 0; i < nv; i++) {
+        feature(s, d, i, v);
+        if (dot(v, d) > h) h = dot(v, d);
+    }
     const double tol = 2.0 * FLAT_SIN * soa_shape_bound(s);
     int k = 0;
     for (int i = 0; i < nv; i++) {
-        if (!(dot(v[i], d) >= h - tol)) continue;
+        feature(s, d, i, v);
+        if (!(dot(v, d) >= h - tol)) continue;
         if (k < 2)
-            for (int j = 0; j < 3; j++) e[k][j] = v[i][j];
+            for (int j = 0; j < 3; j++) e[k][j] = v[j];
         k++;
     }
     if (k == 1)
@@ -715,26 +885,27 @@ static int over(const double *x, const double *m, double len, const soa_shape *B
     return d <= 1e-7;
 }
 
-/* Adds to (x, dep) the features of A (sign +1; of B: -1 with A and B swapped by the caller) that
- * lie past B's face along m and over it, the points midway into the overlap. */
-static int add_features(const soa_shape *A, const soa_shape *B, const double *m, double len,
-                        double (*x)[3], double *dep, int n)
+/* Adds to k the features of A (sign +1; of B: -1 with A and B swapped by the caller) that lie past
+ * B's face along m and over it, the points midway into the overlap. */
+static void add_features(const soa_shape *A, const soa_shape *B, const double *m, double len,
+                         cands *k)
 {
-    double f[NCAND][3], nm[3] = {-m[0], -m[1], -m[2]}, hb[3];
+    double f[3], nm[3] = {-m[0], -m[1], -m[2]}, hb[3];
     soa_shape_support(B, nm, hb);
     const double h = -dot(hb, m);        /* h_B(-m) */
-    const int nf = features(A, m, f);
-    for (int i = 0; i < nf && n < 2 * NCAND; i++) {
-        const double d = dot(f[i], m) + h;
-        if (!(d > 0.0) || !over(f[i], m, len, B)) continue;
-        axpy(f[i], -0.5 * d, m, x[n]);
-        dep[n++] = d;
+    for (int i = 0; i < nfeatures(A); i++) {
+        feature(A, m, i, f);
+        const double d = dot(f, m) + h;
+        if (!(d > 0.0) || !over(f, m, len, B)) continue;
+        axpy(f, -0.5 * d, m, f);
+        cand_add(k, f, d, m);
     }
-    return n;
 }
 
-int soa_collide(const soa_shape *a, const soa_shape *b, soa_manifold *c)
+int soa_collide(const soa_shape *a0, const soa_shape *b0, soa_manifold *c)
 {
+    int ha, hb;
+    const soa_shape sa = with_hint(a0, &ha), sb = with_hint(b0, &hb), *a = &sa, *b = &sb;
     const double ra = margin(a), rb = margin(b);
     double pa[3], pb[3], e[3], d = 1.0;
     int st = 0;
@@ -771,13 +942,14 @@ int soa_collide(const soa_shape *a, const soa_shape *b, soa_manifold *c)
     c->depth[0] = delta;
     if (!(delta > 0.0)) return st;
     /* the manifold: the features of each shape past the other's flat face along m */
-    double x[2 * NCAND][3], dep[2 * NCAND], nm[3] = {-m[0], -m[1], -m[2]};
+    const double nm[3] = {-m[0], -m[1], -m[2]};
     const double len = 2.0 * (soa_shape_bound(a) + soa_shape_bound(b)) + dist + delta;
-    int n = 0;
-    if (flat_towards(b, m)) n = add_features(a, b, m, len, x, dep, n);
-    if (flat_towards(a, nm)) n = add_features(b, a, nm, len, x, dep, n);
-    if (n > 0) {
-        reduce(n, x, dep, m, c);
+    cands k;
+    k.n = 0;
+    if (flat_towards(b, m)) add_features(a, b, m, len, &k);
+    if (flat_towards(a, nm)) add_features(b, a, nm, len, &k);
+    if (k.n > 0) {
+        reduce(k.n, k.x, k.dep, m, c);
     } else if ((a->type == SOA_SHAPE_BOX || a->type == SOA_SHAPE_MESH)
                && (b->type == SOA_SHAPE_BOX || b->type == SOA_SHAPE_MESH)) {
         feature_point(a, b, m, c->x[0]);

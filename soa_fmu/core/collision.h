@@ -7,13 +7,22 @@
 #define SOA_COLLISION_H
 
 enum { SOA_SHAPE_SPHERE, SOA_SHAPE_CAPSULE, SOA_SHAPE_CYLINDER, SOA_SHAPE_BOX, SOA_SHAPE_MESH,
-       SOA_NSHAPES };
-#define SOA_HULL_MAX 32     /* vertices of a convex mesh's hull (the model's table holds as many) */
+       SOA_SHAPE_ELLIPSOID, SOA_NSHAPES };
+#define SOA_HULL_MAX 4096   /* vertices of one convex mesh's hull, at most (the model's tables hold
+                               the hulls' own: soa_sizes.nhv) */
+#define SOA_HULL_SCAN 32    /* a hull of at most this many vertices: its support point by a scan;
+                               more: by hill climbing over its edges ... */
+#define SOA_HULL_SEEDS 14   /* ... from the best of its first vertices (contact.py: the farthest
+                               along the axes and the cube's diagonals), or from a hint */
 #define SOA_MANIFOLD 4      /* contact points of one pair */
 
 /* A convex shape in the world: x_world = R x + p (R row-major 3 x 3).  Sphere: radius r.
  * Capsule and cylinder: radius r, axis the shape's z, half-length size[0].  Box: half-extents
- * size[0..2].  Mesh: the hull's nv vertices v (shape frame, nv x 3). */
+ * size[0..2].  Ellipsoid: semi-axes size[0..2] (> 0) along the shape's axes.  Mesh: the hull's nv
+ * vertices v (shape frame, nv x 3), vertex i's neighbours on the hull adj[adj0[i] .. adj0[i + 1])
+ * (numbered 0..nv-1; NULL: every support point by a scan).  c: a point inside the shape, its frame
+ * (NULL: its origin).  hint (may be NULL): the hull vertex where hill climbing starts, then the one
+ * it found (the functions below keep their own across their iterations). */
 typedef struct {
     int type;
     const double *R, *p;
@@ -21,6 +30,9 @@ typedef struct {
     const double *size;
     const double *v;
     int nv;
+    const int *adj0, *adj;
+    const double *c;
+    int *hint;
 } soa_shape;
 
 /* A contact: unit normal m from shape a towards the other (a plane: -n), n points x (world) with

@@ -40,6 +40,17 @@ static soa_status bad(int e, int c)
     return st;
 }
 
+/* Geometry s as a shape with axes R and origin p (collision.h): its hull's vertices and edges,
+ * its interior point. */
+static soa_shape placed(const soa_model *m, int s, const double *R, const double *p)
+{
+    const int v0 = m->sp_hv0[s], mesh = m->sp_shape[s] == SOA_SHAPE_MESH;
+    const soa_shape sh = {m->sp_shape[s], R, p, m->sp_radius[s], m->sp_size + 3 * s,
+                          mesh ? m->sp_hull + 3 * v0 : 0, mesh ? m->sp_nvert[s] : 0,
+                          mesh ? m->hv_adj0 + v0 : 0, mesh ? m->hv_adj : 0, m->sp_inner + 3 * s, 0};
+    return sh;
+}
+
 /* The shape of geometry s as placed by the last kinematics (collision.h): its origin sp_x (set
  * for every geometry), its axes sp_R formed here (only the narrow phase reads them). */
 static soa_shape shape_of(const soa_model *m, soa_data *d, int s)
@@ -49,13 +60,12 @@ static soa_shape shape_of(const soa_model *m, soa_data *d, int s)
     for (int i = 0; i < 3; i++)
         for (int j = 0; j < 3; j++)
             R[3 * i + j] = Rb[3 * i] * Rs[j] + Rb[3 * i + 1] * Rs[3 + j] + Rb[3 * i + 2] * Rs[6 + j];
-    const soa_shape sh = {m->sp_shape[s], d->sp_R + 9 * s, d->sp_x + 3 * s, m->sp_radius[s],
-                          m->sp_size + 3 * s, m->sp_hull + 3 * SOA_HULL_MAX * s, m->sp_nvert[s]};
-    return sh;
+    return placed(m, s, d->sp_R + 9 * s, d->sp_x + 3 * s);
 }
 
-/* Geometry s: a known shape, finite sizes >= 0, a rotation (orthonormal to 1e-6), a mesh's
- * vertices (1..SOA_HULL_MAX, finite). */
+/* Geometry s: a known shape, finite sizes >= 0 (an ellipsoid's > 0), a rotation (orthonormal to
+ * 1e-6), a mesh's vertices (1..SOA_HULL_MAX, finite, within sp_hull) and edges (within hv_adj,
+ * neighbours numbered within the mesh). */
 static int shape_ok(const soa_model *m, int s)
 {
     const double *R = m->sp_rot + 9 * s, *e = m->sp_size + 3 * s;
@@ -68,9 +78,17 @@ static int shape_ok(const soa_model *m, int s)
             if (!(fabs(g - (i == j)) < 1e-6)) return 0;
         }
     }
+    if (t == SOA_SHAPE_ELLIPSOID) return e[0] > 0.0 && e[1] > 0.0 && e[2] > 0.0;
     if (t != SOA_SHAPE_MESH) return 1;
-    if (m->sp_nvert[s] < 1 || m->sp_nvert[s] > SOA_HULL_MAX) return 0;
-    return soa_first_nonfinite(m->sp_hull + 3 * SOA_HULL_MAX * s, 3 * m->sp_nvert[s]) < 0;
+    const int nv = m->sp_nvert[s], v0 = m->sp_hv0[s];
+    if (nv < 1 || nv > SOA_HULL_MAX || v0 < 0 || v0 > m->nhv - nv) return 0;
+    for (int i = v0; i < v0 + nv; i++) {
+        const int a = m->hv_adj0[i], b = m->hv_adj0[i + 1];
+        if (a < 0 || b < a || b > 6 * m->nhv) return 0;
+        for (int k = a; k < b; k++)
+            if (m->hv_adj[k] < 0 || m->hv_adj[k] >= nv) return 0;
+    }
+    return soa_first_nonfinite(m->sp_hull + 3 * v0, 3 * nv) < 0;
 }
 
 /* The contact tables: bodies and pairs in range, finite geometry, radius >= 0, valid shapes, unit
@@ -89,9 +107,12 @@ soa_status soa_contact_finish(soa_model *m)
             || m->sp_set[s] < 0 || m->sp_set[s] >= (1 << SOA_CT_NLAW) || !shape_ok(m, s))
             return bad(1 + s, SOA_CT_GEOMETRY);
         const double zero[3] = {0.0, 0.0, 0.0};
-        const soa_shape sh = {m->sp_shape[s], m->sp_rot + 9 * s, zero, m->sp_radius[s],
-                              m->sp_size + 3 * s, m->sp_hull + 3 * SOA_HULL_MAX * s, m->sp_nvert[s]};
+        double *c = m->sp_inner + 3 * s;   /* inside: the origin, a hull's vertex mean */
+        const soa_shape sh = placed(m, s, m->sp_rot + 9 * s, zero);
         m->sp_bound[s] = soa_shape_bound(&sh);
+        c[0] = c[1] = c[2] = 0.0;
+        for (int i = 0; i < sh.nv; i++)
+            for (int j = 0; j < 3; j++) c[j] += sh.v[3 * i + j] / sh.nv;
         for (int c = 0; c < SOA_CT_NLAW; c++)
             if ((m->sp_set[s] >> c & 1) && !law_ok(c, m->sp_law[SOA_CT_NLAW * s + c]))
                 return bad(1 + s, c);

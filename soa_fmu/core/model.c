@@ -31,6 +31,7 @@ static int sizes_ok(const soa_sizes *s)
            && s->nc >= 0 && s->nc < (1 << 12)
            && s->nsph >= 0 && s->nsph < (1 << 12) && s->npln >= 0 && s->npln < (1 << 8)
            && s->nssp >= 0 && s->nssp < (1 << 16)            /* contact.c: the simulator's tree */
+           && s->nhv >= 0 && s->nhv <= s->nsph * SOA_HULL_MAX
            && (s->nsph == 0 || (s->nm == 0 && s->nc == 0));
 }
 
@@ -40,7 +41,7 @@ soa_model *soa_model_new(const soa_sizes *s)
     soa_model *m = calloc(1, sizeof(soa_model));
     if (!m) return NULL;
     m->nb = s->nb; m->nq = s->nq; m->nv = s->nv; m->nc = s->nc; m->nm = s->nm;
-    m->nsph = s->nsph; m->npln = s->npln; m->nssp = s->nssp;
+    m->nsph = s->nsph; m->npln = s->npln; m->nssp = s->nssp; m->nhv = s->nhv;
     SOA_SIZES(m);
     size_t total = 0;
 #define COUNT_INT(name, ndim, d0, d1, d2) total += aligned(sizeof(int) * soa_buffer_dims(ndim, d0, d1, d2));

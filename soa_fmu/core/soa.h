@@ -122,18 +122,19 @@ typedef struct {
     int nsph;   /* contact.c: contact geometries on bodies (spheres and the other shapes) */
     int npln;   /* contact.c: contact planes fixed in world */
     int nssp;   /* contact.c: geometry pairs that may touch */
+    int nhv;    /* contact.c: the vertices of every mesh's convex hull, together */
 } soa_sizes;
 
 /* Declares the sizes of model m as local constants, so the table expressions below evaluate. */
 #define SOA_SIZES(m)                                                                          \
     const int nb = (m)->nb, nq = (m)->nq, nv = (m)->nv, nc = (m)->nc, nm = (m)->nm;             \
     const int nbf = nm ? nb : 0, nx = 6 + nm;  /* flexible tables: bodies, 6 + modes */          \
-    const int nsph = (m)->nsph, npln = (m)->npln, nssp = (m)->nssp;                              \
+    const int nsph = (m)->nsph, npln = (m)->npln, nssp = (m)->nssp, nhv = (m)->nhv;              \
     const int npair = nsph * npln + nssp;      /* contact pairs: geometry-plane, then pairs */  \
     const int npt = SOA_MANIFOLD * npair;      /* their contact points (SOA_MANIFOLD a pair) */ \
     const int nimp = npt < SOA_CONTACT_MAX_IMPLICIT ? npt : SOA_CONTACT_MAX_IMPLICIT;         \
     (void)nb; (void)nq; (void)nv; (void)nc; (void)nm; (void)nbf; (void)nx;                      \
-    (void)nsph; (void)npln; (void)nssp; (void)npair; (void)npt; (void)nimp
+    (void)nsph; (void)npln; (void)nssp; (void)nhv; (void)npair; (void)npt; (void)nimp
 
 /* X(name, ndim, d0, d1, d2): one buffer, dims d0 x d1 x d2 (only the first ndim used). */
 
@@ -183,7 +184,12 @@ typedef struct {
     X(sp_body, 1, nsph, 0, 0) /* body carrying geometry s */                                    \
     X(sp_set,  1, nsph, 0, 0) /* bit c: the geometry overrides law constant c (SOA_CT_*) */     \
     X(sp_shape, 1, nsph, 0, 0) /* its shape SOA_SHAPE_* (collision.h) */                        \
-    X(sp_nvert, 1, nsph, 0, 0) /* a mesh: its hull's vertices in sp_hull (1..SOA_HULL_MAX) */    \
+    X(sp_nvert, 1, nsph, 0, 0) /* a mesh: its hull's vertex count (1..SOA_HULL_MAX) ... */      \
+    X(sp_hv0,  1, nsph, 0, 0) /* ... and its first vertex in sp_hull, hv_adj0 */               \
+    X(hv_adj0, 1, nhv + 1, 0, 0) /* hull vertex i's neighbours on its hull are hv_adj[hv_adj0[i] \
+                                 .. hv_adj0[i + 1]) (the edges of Qhull's triangulated hull) */ \
+    X(hv_adj,  1, 6 * nhv, 0, 0) /* ... numbered within their mesh (a triangulated hull of V \
+                                 vertices has 3 V - 6 edges: 6 V - 12 entries at most) */       \
     X(pl_set,  1, npln, 0, 0) /* bit c: the plane overrides law constant c */                   \
     X(ss_pair, 2, nssp, 2, 0) /* the two geometries (a, b) of each pair that may touch */       \
     X(bp_first, 1, nsph + 1, 0, 0) /* broadphase.c: the pairs by lower geometry g are bp_pairs \
@@ -268,7 +274,9 @@ typedef struct {
     X(sp_radius, 1, nsph, 0, 0)         /* radius: sphere (0: a point), capsule, cylinder */    \
     X(sp_rot,    3, nsph, 3, 3)         /* its axes in the body frame (x_body = R x + centre) */ \
     X(sp_size,   2, nsph, 3, 0)         /* box: half-extents; capsule, cylinder: half-length */ \
-    X(sp_hull,   3, nsph, SOA_HULL_MAX, 3) /* mesh: its convex hull's vertices, its frame */   \
+    X(sp_hull,   2, nhv, 3, 0)          /* every mesh's convex hull vertices, its frame */     \
+    X(sp_inner,  2, nsph, 3, 0)         /* a point inside the geometry, its frame (a mesh: its \
+                                           hull's vertex mean; soa_contact_finish): GJK, MPR */ \
     X(sp_bound,  1, nsph, 0, 0)         /* radius of a sphere about the origin that holds it \
                                            (soa_contact_finish): the broad phase */            \
     X(sp_law,    2, nsph, SOA_CT_NLAW, 0) /* the geometry's constants (used where sp_set) */    \
@@ -472,7 +480,7 @@ typedef struct {
 #define SOA_DECLARE_REAL(name, ndim, d0, d1, d2) double *name;
 
 typedef struct soa_model {
-    int nb, nq, nv, nc, nm, nsph, npln, nssp;
+    int nb, nq, nv, nc, nm, nsph, npln, nssp, nhv;
     SOA_MODEL_INTS(SOA_DECLARE_INT)
     SOA_MODEL_REALS(SOA_DECLARE_REAL)
     int finished;           /* set by soa_model_finish: the model passed its checks */

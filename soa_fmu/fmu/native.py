@@ -26,7 +26,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..contact import contact_names, sphere_pairs
+from ..contact import contact_names, hull_vertex_count, sphere_pairs
 from ..model import Model
 from .variables import METHODS, ControllerTable, VariableTable
 
@@ -254,7 +254,8 @@ def model_source(model: Model, table: VariableTable, identifier: str, guid: str,
         "interfaces": ("cs" in interfaces) + 2 * ("me" in interfaces),
         "vr_qdot": vr("qdot"),
         "nsph": len(model.contact_spheres), "npln": len(model.contact_planes),
-        "nssp": len(sphere_pairs(model)), "contact_names": "CONTACTS",
+        "nssp": len(sphere_pairs(model)), "nhv": hull_vertex_count(model),
+        "contact_names": "CONTACTS",
         **{f"vr_{g}": vr(g) for g in ("contact_law", "plane_offset", "contact_force",
                                       "contact_depth", "pair_depth", "stop_margin")},
         "role": "SOA_FMU_CONTROLLER" if isinstance(table, ControllerTable) else "SOA_FMU_PLANT",

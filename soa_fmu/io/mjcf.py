@@ -16,10 +16,10 @@ MuJoCo's, not a re-implementation.  The compiled ``MjModel`` is then read (docs/
   ``range`` of a limited joint -> ``limits["lower"/"upper"]`` (stops);
 - ``gravity``; ``timestep`` -> ``model.timestep`` (the FMU's default step);
 - sites -> named frames; ``equality connect``/``weld`` -> ball / weld constraints, active as
-  ``eq_active0``; colliding sphere, capsule, cylinder, box and mesh geoms of bodies and plane geoms
-  of the world -> contact geometries and planes, where the engine has contact, each pair with
-  the law of MuJoCo's solref/solimp/friction/condim for it (``mjcf_law``), explicit ``<pair>``s
-  included;
+  ``eq_active0``; colliding sphere, capsule, ellipsoid, cylinder, box and mesh geoms of bodies and
+  plane geoms of the world -> contact geometries and planes, where the engine has contact, each
+  pair with the law of MuJoCo's solref/solimp/friction/condim for it (``mjcf_law``), explicit
+  ``<pair>``s included;
 - everything MuJoCo has and the engine does not (tendons, actuators, springs, other equalities,
   flexes, contact geoms, ...) -> ONE :class:`~soa_fmu.io.checks.ModelWarning` per kind naming the
   elements ignored.
@@ -47,7 +47,7 @@ EXTRA = "mjcf"                       # pip install 'soa_fmu[mjcf]'
 FREE, BALL, SLIDE, HINGE = 0, 1, 2, 3          # mjtJoint
 CONNECT, WELD = 0, 1                            # mjtEq
 PLANE_GEOM = 0                                  # mjtGeom -> our contact shapes
-SHAPE_OF_GEOM = {2: "sphere", 3: "capsule", 5: "cylinder", 6: "box", 7: "mesh"}
+SHAPE_OF_GEOM = {2: "sphere", 3: "capsule", 4: "ellipsoid", 5: "cylinder", 6: "box", 7: "mesh"}
 ROOT_JOINT = "root_joint"
 
 
@@ -319,12 +319,12 @@ def _geom_filter(m) -> "np.ndarray":
 
 
 def _add_contacts(model: Model, mj: MjcfModel, bnames, offset, R0, t0, prefix: str) -> None:
-    """Colliding geoms of moving or welded bodies -> contact geometries (sphere, capsule, cylinder,
-    box, mesh: its hull), colliding planes of MuJoCo's world -> contact planes (when the engine has
+    """Colliding geoms of moving or welded bodies -> contact geometries (sphere, capsule, ellipsoid,
+    cylinder, box, mesh: its hull), colliding planes of MuJoCo's world -> contact planes (when the engine has
     contact: ``Model.add_contact_geom``); the pairs MuJoCo's filter refuses (_geom_filter) are
     excluded, its explicit ``<pair>``s included; every pair gets the law constants of MuJoCo's
     parameters for it (_add_pair_laws).  One warning names every colliding geom left out
-    (ellipsoids, height fields, the world's non-plane geoms)."""
+    (height fields, the world's non-plane geoms)."""
     m, path = mj.m, mj.path
     names = _names(m, "geom", m.ngeom, "geom")
     explicit = {(int(m.pair_geom1[i]), int(m.pair_geom2[i])): i for i in range(m.npair)}
@@ -348,6 +348,8 @@ def _add_contacts(model: Model, mj: MjcfModel, bnames, offset, R0, t0, prefix: s
                     kw.update(radius=size[0], half_length=size[1] if shape != "sphere" else 0.0)
                 elif shape == "box":
                     kw.update(half_extents=size)
+                elif shape == "ellipsoid":
+                    kw.update(radii=size)
                 else:
                     i = int(m.geom_dataid[g])
                     a, n = int(m.mesh_vertadr[i]), int(m.mesh_vertnum[i])
@@ -367,8 +369,8 @@ def _add_contacts(model: Model, mj: MjcfModel, bnames, offset, R0, t0, prefix: s
               "contact on a model with closure constraints is not supported" if model.constraints
               else "no contact in this engine; their mass is in the bodies' inertias")
         return
-    _warn(path, "", "contact geoms", left, "ellipsoids, height fields and the world's geoms other "
-          "than planes are not contact elements; their mass is in the bodies' inertias")
+    _warn(path, "", "contact geoms", left, "height fields and the world's geoms other than planes "
+          "are not contact elements; their mass is in the bodies' inertias")
     _add_pair_laws(model, m, read, allowed, explicit)
     if read:
         shown = [names[g] for g in read]

@@ -41,7 +41,7 @@ import numpy as np
 
 MINIMP, MAXIMP, MINVAL, MINMU = 1e-4, 0.9999, 1e-15, 1e-5     # mjMINIMP, mjMAXIMP, mjMINVAL, mjMINMU
 DEFAULT_SOLREF = (0.02, 1.0)
-RESTING_POINTS = {"sphere": 1, "capsule": 2, "cylinder": 3, "box": 4, "mesh": 4}
+RESTING_POINTS = {"sphere": 1, "ellipsoid": 1, "capsule": 2, "cylinder": 3, "box": 4, "mesh": 4}
 
 
 def mixed_params(m, g1: int, g2: int) -> tuple[int, np.ndarray, np.ndarray, float]:

@@ -45,7 +45,7 @@ KEYS = {
     "contact.planes": set(LAW) | {"name", "point", "normal"},
     "contact.spheres": set(LAW) | {"name", "body", "center", "radius", "collide"},
     "contact.geoms": set(LAW) | {"name", "body", "shape", "center", "rpy", "radius", "half_length",
-                                 "half_extents", "mesh", "scale", "collide", "exclude"},
+                                 "half_extents", "radii", "mesh", "scale", "collide", "exclude"},
     "limits": {"lower", "upper", "velocity", "effort", "damping", "friction", "armature",
                "stop_stiffness", "stop_damping"},
 }
@@ -460,7 +460,7 @@ def _geom(rd: _Reader, model: Model, t: dict, where: str, name: str, lw: dict) -
     shape = rd.get(t, "shape", where, str, "sphere")
     kw = dict(center=rd.vector(t, "center", where), radius=rd.get(t, "radius", where, float, 0.0),
               half_length=rd.get(t, "half_length", where, float, 0.0),
-              half_extents=rd.vector(t, "half_extents", where),
+              half_extents=rd.vector(t, "half_extents", where), radii=rd.vector(t, "radii", where),
               collide=rd.get(t, "collide", where, bool, True), exclude=exclude, **lw)
     if "rpy" in t:
         kw["rotation"] = rpy_to_matrix(rd.vector(t, "rpy", where))

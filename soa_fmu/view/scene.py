@@ -223,7 +223,8 @@ class SceneBuilder:
     def contact_item(self, g: ContactGeom, alpha: float) -> dict:
         """One contact geometry as one item in its own frame (docs/contact.md): a sphere (a point:
         a small ball), a box (full edges), a cylinder or a capsule (radius, length; three.js y
-        along the geometry's z), a convex hull (its triangles, wound outward)."""
+        along the geometry's z), an ellipsoid (a unit sphere scaled by its radii), a convex hull
+        (its triangles, wound outward)."""
         color = [*_color(CONTACT_COLOR, None), alpha]
         if g.shape == "mesh":
             from scipy.spatial import ConvexHull
@@ -239,6 +240,9 @@ class SceneBuilder:
             size, M = [float(x) for x in 2 * np.asarray(g.half_extents)], _matrix()
         elif g.shape in ("cylinder", "capsule"):
             size, M = [float(g.radius), 2.0 * float(g.half_length)], _matrix(_RX90)
+        elif g.shape == "ellipsoid":
+            size, M = [1.0], _matrix(scale=g.radii)
+            return {"kind": "sphere", "size": size, "matrix": M, "color": color, "contact": True}
         else:
             size, M = [float(g.radius) if g.radius > 0 else self.r], _matrix()
         return {"kind": g.shape, "size": size, "matrix": M, "color": color, "contact": True}

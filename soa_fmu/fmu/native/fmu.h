@@ -75,6 +75,7 @@ typedef struct {
      * contact.stiffness (then the other SOA_CT_* constants), <plane>.offset (npln),
      * <sphere>.force[1] (3 per sphere), <sphere>.depth (nsph); -1: absent */
     int nsph, npln, nssp;
+    int nhv;                             /* the vertices of every mesh's hull (soa_sizes) */
     const char *const *contact_names;    /* spheres, planes, sphere pairs */
     int vr_contact_law, vr_plane_offset, vr_contact_force, vr_contact_depth;
     int vr_pair_depth;                   /* Model Exchange: contact.<sphere>.<other>.depth */

@@ -94,14 +94,14 @@ static uint64_t fnv1a_more(uint64_t h, const unsigned char *b, size_t n)
 uint64_t fmu_model_digest(void)
 {
     uint64_t h = fnv1a(NULL, 0);
-    const int sizes[8] = {D.nb, D.nq, D.nv, D.nc, D.nm, D.nsph, D.npln, D.nssp};
+    const int sizes[9] = {D.nb, D.nq, D.nv, D.nc, D.nm, D.nsph, D.npln, D.nssp, D.nhv};
     unsigned char b[8], *p;
-    for (int k = 0; k < 8; k++) {
+    for (int k = 0; k < 9; k++) {
         p = b;
         put_u32(&p, (uint32_t)sizes[k]);
         h = fnv1a_more(h, b, 4);
     }
-    const soa_sizes sz = {D.nb, D.nq, D.nv, D.nc, D.nm, D.nsph, D.npln, D.nssp};
+    const soa_sizes sz = {D.nb, D.nq, D.nv, D.nc, D.nm, D.nsph, D.npln, D.nssp, D.nhv};
     SOA_SIZES(&sz);
     int i = 0;
 #define HASH_INT(name, ndim, d0, d1, d2)                                                         \

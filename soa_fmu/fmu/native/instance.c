@@ -73,7 +73,7 @@ void fmu_free(Instance *c)
 /* The soa_model of the description: its buffers copied by the tables of soa.h, then checked. */
 static soa_model *make_model(void)
 {
-    const soa_sizes sizes = {D.nb, D.nq, D.nv, D.nc, D.nm, D.nsph, D.npln, D.nssp};
+    const soa_sizes sizes = {D.nb, D.nq, D.nv, D.nc, D.nm, D.nsph, D.npln, D.nssp, D.nhv};
     soa_model *m = soa_model_new(&sizes);
     if (!m) return NULL;
     SOA_SIZES(m);
