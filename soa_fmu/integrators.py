@@ -5,7 +5,9 @@ Methods (all in the C core: ``soa_rk4``, ``soa_euler``, ``soa_dop853``, ``soa_im
 constraint_time.c, over the same integrators — the native FMU takes the very same steps)
     ``auto``       (default) ``ros34pw2`` for a model with stiff terms (joint dissipation, stops,
                    contact), else ``rk4`` (``soa_auto_method``; :attr:`Simulator.integrator_used`;
-                   docs/joints.md)
+                   docs/joints.md); flexible models: ``rk4`` with sub-steps no longer than
+                   1.4 / their highest modal frequency at the start (:attr:`Simulator.auto_max_step`,
+                   docs/flexible.md)
     ``rk4``        classical fixed-step Runge–Kutta 4
     ``euler``      semi-implicit (symplectic) Euler: β ← β + h β̇, θ ← θ ⊕ h β (exponential map)
     ``implicit``   linearly implicit Euler (first order), implicit in the joint damping, friction
@@ -121,6 +123,10 @@ class Simulator:
         _core.check_state(model.core, self.q, self.qd)
         _core.mimic_project(model.core, self.q, self.qd)     # mimic joints follow their drivers
         self.integrator_used = self._resolve(self.options.method)
+        # auto on a flexible model: RK4 sub-steps no longer than 1.4 / its highest modal frequency
+        # at the start (``soa_auto_max_step``; inf for the others)
+        self.auto_max_step = (_core.auto_max_step(model.data, self.q)
+                              if self.options.method == "auto" else math.inf)
         self.update_outputs()
 
     # -------------------------------------------------------------- configuration
@@ -137,9 +143,12 @@ class Simulator:
                              f"of every step's sub-steps), got {o.max_step}")
 
     def _substeps(self, h: float) -> int:
-        """The equal sub-steps of a fixed-step method for step h (``soa_substeps``); at most
-        MAX_SUBSTEPS, else IntegrationError naming h, max_step and the count."""
+        """The equal sub-steps of a fixed-step method for step h (``soa_substeps``), no longer
+        than max_step (and auto's :attr:`auto_max_step`); at most MAX_SUBSTEPS, else
+        IntegrationError naming h, max_step and the count."""
         max_step = self.options.max_step
+        if self.options.method == "auto":
+            max_step = min(max_step, self.auto_max_step)
         nsub = max(1, math.ceil(h / max_step - 1e-9))
         if nsub > MAX_SUBSTEPS:
             raise IntegrationError(

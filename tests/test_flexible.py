@@ -282,6 +282,65 @@ def test_a_very_stiff_beam_moves_like_the_rigid_body():
     assert e2 < 1e-4 and e2 < e1 / 30
 
 
+def stiff_chain(n=20, modes=4):
+    """benchmarks/bench_flexible.py's chain: 20 beam links (4 modes, the highest clamped one at
+    967 rad/s), hinges about z and y in turn; the coupled modes reach 3720 rad/s, so RK4 at 1 ms
+    (|lambda h| = 3.7 > 2.78) diverges."""
+    red = fx.reduce(fx.beam(0.5, 1.0, 1e6, 100.0, 120.0, 80.0, 4), modes, 0.01)
+    m = sf.Model("chain", gravity=(0, 0, -9.81))
+    for i in range(n):
+        m.add_body(f"l{i}", f"l{i - 1}" if i else "world",
+                   J.Revolute([0, 1, 0] if i % 2 else [0, 0, 1]),
+                   translation=(0.5 if i else 0.0, 0, 0), flexible=red)
+    return m, red
+
+
+def modal_stiffness(m, red):
+    """The diagonal of K on the velocity dofs (the modes' K_ii, 0 on the joints)."""
+    k = np.zeros(m.nv)
+    for b in m.bodies:
+        k[b.v_index + b.joint.nv:b.v_index + b.nv] = np.diag(red.stiffness)
+    return k
+
+
+def test_highest_modal_frequency_is_a_dense_eigensolve():
+    """soa_flex_omega_max (power iteration through the O(N) solve) against the dense generalized
+    eigenproblem K v = omega^2 M v, at rest and at a random pose; auto's sub-step is 1.4 / it."""
+    m, red = stiff_chain()
+    k = np.sqrt(modal_stiffness(m, red))
+    rng = np.random.default_rng(3)
+    for q in (m.neutral_configuration(), random_state(m, rng, 0.5)[0]):
+        Minv = np.linalg.inv(sf.mass_matrix(m, q))
+        omega = np.sqrt(np.linalg.eigvalsh(k[:, None] * Minv * k[None, :]).max())
+        assert 1.4 / _core.auto_max_step(m.data, q) == pytest.approx(omega, rel=1e-3)
+    assert omega > 3.5 * np.sqrt(red.stiffness.max())       # the coupling raises it
+    rigid = sf.Model("r")
+    rigid.add_body("a", "world", J.Revolute([0, 0, 1]), mass=1.0, inertia=np.eye(3))
+    assert _core.auto_max_step(rigid.data, rigid.neutral_configuration()) == np.inf
+
+
+def test_the_default_runs_a_stiff_flexible_chain_at_1_ms():
+    """The issue-30 bar "no default run diverges where a method is stable": from rest under
+    gravity, 2 s at 1 ms with the defaults (auto: RK4, sub-steps <= 1.4 / 3720 rad/s = 0.38 ms,
+    so 3 per step) stays within 1e-6 rad of DOP853 at rtol 1e-10 (measured 6.9e-8); RK4 at the
+    plain 1 ms step diverges."""
+    m, _ = stiff_chain()
+    sim = sf.Simulator(m)
+    assert sim.integrator_used == "rk4" and 3.7e-4 < sim.auto_max_step < 3.8e-4
+    ref = sf.Simulator(m, method="dop853", rtol=1e-10, atol=1e-12)
+    for _ in range(2000):
+        sim.step(1e-3)
+        ref.step(1e-3)
+    assert np.abs(ref.qd).max() > 1.0                       # the chain swings
+    assert np.abs(sim.q - ref.q).max() < 1e-6
+    assert np.abs(sim.qd - ref.qd).max() < 1e-4
+    plain = sf.Simulator(m, method="rk4")
+    with pytest.raises(sf.IntegrationError, match=r"diverged: qd\[\d+\] \(l\d+\).*a flexible "
+                       r"model.*'dop853' or a smaller max_step$"):
+        for _ in range(100):
+            plain.step(1e-3)
+
+
 # ---------------------------------------------------------------- inputs, names, refusals
 def test_names_and_layout_of_the_modal_coordinates():
     m = load_model("model_descriptions/examples/flexible_arm.toml")

@@ -48,6 +48,22 @@ def test_slew_equals_the_engine_and_bends_the_tip(flexible_fmu):
     assert res["tip.position[2]"][-1] == pytest.approx(p[1], abs=1e-14)
 
 
+def test_auto_sub_steps_a_flexible_model_below_its_modal_bound(flexible_fmu):
+    """auto on a flexible model: RK4 sub-steps no longer than 1.4 / the highest modal frequency
+    (366 rad/s here: 3.8 ms) whatever max_step.  At h = max_step = 10 ms (omega h = 3.7, beyond
+    RK4's 2.78) both flavours take the engine's 3 sub-steps and stay near DOP853."""
+    model = load_model(example("flexible_arm.toml"))
+    tau = np.r_[2.0, 0, 0, 0, 0]
+    res = simulate_fmu(str(flexible_fmu), stop_time=0.5, step_size=1e-2, output_interval=1e-2,
+                       start_values={"tau[1]": 2.0, "max_step": 1e-2},
+                       output=[f"q[{i}]" for i in range(1, 6)])
+    got = np.column_stack([res[f"q[{i}]"] for i in range(1, 6)])
+    ref = sf.simulate(model, 0.5, 1e-2, tau=tau, max_step=1e-2)
+    np.testing.assert_allclose(got, ref["q"], rtol=0, atol=1e-14)
+    tight = sf.simulate(model, 0.5, 1e-2, tau=tau, method="dop853", rtol=1e-10, atol=1e-12)
+    assert np.abs(got - tight["q"]).max() < 1e-4
+
+
 def test_a_force_on_the_tip_node_deflects_the_beam(flexible_fmu):
     """A vertical force P on the tip frame (an input on a node): the hub feels no torque about its
     vertical axis, so the beam is a cantilever; once the modal damping has settled the vibration,

@@ -159,3 +159,50 @@ def test_two_ellipsoids_gap_is_their_distance():
         assert ref <= sampled + 1e-12
         apart += 1
     assert apart >= 4
+
+
+def point_hull_distance(p: np.ndarray, V: np.ndarray) -> float:
+    """The distance from p (outside) to the convex hull of V: the least over the hull's triangles
+    of p's distance to the triangle (its plane where p projects inside it, else its edges)."""
+    from scipy.spatial import ConvexHull
+    T = V[ConvexHull(V).simplices]                                      # (nt, 3, 3)
+    a, b, c = T[:, 0], T[:, 1], T[:, 2]
+    n = np.cross(b - a, c - a)
+    n /= np.linalg.norm(n, axis=1)[:, None]
+    h = np.einsum("ij,ij->i", p - a, n)
+    x = p - h[:, None] * n                                              # projections
+    inside = np.ones(len(T), bool)
+    for u, v in ((a, b), (b, c), (c, a)):
+        inside &= np.einsum("ij,ij->i", np.cross(v - u, x - u), n) >= 0
+    best = np.abs(h[inside]).min() if inside.any() else np.inf
+    for u, v in ((a, b), (b, c), (c, a)):
+        t = np.clip(np.einsum("ij,ij->i", p - u, v - u) / np.einsum("ij,ij->i", v - u, v - u), 0, 1)
+        best = min(best, np.linalg.norm(u + t[:, None] * (v - u) - p, axis=1).min())
+    return float(best)
+
+
+def test_gjk_gap_to_a_large_hull():
+    """A sphere (r = 2 cm) at 20 random places 1–6 cm from the hull of 3000 points on a bumpy
+    ellipsoid (~1000 vertices, on another body): the pair's depth is minus the gap by GJK, its
+    support points climbing the hull from call to call, against the exact distance from the
+    centre to the hull's triangles, less r (1e-9 m)."""
+    rng = np.random.default_rng(11)
+    u = rng.normal(size=(3000, 3))
+    u /= np.linalg.norm(u, axis=1)[:, None]
+    pts = u * [0.2, 0.1, 0.05] * (1 + 0.05 * rng.random((3000, 1)))
+    m = sf.Model("pair")
+    for body in ("a", "b"):
+        m.add_body(body, joint=sf.Free(), mass=1.0, inertia=np.eye(3) * 0.01)
+    g = m.add_contact_geom("hull", "a", "mesh", vertices=pts)
+    m.add_contact_geom("ball", "b", "sphere", radius=0.02)
+    assert len(g.vertices) > 500
+    for _ in range(20):
+        d = rng.normal(size=3)
+        d /= np.linalg.norm(d)
+        centre = d * [0.2, 0.1, 0.05] * 1.05 + d * rng.uniform(0.03, 0.08)
+        ref = point_hull_distance(centre, g.vertices) - 0.02
+        q = m.neutral_configuration()
+        q[7 + 4:14] = centre
+        c = sf.contact_forces(m, q, np.zeros(12))
+        if ref > 1e-3:
+            assert -c.depth[0] == pytest.approx(ref, abs=1e-9)

@@ -573,6 +573,13 @@ def test_mjcf_geoms_drawn_where_mujoco_puts_them(tmp_path):
         np.testing.assert_allclose(mesh[1], d.geom_xmat[3].reshape(3, 3), atol=1e-6)
         np.testing.assert_allclose(ell[1], d.geom_xmat[4].reshape(3, 3) @ np.diag([0.05, 0.08, 0.03]),
                                    atol=1e-6)                                  # the unit sphere, scaled
+        ce = node(sc, "contact", "geom4")                     # the contact ellipsoid: the same
+        (it,) = ce["items"]
+        Pc, Rc = f32(ce["position"], 3)[0], rotation(f32(ce["quaternion"], 4))[0]
+        M = np.array(it["matrix"]).reshape(4, 4).T
+        assert it["kind"] == "sphere" and it["size"] == [1.0]
+        np.testing.assert_allclose(Pc + Rc @ M[:3, 3], d.geom_xpos[4], atol=1e-6)
+        np.testing.assert_allclose(Rc @ M[:3, :3], ell[1], atol=1e-6)
         V = f32(sc["meshes"][node(sc, "bodies", "b")["items"][0]["mesh"]]["positions"], 3)
         world = V @ mesh[1].T + mesh[2]
         np.testing.assert_allclose(np.sort(world, axis=0), np.sort(

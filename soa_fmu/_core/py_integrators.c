@@ -188,6 +188,21 @@ static PyObject *py_auto_method(PyObject *Py_UNUSED(mod), PyObject *const *args,
     return PyLong_FromLong(soa_auto_method(d->model->m));
 }
 
+/* auto_max_step(data, q) -> auto's longest RK4 sub-step at q (inf: no bound):
+ * soa_auto_max_step. */
+static PyObject *py_auto_max_step(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                                  Py_ssize_t nargs)
+{
+    if (nargs != 2) return PyErr_Format(PyExc_TypeError, "auto_max_step(data, q)");
+    DataObject *d = soa_py_data(args[0]);
+    if (!d) return NULL;
+    PyArrayObject *q = soa_py_vector(args[1], d->model->m->nq, "q");
+    if (!q) return NULL;
+    const double h = soa_auto_max_step(d->model->m, d->d, SOA_DBL(q));
+    Py_DECREF(q);
+    return PyFloat_FromDouble(h);
+}
+
 /* mimic_couple(data, qdd) -> None: the mimic couplings on qdd in place, from the factors of the
  * last aba / inertial forward dynamics on this data (core/mimic.c). */
 static PyObject *py_mimic_couple(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
@@ -290,6 +305,7 @@ PyMethodDef soa_py_integrators_methods[] = {
                        "the joint forces with the model's dissipation and stops (what the "
                        "integrators apply)."),
     FAST(stop_forces, "stop_forces(data, q, qd) -> the joint stops' forces per velocity dof."),
+    FAST(auto_max_step, "auto_max_step(data, q) -> auto's longest RK4 sub-step at q (inf: none)."),
     FAST(auto_method, "auto_method(data) -> the integrator auto picks (0 rk4, 4 ros2, 5 ros34pw2)."),
     FAST(mimic_couple, "mimic_couple(data, qdd): the mimic couplings on qdd in place, from the "
                        "factors of the last aba on this data."),

@@ -519,9 +519,27 @@ soa_status soa_ros34pw2_adaptive(const soa_model *m, soa_data *d, double *q, dou
  * where ROS2 rebounds, for 1.8x ROS2's cost, about RK4's: benchmarks/results/integrators.txt,
  * docs/joints.md), RK4 for the others, for closure constraints (the linearly implicit stage does
  * not handle them) and for flexible bodies (their modes are lightly damped oscillations RK4
- * resolves at the step it is stable at; `implicit`, `ros2` and `ros34pw2` take them on request). */
+ * resolves at the sub-step it is stable at, soa_auto_max_step; `implicit`, `ros2` and `ros34pw2`
+ * take them on request). */
 int soa_auto_method(const soa_model *m)
 {
     if (m->nm || m->nc) return SOA_RK4;
     return m->nsph || m->dissipative || m->stopped ? SOA_ROS34PW2 : SOA_RK4;
+}
+
+/* auto's longest RK4 sub-step for a flexible model at its initial theta: SOA_RK4_MODAL_REACH
+ * (soa.h) / omega, omega the highest modal frequency of the tree (soa_flex_omega_max); HUGE_VAL for the
+ * others (and where M is singular at theta: the step then reports that).  RK4 is stable for
+ * |lambda h| <= 2.78 on the imaginary axis, but the modes' coupling to the joints' motion
+ * (the Coriolis and centrifugal terms through the mass matrix, which grow with the speed) puts
+ * the Jacobian's eigenvalues beyond omega: on bench_flexible's chain (omega = 3720 rad/s, 966
+ * for a clamped link) they reach 4970 rad/s by t = 0.8 s, and RK4 diverges at omega h = 1.86
+ * where omega h = 1.24 runs 2 s within 1e-7 rad of DOP853 (docs/flexible.md).  ROS34PW2 is no
+ * way out: a W-method treats that coupling explicitly, and it diverged there at 1 ms. */
+double soa_auto_max_step(const soa_model *m, soa_data *d, const double *q)
+{
+    double omega = 0.0;
+    if (!m->nm || soa_auto_method(m) != SOA_RK4) return HUGE_VAL;
+    const soa_status st = soa_flex_omega_max(m, d, q, &omega);
+    return st.kind == SOA_OK && omega > 0.0 ? SOA_RK4_MODAL_REACH / omega : HUGE_VAL;
 }

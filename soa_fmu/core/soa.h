@@ -666,6 +666,8 @@ void soa_flex_solve(const soa_model *m, soa_data *d, double *X, int ncols, int l
 void soa_flex_solve_forces(const soa_model *m, soa_data *d, const double *T, const double *fext,
                            double *x);
 soa_status soa_flex_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
+/* The highest undamped modal frequency of the tree at theta, sqrt(max eig M^-1 K) (rad/s). */
+soa_status soa_flex_omega_max(const soa_model *m, soa_data *d, const double *q, double *omega);
 /* soa_aba_bias_free (seed 001 Algorithm 2) with flexible bodies. */
 soa_status soa_flex_aba_bias_free(const soa_model *m, soa_data *d, const double *q,
                                   const double *qd, const double *tau, int use_fext, double *qdd);
@@ -804,6 +806,10 @@ soa_status soa_ros34pw2_adaptive(const soa_model *m, soa_data *d, double *q, dou
 /* The integrator `auto` picks: SOA_ROS34PW2 for a model with joint dissipation, stops or contact,
  * else SOA_RK4; flexible and closed-chain models get SOA_RK4. */
 int soa_auto_method(const soa_model *m);
+/* auto's longest RK4 sub-step at theta: SOA_RK4_MODAL_REACH / the highest modal frequency for a
+ * flexible model, HUGE_VAL for the others (integrators.c: why half RK4's bound of 2.78). */
+#define SOA_RK4_MODAL_REACH 1.4
+double soa_auto_max_step(const soa_model *m, soa_data *d, const double *q);
 
 /* ------------------------------------------------------------------ constraint_time.c */
 /* the integrators; SOA_AUTO is resolved once, at initialization, by soa_auto_method */

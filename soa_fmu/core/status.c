@@ -199,12 +199,15 @@ const char *soa_diverged_message(const soa_model *m, const soa_data *d, soa_stat
     char value[64] = "";
     if (d) snprintf(value, sizeof value, " reached %.6g,", d->diverged[0]);
     snprintf(buf, n, "the step diverged: %s[%d] (%s)%s the largest state component; the "
-             "integrator is unstable at this step size (stiff damping or friction, a fast "
-             "motion): use integrator 'ros34pw2' or 'ros2' (stiff joint damping, friction, stops "
-             "or contact; error_control for stiff events), 'dop853', or a smaller max_step",
+             "integrator is unstable at this step size %s",
              i < nq ? "q" : "qd", (i < nq ? i : i - nq) + 1,
              i < nq ? name(nm, SOA_NAME_POSITION, i, nq) : name(nm, SOA_NAME_VELOCITY, i - nq, nv),
-             d ? value : " is");
+             d ? value : " is",
+             m->nm ? "(a flexible model: its modes, coupled to a fast motion, beyond the step; "
+                     "docs/flexible.md): use integrator 'dop853' or a smaller max_step"
+                   : "(stiff damping or friction, a fast motion): use integrator 'ros34pw2' or "
+                     "'ros2' (stiff joint damping, friction, stops or contact; error_control for "
+                     "stiff events), 'dop853', or a smaller max_step");
     return buf;
 }
 

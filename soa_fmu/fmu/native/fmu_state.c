@@ -3,6 +3,7 @@
  * state to its model; getting, setting and deserializing states.  A state that is not one of this
  * FMU's is refused naming why, the instance left as it was.  Besides instantiation, only these
  * functions allocate. */
+#include <math.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,6 +205,7 @@ static void load_state(Instance *c, const unsigned char *buf)
         c->mode = TERMINATED;
     if (c->method < 0 || c->method >= SOA_NMETHODS) c->method = D.method;
     if (c->method_used < 0 || c->method_used >= SOA_AUTO) c->method_used = SOA_RK4;
+    if (!(c->auto_step > 0.0)) c->auto_step = HUGE_VAL;       /* NaN, <= 0: no bound */
     c->failed_h = 0.0;
     if (!fmu_apply_parameters(c, NULL, 0)) c->built = 0;      /* the state's physical parameters */
     fmu_apply_gravity(c);

@@ -33,12 +33,26 @@ void fmu_reset_closures(Instance *c)
 static void resolve_method(Instance *c)
 {
     c->method_used = c->method;
+    c->auto_step = HUGE_VAL;
     if (c->method != SOA_AUTO) return;
     c->method_used = soa_auto_method(c->m);
-    fmu_log(c, FMU_OK, "integrator auto: %s (%s; docs/joints.md)", METHOD_NAMES[c->method_used],
-            soa_is_rosenbrock(c->method_used) ? "the model has joint dissipation, stops or contact"
-                                              : "no stiff terms");
+    c->auto_step = soa_auto_max_step(c->m, c->d, c->real + D.vr_q);
+    if (c->auto_step < HUGE_VAL)
+        fmu_log(c, FMU_OK, "integrator auto: rk4, sub-steps no longer than %.4g s (%g / the "
+                "highest modal frequency, %.6g rad/s; docs/flexible.md)", c->auto_step,
+                SOA_RK4_MODAL_REACH, SOA_RK4_MODAL_REACH / c->auto_step);
+    else
+        fmu_log(c, FMU_OK, "integrator auto: %s (%s; docs/joints.md)", METHOD_NAMES[c->method_used],
+                soa_is_rosenbrock(c->method_used)
+                    ? "the model has joint dissipation, stops or contact" : "no stiff terms");
     c->real[D.vr_integrator_used] = c->method_used;
+}
+
+/* The longest sub-step of a fixed-step method: max_step, and auto's bound (resolve_method). */
+static double step_bound(const Instance *c)
+{
+    const double max_step = c->real[D.vr_max_step];
+    return c->method == SOA_AUTO && c->auto_step < max_step ? c->auto_step : max_step;
 }
 
 /* (Re)create the state from the parameters (before initialization has ended): q = q0 with its
@@ -350,7 +364,7 @@ static soa_status integrate(Instance *c, double h)
             c->real[D.vr_rtol], c->real[D.vr_atol], c->real[D.vr_max_step], c->qdds);
         last_h = c->d->dop_h[0];
     } else {
-        const int nsub = soa_substeps(h, c->real[D.vr_max_step]);
+        const int nsub = soa_substeps(h, step_bound(c));
         if (nsub < 1) {
             st.kind = SOA_TOO_MANY_SUBSTEPS;
             st.index = SOA_MAX_SUBSTEPS;
@@ -534,7 +548,7 @@ int fmu_get_real(Instance *c, const unsigned *vr, size_t nvr, double *value, siz
  * integrator), with the message naming h, max_step and the count: the step is refused at once. */
 static int too_many_substeps(const Instance *c, double h, char *msg, size_t n)
 {
-    const double max_step = c->real[D.vr_max_step];
+    const double max_step = step_bound(c);
     if (c->method_used == SOA_DOP853 || (soa_is_rosenbrock(c->method_used) && error_control(c))
         || soa_substeps(h, max_step) >= 1)
         return 0;

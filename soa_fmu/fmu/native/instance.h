@@ -82,6 +82,7 @@ enum { OK_VALUE, REJ_NAN, REJ_INF, REJ_OUTPUT, REJ_FIXED, REJ_NONPOSITIVE, REJ_M
     X(double, t, 1)          /* time of the state */                                              \
     X(double, start_time, 1) \
     X(double, last_h, 1)     /* dop853: last accepted internal step (0: none yet) */             \
+    X(double, auto_step, 1)  /* auto: RK4's longest sub-step (soa_auto_max_step; HUGE_VAL: none) */ \
     /* ---- Model Exchange (model_exchange.c) ---- */                                             \
     X(double, anchor_t, 1)   /* the time the closure targets (anchors) are at */                  \
     X(int, renormalized, 1)  /* quaternions renormalized since the last event (report it) */
