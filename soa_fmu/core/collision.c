@@ -308,6 +308,39 @@ static void feature(const soa_shape *s, const double *m, int k, double *x)
     }
 }
 
+/* The manifold's second point: v (index i) replaces *best when it lies farther from p0 across the
+ * normal m than *far (squared distance). */
+static void farthest_across(const double *v, int i, const double *p0, const double *m, double *far,
+                            int *best)
+{
+    double d[3];
+    axpy(v, -1.0, p0, d);
+    axpy(d, -dot(d, m), m, d);
+    if (dot(d, d) > *far) {
+        *far = dot(d, d);
+        *best = i;
+    }
+}
+
+/* The manifold's third and fourth points: v (index i) replaces *i2 / *i3 when its signed area
+ * (e01 x (v - p0)) . m is beyond *hi on one side of the line p0 + t e01 / below *lo on the other. */
+static void side_areas(const double *v, int i, const double *p0, const double *e01,
+                       const double *m, double *hi, double *lo, int *i2, int *i3)
+{
+    double d[3], w[3];
+    axpy(v, -1.0, p0, d);
+    cross(e01, d, w);
+    const double a = dot(w, m);
+    if (a > *hi) {
+        *hi = a;
+        *i2 = i;
+    }
+    if (a < *lo) {
+        *lo = a;
+        *i3 = i;
+    }
+}
+
 /* Of the n points x with penetration dep (n >= 1), at most SOA_MANIFOLD into c: the deepest, the
  * farthest from it across m, the farthest from their line on either side (the largest area). */
 static void reduce(int n, double (*x)[3], const double *dep, const double *m, soa_manifold *c)
@@ -318,34 +351,13 @@ static void reduce(int n, double (*x)[3], const double *dep, const double *m, so
     pick[np++] = best;
     double e01[3] = {0.0, 0.0, 0.0}, far = 1e-18;
     int i1 = -1;
-    for (int i = 0; i < n; i++) {        /* farthest across m */
-        double d[3];
-        axpy(x[i], -1.0, x[best], d);
-        axpy(d, -dot(d, m), m, d);
-        if (dot(d, d) > far) {
-            far = dot(d, d);
-            i1 = i;
-        }
-    }
+    for (int i = 0; i < n; i++) farthest_across(x[i], i, x[best], m, &far, &i1);
     if (i1 >= 0) {
         pick[np++] = i1;
         axpy(x[i1], -1.0, x[best], e01);
         double hi = 1e-18 * far, lo = -1e-18 * far;
         int i2 = -1, i3 = -1;
-        for (int i = 0; i < n; i++) {    /* signed areas on either side of the line */
-            double d[3], w[3];
-            axpy(x[i], -1.0, x[best], d);
-            cross(e01, d, w);
-            const double a = dot(w, m);
-            if (a > hi) {
-                hi = a;
-                i2 = i;
-            }
-            if (a < lo) {
-                lo = a;
-                i3 = i;
-            }
-        }
+        for (int i = 0; i < n; i++) side_areas(x[i], i, x[best], e01, m, &hi, &lo, &i2, &i3);
         if (i2 >= 0) pick[np++] = i2;
         if (i3 >= 0) pick[np++] = i3;
     }
@@ -390,7 +402,7 @@ static void cand_add(cands *k, const double *x, double dep, const double *m)
 static void polytope_plane(const soa_shape *a, const double *n, double o, soa_manifold *c)
 {
     static const double skew[3] = {0.8, 0.5, 0.33};      /* (no edge of a box along it) */
-    double nl[3], xl[3], yl[3], d[3], w[3];
+    double nl[3], xl[3], yl[3];
     to_local(a, n, nl);
     const double o0 = o - dot(n, a->p), ml[3] = {-nl[0], -nl[1], -nl[2]};
     const int nf = a->type == SOA_SHAPE_BOX ? 8 : a->nv;
@@ -431,13 +443,7 @@ static void polytope_plane(const soa_shape *a, const double *n, double o, soa_ma
     int i1 = -1;
     for (int i = 0; i < nf; i++) {       /* pass 2: the farthest across m */
         const double *v = vertex(a, i, xl);
-        if (!(o0 - dot(nl, v) > 0.0)) continue;
-        axpy(v, -1.0, p0, d);
-        axpy(d, -dot(d, ml), ml, d);
-        if (dot(d, d) > far) {
-            far = dot(d, d);
-            i1 = i;
-        }
+        if (o0 - dot(nl, v) > 0.0) farthest_across(v, i, p0, ml, &far, &i1);
     }
     if (i1 >= 0) {
         pick[np++] = i1;
@@ -446,18 +452,7 @@ static void polytope_plane(const soa_shape *a, const double *n, double o, soa_ma
         int i2 = -1, i3 = -1;
         for (int i = 0; i < nf; i++) {   /* pass 3: signed areas on either side of the line */
             const double *v = vertex(a, i, xl);
-            if (!(o0 - dot(nl, v) > 0.0)) continue;
-            axpy(v, -1.0, p0, d);
-            cross(e01, d, w);
-            const double ar = dot(w, ml);
-            if (ar > hi) {
-                hi = ar;
-                i2 = i;
-            }
-            if (ar < lo) {
-                lo = ar;
-                i3 = i;
-            }
+            if (o0 - dot(nl, v) > 0.0) side_areas(v, i, p0, e01, ml, &hi, &lo, &i2, &i3);
         }
         if (i2 >= 0) pick[np++] = i2;
         if (i3 >= 0) pick[np++] = i3;
