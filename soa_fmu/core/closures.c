@@ -768,6 +768,14 @@ static void tip_accelerations(const soa_model *m, soa_data *d, const int *active
     }
 }
 
+/* RCCFD2/3's step (D): the free accelerations rhs_dyn gain the tips' A alpha~f (cl_tip, as in
+ * RCCFD1), then A Lambda^-1 A* is factored against them (closure_factor). */
+static soa_status factor_with_tips(const soa_model *m, soa_data *d, const int *active, int n)
+{
+    for (int i = 0; i < n; i++) d->cl_rhs_dyn[i] += d->cl_tip[i];
+    return closure_factor(m, d, active, reference_acceleration(m, d, n));
+}
+
 /* RCCFD2 (seed 003 eqs. 6.12-6.18) and RCCFD3 (eqs. 6.19-6.22): the tip forces from a causal
  * filtering of T' and an anticausal pass that builds Omega on the way,
  *   (6.18d)  f(0) = Omega^-1 {B* psi* H* D^-1 (I - H psi L) T' - a'(C)},
@@ -801,8 +809,7 @@ static soa_status rccfd23(const soa_model *m, soa_data *d, int method, const dou
     soa_point_inertia_inverse(m, d, 2 * m->nc, d->cl_body, d->cl_R, d->cl_l, 0, d->nu, d->cl_L);
     closure_matrix(m, d, active);
     tip_accelerations(m, d, active, d->cl_tip);
-    for (int i = 0; i < n; i++) d->cl_rhs_dyn[i] += d->cl_tip[i];   /* A alpha~f, as in RCCFD1 */
-    st = closure_factor(m, d, active, reference_acceleration(m, d, n));
+    st = factor_with_tips(m, d, active, n);
     if (st.kind != SOA_OK) return st;
     if (method == SOA_RCCFD2) {
         closure_apply(m, d, d->cl_tip, d->cl_arhs, d->cl_f);                          /* (6.18d) */
@@ -858,8 +865,7 @@ static soa_status rccfd23_flexible(const soa_model *m, soa_data *d, int method, 
     tip_accelerations(m, d, active, d->cl_tip);
     soa_point_inertia_inverse(m, d, 2 * m->nc, d->cl_body, d->cl_R, d->cl_l, 0, NULL, d->cl_L);
     closure_matrix(m, d, active);
-    for (int i = 0; i < n; i++) d->cl_rhs_dyn[i] += d->cl_tip[i];   /* A alpha~f, as in RCCFD1 */
-    st = closure_factor(m, d, active, reference_acceleration(m, d, n));
+    st = factor_with_tips(m, d, active, n);
     if (st.kind != SOA_OK) return st;
     if (method == SOA_RCCFD2) {
         closure_apply(m, d, d->cl_tip, d->cl_arhs, d->cl_f);                          /* (6.18d) */
