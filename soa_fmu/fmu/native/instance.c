@@ -22,14 +22,11 @@ void fmu_set_defaults(Instance *c)
     c->method_used = D.method == SOA_AUTO ? SOA_RK4 : D.method;
     c->built = 0;
     c->params_dirty = 1;
-    c->stale = 1;
     c->t = c->start_time = c->last_h = 0.0;
     c->anchor_t = 0.0;
     c->renormalized = 0;
-    c->energy_valid = c->poses_valid = c->gaps_valid = 0;
-    c->jac_valid = 0;
-    c->failed_h = 0.0;
-    c->factored = c->contact_held = 0;
+    fmu_invalidate(c);                    /* stale, no output cached, no failed step */
+    fmu_data_used(c);                     /* no factors, no contact forces held */
     fmu_reset_closures(c);
 }
 
