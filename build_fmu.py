@@ -581,7 +581,8 @@ def main(argv=None) -> int:
     parser.add_argument("--floating-base", action="store_true",
                         help="attach the root body to world by a free joint")
     parser.add_argument("--integrator", default="auto",
-                        choices=("auto", "rk4", "euler", "implicit", "ros2", "ros34pw2", "dop853"),
+                        choices=("auto", "rk4", "euler", "implicit", "ros2", "ros34pw2", "rk4w",
+                                 "dop853"),
                         help="default integrator (parameter 'integrator'; default auto: ros34pw2 "
                         "for a model with joint dissipation, stops or contact, else rk4; "
                         "docs/joints.md)")

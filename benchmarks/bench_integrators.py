@@ -60,9 +60,9 @@ START = {"ur10": (-0.38, 1.84, -1.59, 2.09, 1.27, -1.79),           # free swing
          "xarm7": None}                                               # SRDF home = neutral
 METHODS = ("rk4", "euler", "implicit", "ros2", "ros34pw2", "ros2 (error control)",
            "ros34pw2 (error control)", "dop853")
-FIXED = {"rk4": "rk4", "euler": "euler", "implicit": "implicit", "ros2": "rosenbrock",
+FIXED = {"rk4": "rk4", "euler": "euler", "implicit": "implicit", "ros2": "rosenbrock", "rk4w": "rk4w",
          "ros34pw2": "ros34pw2"}                                      # _core kernels
-ADAPTIVE = {"ros2 (error control)": "rosenbrock_adaptive",
+ADAPTIVE = {"ros2 (error control)": "rosenbrock_adaptive", "rk4w (error control)": "rk4w_adaptive",
             "ros34pw2 (error control)": "ros34pw2_adaptive"}
 STIFF = ("implicit", "ros2", "ros34pw2")      # the host-cost rows (and rk4)
 BARS_1MS = {"ur10": 1e-4, "panda": 2e-2, "xarm7": 5e-4}    # the stiff-stable method at 1 ms

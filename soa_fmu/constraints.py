@@ -280,7 +280,7 @@ def project_velocities(model: Model, q, qd, active=None, u=None) -> np.ndarray:
 
 
 METHODS = {"rk4": 0, "euler": 1, "dop853": 2, "implicit": 3, "ros2": 4,   # soa.h: SOA_RK4 ...
-           "ros34pw2": 5}
+           "ros34pw2": 5, "rk4w": 6}
 
 
 def closure_step(model: Model, q: np.ndarray, qd: np.ndarray, tau, f_ext, active: dict,

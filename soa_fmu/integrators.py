@@ -41,9 +41,9 @@ from .articulated import forward_dynamics
 from .kinematics import as_vector, external_forces
 from .model import Model
 
-METHODS = ("rk4", "euler", "dop853", "implicit", "ros2", "ros34pw2", "auto")
-METHOD_CODES = {m: k for k, m in enumerate(METHODS[:-1])}    # soa.h SOA_RK4 ... SOA_ROS34PW2
-ROSENBROCK = ("ros2", "ros34pw2")     # linearly implicit, fixed or error-controlled sub-steps
+METHODS = ("rk4", "euler", "dop853", "implicit", "ros2", "ros34pw2", "rk4w", "auto")
+METHOD_CODES = {m: k for k, m in enumerate(METHODS[:-1])}    # soa.h SOA_RK4 ... SOA_RK4W
+ROSENBROCK = ("ros2", "ros34pw2", "rk4w")   # linearly implicit, fixed or error-controlled sub-steps
 _IDENTITY = np.eye(4)          # the default constraint anchor (shared, read-only)
 _IDENTITY.flags.writeable = False
 _constraints = None            # soa_fmu.constraints, imported on first use (tree models never load it)
@@ -286,7 +286,7 @@ class Simulator:
         model = self.model
         use = external_forces(model, None, self.f_ext) if self.f_ext else False
         kernel = {"rk4": _core.rk4, "euler": _core.euler, "implicit": _core.implicit,
-                  "ros2": _core.rosenbrock, "ros34pw2": _core.ros34pw2}[method]
+                  "ros2": _core.rosenbrock, "ros34pw2": _core.ros34pw2, "rk4w": _core.rk4w}[method]
         try:
             return kernel(model.data, q, qd, self.tau, use, hs, nsub)
         except _core.StatusError as e:
@@ -302,7 +302,8 @@ class Simulator:
         use = external_forces(model, None, self.f_ext) if self.f_ext else False
         try:
             if method in ROSENBROCK:
-                kernel = _core.rosenbrock_adaptive if method == "ros2" else _core.ros34pw2_adaptive
+                kernel = {"ros2": _core.rosenbrock_adaptive, "ros34pw2": _core.ros34pw2_adaptive,
+                          "rk4w": _core.rk4w_adaptive}[method]
                 qdd, self.last_h = kernel(model.data, q, qd, self.tau, use, h, o.rtol, o.atol,
                                           o.max_step, self.last_h)
             else:

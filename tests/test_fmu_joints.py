@@ -62,8 +62,8 @@ def test_stop_fmu_matches_the_simulator(stopped_fmu, model_file):
     inst = Instance(stopped_fmu).init({"q0[1]": Q0})
     assert inst.get("armature")[0] == 0.2
     assert inst.get("stop_stiffness")[0] == model.stop_stiffness[0]
-    assert inst.get("integrator_used")[0] == 5                  # auto: ros34pw2 (a stop, damping)
-    assert "integrator auto: ros34pw2" in inst.log_text()
+    assert inst.get("integrator_used")[0] == 6                  # auto: rk4w (a stop, damping)
+    assert "integrator auto: rk4w" in inst.log_text()
     rows = run(inst, 1500)
     sim = sf.Simulator(model, q0=[Q0])
     for _ in range(1500):

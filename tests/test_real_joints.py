@@ -181,19 +181,19 @@ def test_auto_picks_ros34pw2_for_stiff_terms():
     explicit bound it used to test is gone: a bound checked once at q0 let g1_with_hands and
     human diverge later in the run; docs/joints.md)."""
     assert sf.Simulator(pendulum()).integrator_used == "rk4"
-    assert sf.Simulator(pendulum(limits={"lower": -1.0, "upper": 1.0})).integrator_used == "ros34pw2"
+    assert sf.Simulator(pendulum(limits={"lower": -1.0, "upper": 1.0})).integrator_used == "rk4w"
     stiff = stiff_joint()
-    assert sf.Simulator(stiff).integrator_used == "ros34pw2"
-    assert sf.Simulator(stiff, max_step=1e-6).integrator_used == "ros34pw2"
+    assert sf.Simulator(stiff).integrator_used == "rk4w"
+    assert sf.Simulator(stiff, max_step=1e-6).integrator_used == "rk4w"
     sim = sf.Simulator(stiff, q0=[0.3])
     for _ in range(100):
         sim.step(1e-3)
-    assert np.isfinite(sim.q).all() and sim.integrator_used == "ros34pw2"
+    assert np.isfinite(sim.q).all() and sim.integrator_used == "rk4w"
     # decided once: the state capture keeps it
     s = sim.get_state()
     sim.set_method("rk4")
     sim.set_state(s)
-    assert sim.integrator_used == "ros34pw2"
+    assert sim.integrator_used == "rk4w"
 
 
 def test_implicit_refuses_active_closures_and_runs_flexible():
@@ -280,7 +280,7 @@ def test_stops_implicit_at_a_stiff_stop():
         for _ in range(500):
             sim.step(1e-3)
         runs[sim.integrator_used] = sim
-    auto, ref = runs["ros34pw2"], runs["dop853"]
+    auto, ref = runs["rk4w"], runs["dop853"]
     assert abs(auto.q[0]) < 0.1 + 1e-3 and np.isfinite(auto.qd).all()
     assert auto.qd[0] == pytest.approx(ref.qd[0], rel=0.02)
     assert abs(runs["ros2"].qd[0]) > 5 * abs(ref.qd[0])

@@ -145,7 +145,7 @@ def rebound(**kw) -> float:
 def test_default_ball_rebound_within_2_percent():
     """The default (auto → ros34pw2 at 1 ms) and ros2 rebound within 2 % of DOP853 at 1e-12;
     implicit Euler, the old default for contact, loses about 17 %."""
-    assert sf.Simulator(bouncing_ball()).integrator_used == "ros34pw2"
+    assert sf.Simulator(bouncing_ball()).integrator_used == "rk4w"
     ref = rebound(method="dop853", rtol=1e-12, atol=1e-12)
     assert ref == pytest.approx(0.8335, rel=1e-3)
     assert rebound() == pytest.approx(ref, rel=0.02)
@@ -173,7 +173,7 @@ def test_defaults_run_g1_with_hands_and_human(path):
         for _ in range(2000):
             sim.step(1e-3)
         assert np.isfinite(sim.q).all() and np.isfinite(sim.qd).all()
-    assert sf.Simulator(model).integrator_used == "ros34pw2"
+    assert sf.Simulator(model).integrator_used == "rk4w"
     with pytest.raises(sf.IntegrationError):
         rk = sf.Simulator(model, method="rk4")
         for _ in range(2000):
@@ -205,7 +205,7 @@ def test_coulomb_friction_brings_it_to_rest(make):
     and ros34pw2 (the default) at 1 ms come to rest. (With the friction's tangent in their
     Jacobian, which vanishes where the friction saturates, the step stalled: the wheel and the
     puck slid on at their initial speed.)"""
-    assert sf.Simulator(make()).integrator_used == "ros34pw2"
+    assert sf.Simulator(make()).integrator_used == "rk4w"
     for v0, method in itertools.product((0.1, 0.3), ("ros2", "ros34pw2")):
         sim = sf.Simulator(make(), q0=[0.0], qd0=[v0], method=method)
         for _ in range(200):
@@ -232,7 +232,7 @@ def test_a_stiff_damped_contact_lands_the_box_at_every_step():
     clamps f_n to 0, its second saw neither force nor Jacobian there, and the box fell through the
     floor at 1 and 2 ms: core/contact.c, docs/contact.md.)"""
     model = stiff_damped_box()
-    assert sf.Simulator(model).integrator_used == "ros34pw2"
+    assert sf.Simulator(model).integrator_used == "rk4w"
     depth = 1.2 * 9.81 / (4 * 69081.0)
     for method, h in itertools.product(("auto", "ros2"), (5e-4, 1e-3, 2e-3)):
         q = model.neutral_configuration()

@@ -110,7 +110,7 @@ def test_the_arm_follows_its_trajectory(ssp, python_run):
     docs/systems.md (worst dof: the wrist, 2.4e-4 kg m2 with 0.05 N.m Coulomb friction)."""
     t, q, integrator = python_run
     e = np.abs(q - H.reference_of(ssp, t, N))
-    assert integrator == "ros34pw2"                  # (auto: the friction is stiff at 1 ms)
+    assert integrator == "rk4w"                      # (auto: the friction is stiff at 1 ms)
     assert e.max() < 1e-3                            # (0.38 mrad)
     goal = np.array([H.parameters(ssp, "controller")[f"q_to[{i + 1}]"] for i in range(N)])
     assert np.abs(q[-1] - goal).max() < 5e-4 and np.abs(goal).min() >= 0.4

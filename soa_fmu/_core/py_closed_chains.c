@@ -345,7 +345,7 @@ static PyObject *py_closure_step(PyObject *Py_UNUSED(mod), PyObject *const *args
     if (!ok || use_fext < 0 || o.reanchor < 0 || o.error_control < 0) return NULL;
     if (method < 0 || method >= SOA_AUTO)
         return PyErr_Format(PyExc_ValueError, "method must be 0 (rk4), 1 (euler), 2 (dop853), "
-                            "3 (implicit), 4 (ros2) or 5 (ros34pw2)");
+                            "3 (implicit), 4 (ros2), 5 (ros34pw2) or 6 (rk4w)");
     if (!(q = soa_py_inout(args[1], m->nq, "q")) || !(qd = soa_py_inout(args[2], m->nv, "qd"))
         || !(anchors = soa_py_inout(args[8], 16 * m->nc, "anchors")))
         return NULL;                                       /* (borrowed) */

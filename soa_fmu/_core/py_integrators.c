@@ -243,6 +243,11 @@ static PyObject *py_ros34pw2(PyObject *Py_UNUSED(mod), PyObject *const *args, Py
     return fixed_step(args, nargs, soa_ros34pw2);
 }
 
+static PyObject *py_rk4w(PyObject *Py_UNUSED(mod), PyObject *const *args, Py_ssize_t nargs)
+{
+    return fixed_step(args, nargs, soa_rk4w);
+}
+
 typedef soa_status (*adaptive_fn)(const soa_model *, soa_data *, double *, double *,
                                   const double *, int, double, double, double, double, double *);
 
@@ -291,6 +296,12 @@ static PyObject *py_ros34pw2_adaptive(PyObject *Py_UNUSED(mod), PyObject *const 
     return adaptive_step(args, nargs, "ros34pw2_adaptive", soa_ros34pw2_adaptive);
 }
 
+static PyObject *py_rk4w_adaptive(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                                  Py_ssize_t nargs)
+{
+    return adaptive_step(args, nargs, "rk4w_adaptive", soa_rk4w_adaptive);
+}
+
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 PyMethodDef soa_py_integrators_methods[] = {
@@ -306,7 +317,7 @@ PyMethodDef soa_py_integrators_methods[] = {
                        "integrators apply)."),
     FAST(stop_forces, "stop_forces(data, q, qd) -> the joint stops' forces per velocity dof."),
     FAST(auto_max_step, "auto_max_step(data, q) -> auto's longest RK4 sub-step at q (inf: none)."),
-    FAST(auto_method, "auto_method(data) -> the integrator auto picks (0 rk4, 4 ros2, 5 ros34pw2)."),
+    FAST(auto_method, "auto_method(data) -> the integrator auto picks (0 rk4, 6 rk4w)."),
     FAST(mimic_couple, "mimic_couple(data, qdd): the mimic couplings on qdd in place, from the "
                        "factors of the last aba on this data."),
     FAST(mimic_project, "mimic_project(model, q, qd): q_m = k q_j + c, qd_m = k qd_j in place."),
@@ -323,4 +334,8 @@ PyMethodDef soa_py_integrators_methods[] = {
     FAST(ros34pw2_adaptive, "ros34pw2_adaptive(data, q, qd, tau, use_fext, h, rtol, atol, "
                             "max_step, h_prev) -> (qdd, h_next): ROS34PW2 in error-controlled "
                             "sub-steps over h."),
+    FAST(rk4w, "rk4w(data, q, qd, tau, use_fext, h, nsub) -> qdd: nsub RK4W steps (RK4 made an "
+               "L-stable Rosenbrock W-method: third order, RK4 where no stiff term is engaged)."),
+    FAST(rk4w_adaptive, "rk4w_adaptive(data, q, qd, tau, use_fext, h, rtol, atol, max_step, "
+                        "h_prev) -> (qdd, h_next): RK4W in error-controlled sub-steps over h."),
     {NULL, NULL, 0, NULL}};

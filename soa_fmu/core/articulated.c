@@ -566,13 +566,14 @@ soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, c
  * forces J* g (soa_contact_implicit_filter: the filter half of M^-1 J* g = [I - H psi K]* D^-1
  * H psi B g, seed 000 A.6, seed 002 eq. 18); the smoother from a zero base, in the inertial frame
  * of the step's factors, is this sweep's half, and qdd += M^-1 J* g. */
-void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
-                          const double *s, double ahead, double *qdd)
+int soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
+                         const double *s, double ahead, double *qdd)
 {
     static const double zero6[6] = {0, 0, 0, 0, 0, 0};
-    if (!soa_contact_implicit_filter(m, d, h, r, s, ahead, qdd)) return;
+    if (!soa_contact_implicit_filter(m, d, h, r, s, ahead, qdd)) return 0;
     soa_innovations_smoother(m, d, zero6, 0, d->ci_dqdd, 1);   /* M^-1 J* g */
     for (int i = 0; i < m->nv; i++) qdd[i] += d->ci_dqdd[i];
+    return 1;
 }
 
 /* The filter and smoother on a BLOCK of inputs (seed 001 eqs. 49-54, bias-free, one column per

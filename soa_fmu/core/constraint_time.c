@@ -108,13 +108,13 @@ soa_status soa_closure_step(const soa_model *m, soa_data *d, const soa_step_opti
                 st = soa_implicit(m, d, d->cl_q, d->cl_qd, in->tau, in->use_fext, h / nsub, nsub,
                                   qdd);
             else if (!o->error_control)
-                st = (o->method == SOA_ROS2 ? soa_rosenbrock : soa_ros34pw2)(
-                    m, d, d->cl_q, d->cl_qd, in->tau, in->use_fext, h / nsub, nsub, qdd);
+                st = soa_rosenbrock_method(o->method, m, d, d->cl_q, d->cl_qd, in->tau,
+                                           in->use_fext, h / nsub, nsub, qdd);
             else {
                 d->dop_h[0] = *dop_h;
-                st = (o->method == SOA_ROS2 ? soa_rosenbrock_adaptive : soa_ros34pw2_adaptive)(
-                    m, d, d->cl_q, d->cl_qd, in->tau, in->use_fext, h, o->rtol, o->atol,
-                    o->max_step, qdd);
+                st = soa_rosenbrock_method_adaptive(o->method, m, d, d->cl_q, d->cl_qd, in->tau,
+                                                    in->use_fext, h, o->rtol, o->atol,
+                                                    o->max_step, qdd);
                 if (st.kind == SOA_OK) *dop_h = d->dop_h[0];
             }
             for (int j = 0; j < nc; j++) in->residuals[j] = 0.0;

@@ -66,11 +66,12 @@ const double *soa_joint_forces(const soa_model *m, soa_data *d, const double *q,
  * secant f_c s / qd (f_c / v_s at rest) instead of the tangent, which vanishes where the friction
  * saturates (|qd| >> v_s) and would let a step overshoot the sign change of the velocity and
  * stall there; and a stop's k, b count as soon as q + ahead qd is beyond its limit, so that every
- * stage of a step entering a stiff stop treats it implicitly. */
-void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const double *qd,
-                        const double *T, double h, const double *r, const double *s, double ahead)
+ * stage of a step entering a stiff stop treats it implicitly.  Returns 1 when some K != 0. */
+int soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                       const double *T, double h, const double *r, const double *s, double ahead)
 {
     const double vs = m->vfric[0];
+    int stiff = 0;
     if (!r) r = qd;
     for (int i = 0; i < m->nv; i++) {
         double k = 0.0, b = 0.0;
@@ -94,5 +95,7 @@ void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const 
         const double c = h * B + h * h * k;
         d->jdiag[i] = m->armature[i] + c;
         d->jrhs[i] = T[i] - h * k * r[i] + (s ? c * s[i] : 0.0);
+        stiff |= k != 0.0;
     }
+    return stiff;
 }

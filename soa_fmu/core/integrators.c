@@ -184,20 +184,24 @@ soa_status soa_euler(const soa_model *m, soa_data *d, double *q, double *qd, con
  * With flexible bodies (seed 000 sec. 4) the modes' strain and damping forces -K eta - D eta-dot
  * join B and K by their diagonals (soa_flex_implicit_terms) and the sweep is flexible.c's
  * (soa_flex_fd_diag, D(k) of the modal and joint steps with the diagonal).
- * use: the use_fext bits of the sweep.  Returns -1, or the body whose D is singular. */
+ * use: the use_fext bits of the sweep.  *stiff <- 1 when a stiffness K acts at the stage (an
+ * active stop, a touching contact point, the modes' strain), else 0.  Returns -1, or the body
+ * whose D is singular. */
 static int implicit_stage(const soa_model *m, soa_data *d, const double *q, const double *qd,
                           const double *tau, int use, double g, const double *r, const double *s,
-                          double ahead, double *x)
+                          double ahead, double *x, int *stiff)
 {
     const double *T = soa_joint_forces(m, d, q, qd, tau);
-    soa_implicit_terms(m, d, q, qd, T, g, r, s, ahead);
+    *stiff = soa_implicit_terms(m, d, q, qd, T, g, r, s, ahead);
     if (m->nm) {                      /* flexible bodies (no contact, no mimics): + the modes' terms */
         soa_flex_implicit_terms(m, d, qd, g, r, s);
+        *stiff = 1;
         const soa_status sf = soa_flex_fd_diag(m, d, q, qd, d->jrhs, use & SOA_USE_FEXT, d->jdiag, x);
         return sf.kind == SOA_OK ? -1 : sf.index;
     }
     const int k = soa_tree_acceleration_diag(m, d, q, qd, d->jrhs, use, d->jdiag, x);
-    if (k < 0 && m->nsph) soa_contact_implicit(m, d, g, r, s, ahead, x);    /* articulated.c */
+    if (k < 0 && m->nsph && soa_contact_implicit(m, d, g, r, s, ahead, x))    /* articulated.c */
+        *stiff = 1;
     if (k < 0) soa_mimic_couple(m, d, x);     /* mimic.c: the coupled solve of the same matrix */
     return k;
 }
@@ -242,8 +246,9 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
     soa_status st = check_implicit(m, q, qd, tau, h, nsub);
     if (st.kind != SOA_OK) return st;
     for (int step = 0; step < nsub; step++) {
+        int stiff;
         const int k = implicit_stage(m, d, q, qd, tau, stage_use(m, use_fext, step == 0), h, NULL,
-                                     NULL, 0.0, qdd);
+                                     NULL, 0.0, qdd, &stiff);
         if (k >= 0) {
             st.kind = SOA_SINGULAR;
             st.index = k;
@@ -267,18 +272,22 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
  *     (I / (h gamma) - A_i) U_i = F(y0 + sum_j a_ij U_j) + sum_j (c_ij / h) U_j,
  *     y1 = y0 + sum_i m_i U_i,   error estimate sum_i e_i U_i,
  *
- * A_i the Jacobian stage i treats implicitly, at its state: theta-dot's f(theta) and the joints'
- * and contacts' -M^-1 K, -M^-1 B, the frictions' B their secants, a stop's k, b from where the
- * step would reach it (a W-method: A may be any; the rigid-body terms dC/dbeta, dg/dtheta,
- * dM/dtheta are left out; the secant keeps a saturated friction implicit, where its tangent
- * vanishes and a step stalls across the velocity's sign change; the look-ahead makes every stage
- * of a step that enters a stiff stop treat it implicitly, not the later ones only).
+ * A_i the Jacobian stage i treats implicitly, at its state: the joints' and contacts' -M^-1 K,
+ * -M^-1 B, the frictions' B their secants, a stop's k, b from where the step would reach it, and
+ * theta-dot's f(theta), times sigma_i: 1 for ROS2 and ROS34PW2; for RK4W 1 where a stiffness K
+ * acts at the stage and 0 where none does (then A_i = [0 0; 0 -M^-1 B] leaves the stage matrix
+ * unchanged, K being 0, and a step on a model with no stiff term engaged, B = 0 too, is the
+ * explicit Runge-Kutta method of the tableau's alpha and b: RK4 itself) (a W-method: A may be
+ * any; the rigid-body terms dC/dbeta, dg/dtheta, dM/dtheta are left out; the secant keeps a
+ * saturated friction implicit, where its tangent vanishes and a step stalls across the velocity's
+ * sign change; the look-ahead makes every stage of a step that enters a stiff stop treat it
+ * implicitly, not the later ones only).
  * Multiplied by M, the beta row is the implicit stage above with g = gamma h,
  * r_i = beta_i + sum_j (c_ij / h) V_j and s_i = -sum_j (c_ij / h) Ub_j (the products M Ub_j cancel:
  * docs/joints.md), and
  *
- *     Ub_i = g (x_i - s_i),   V_i = g (r_i + Ub_i),
- *     U_theta,i = g f(theta_i) (beta_i + Ub_i) + g sum_j (c_ij / h) U_theta,j
+ *     Ub_i = g (x_i - s_i),   V_i = g (r_i + sigma_i Ub_i),
+ *     U_theta,i = g f(theta_i) (beta_i + sigma_i Ub_i) + g sum_j (c_ij / h) U_theta,j
  *
  * (V: U_theta's tangent vector, which the linearized stiffnesses act on).  One sweep per stage.
  *
@@ -297,12 +306,14 @@ soa_status soa_implicit(const soa_model *m, soa_data *d, double *q, double *qd, 
 #define ROS2_GAMMA 0.29289321881345247560    /* 1 - 1/sqrt(2) */
 typedef struct {
     int stages, est_order;          /* est_order: the embedded estimate's order p^ (step-size */
-    double gamma;                   /* exponent 1 / (p^ + 1), Hairer & Wanner IV.8) */
+                                    /* exponent 1 / (p^ + 1), Hairer & Wanner IV.8) */
+    int sigma_stiff;                /* sigma_i = 1 only where a stiffness acts (else always 1) */
+    double gamma;
     double a[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES], c[SOA_ROS_MAX_STAGES][SOA_ROS_MAX_STAGES];
     double m[SOA_ROS_MAX_STAGES], e[SOA_ROS_MAX_STAGES];
 } rosenbrock_tableau;
 static const rosenbrock_tableau ROS2 = {
-    2, 1, ROS2_GAMMA,
+    2, 1, 0, ROS2_GAMMA,
     {{0.0}, {0.5 / ROS2_GAMMA}},
     {{0.0}, {-1.0 / ROS2_GAMMA}},
     {1.0 / ROS2_GAMMA, 1.0 / ROS2_GAMMA},
@@ -328,7 +339,7 @@ static const rosenbrock_tableau ROS2 = {
  * abscissae sum_j alpha_ij are 0, 2 gamma, 0.732, 1: no stage beyond the step). */
 #define ROS34PW2_GAMMA 0.43586652150845900
 static const rosenbrock_tableau ROS34PW2 = {
-    4, 2, ROS34PW2_GAMMA,
+    4, 2, 0, ROS34PW2_GAMMA,
     {{0.0},
      {2.0},
      {1.4192173174557652, -0.25923221167296978},
@@ -339,6 +350,53 @@ static const rosenbrock_tableau ROS34PW2 = {
      {-6.3681792001283597, -6.7956209444668367, 2.8700986043310555}},
     {4.1847604823191613, -0.28519201735549599, 2.2942803602790423, 1.0},
     {0.27774994764796812, -1.4032398951759995, 1.7726301276675509, 0.5}};
+
+/* RK4W: a fourth-order Runge-Kutta method made an L-stable Rosenbrock W-method (derived for this
+ * engine, docs/joints.md "RK4W"; a linearly implicit method that is an explicit Runge-Kutta
+ * method where A = 0 is the idea of Strehmel & Weiner's adaptive Runge-Kutta methods, Numer.
+ * Math. 40 (1982) 245-262; the W-method's order conditions are Steihaug & Wolfbrandt's, Math.
+ * Comp. 33 (1979) 521-534, listed above).  Its alpha and b are the member c2 = u, c3 = v of the
+ * two-parameter family of four-stage fourth-order explicit Runge-Kutta methods (Butcher,
+ * Numerical Methods for ODEs, sec. 235), so that with A = 0 (no stiffness or damping engaged,
+ * sigma_i = 0) a step IS that RK4, order 4; and
+ *   - stiffly accurate: b_4 = gamma, gamma_4j = b_j - alpha_4j (y1 is the last stage's solution,
+ *     which holds a stiff stop's or contact's damping where a step lands in it: ROS34PW2 is too);
+ *     then R(-inf) = 1 - b^T beta^-1 1 = 0 (beta = alpha + Gamma);
+ *   - W-order 3 for ANY A: the four conditions of the list above with gamma not met by RK4
+ *     already (sum b_i gamma'_i = 0, sum b_i alpha_ij gamma'_j = 0, sum b_i gamma_ij alpha_j = 0,
+ *     sum b_i gamma_ij gamma'_j = 0).
+ * Five equations in (u, v, gamma_21, gamma_31, gamma_32) for a chosen gamma; its stability
+ * function is ROS34PW2's R(z) above with this gamma, A-stable for gamma in about [0.224, 0.573]
+ * (max |R(iy)| = 1) and L-stable.  Real solutions exist for gamma in about (0.39, 0.436); gamma =
+ * 0.42 gives u = 0.82541543480477112856, v = 0.64482029598308668076, gamma_21 =
+ * -0.73720899509929073378, gamma_31 = -0.5277301545207767054, gamma_32 = -0.17946629861296051569
+ * (stage abscissae 0, u, v, 1), b = (0.196, -0.927, 1.311, 0.42): of the range it lands the 1e6
+ * N m/rad stop's rebound of test_real_joints within 1.1 % of DOP853 at every phase of the impact
+ * in the step, and has the smallest errors on the ball and ur10 of the values tried (0.395,
+ * 0.4, 0.41, 0.42, 0.43; benchmarks/results/integrators.txt).  The embedded b^ = b + t n (n the
+ * null vector of sum b^ = 1, sum b^ alpha_i = 1/2, sum b^ gamma'_i = 0: order 2 for any A) has
+ * R^(-inf) = -1/2 (ROS34PW2's estimate: -0.478; b itself is the member with 0).  Transformed as
+ * above, from 40-digit arithmetic (tests/test_rk4w.py re-derives and checks them): */
+#define RK4W_GAMMA 0.42
+static const rosenbrock_tableau RK4W = {
+    4, 2, 1, RK4W_GAMMA,
+    {{0.0},
+     {1.9652748447732645918},
+     {1.7301905045296927407, 0.25806240423214059511},
+     {3.7366495425798637553, -0.59542771730903642824, 2.6402409482136198061}},
+    {{0.0},
+     {-4.1791893146218295566},
+     {-4.7774381081062530031, -1.0173826451981888644},
+     {-2.0976924435965714099, -0.66365159308339904312, 1.1472475548785371776}},
+    {3.7366495425798637553, -0.59542771730903642824, 2.6402409482136198061, 1.0},
+    {0.24725594382385413953, -1.1689156665627348603, 1.6526598959464841317,
+     0.52934495301240247002}};
+
+/* The tableau of a Rosenbrock method: SOA_ROS2, SOA_ROS34PW2 or SOA_RK4W. */
+static const rosenbrock_tableau *tableau_of(int method)
+{
+    return method == SOA_ROS2 ? &ROS2 : method == SOA_ROS34PW2 ? &ROS34PW2 : &RK4W;
+}
 
 /* One step of size h of the tableau from (q, qd) in place; *err <- the RMS of the error estimate
  * scaled by atol + rtol max(|y0|, |y1|) when err (else rtol, atol unused); qdd <- the step's mean
@@ -374,13 +432,15 @@ static int rosenbrock_step(const soa_model *m, soa_data *d, const rosenbrock_tab
             }
         }
         if (i > 0) soa_normalize_quaternions(m, qi);
+        int sigma;
         const int bad = implicit_stage(m, d, qi, vi, tau, stage_use(m, use_fext, first && i == 0),
-                                       g, i > 0 ? r : NULL, i > 0 ? s : NULL, h, Ub);
+                                       g, i > 0 ? r : NULL, i > 0 ? s : NULL, h, Ub, &sigma);
         if (bad >= 0) return bad;
+        if (!tb->sigma_stiff) sigma = 1;
         for (int k = 0; k < nv; k++) {
             Ub[k] = g * (Ub[k] - s[k]);
-            V[k] = g * (r[k] + Ub[k]);
-            w[k] = vi[k] + Ub[k];
+            V[k] = g * (r[k] + sigma * Ub[k]);
+            w[k] = vi[k] + sigma * Ub[k];
         }
         soa_configuration_rate(m, qi, w, Uq);
         for (int k = 0; k < nq; k++) Uq[k] *= g;
@@ -487,44 +547,73 @@ static soa_status rosenbrock_adaptive(const soa_model *m, soa_data *d,
     return check_finite(m, d, q, qd, qdd);
 }
 
+soa_status soa_rosenbrock_method(int method, const soa_model *m, soa_data *d, double *q,
+                                 double *qd, const double *tau, int use_fext, double h, int nsub,
+                                 double *qdd)
+{
+    return rosenbrock_fixed(m, d, tableau_of(method), q, qd, tau, use_fext, h, nsub, qdd);
+}
+
+soa_status soa_rosenbrock_method_adaptive(int method, const soa_model *m, soa_data *d, double *q,
+                                          double *qd, const double *tau, int use_fext, double h,
+                                          double rtol, double atol, double max_step, double *qdd)
+{
+    return rosenbrock_adaptive(m, d, tableau_of(method), q, qd, tau, use_fext, h, rtol, atol,
+                               max_step, qdd);
+}
+
 soa_status soa_rosenbrock(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
                           int use_fext, double h, int nsub, double *qdd)
 {
-    return rosenbrock_fixed(m, d, &ROS2, q, qd, tau, use_fext, h, nsub, qdd);
+    return soa_rosenbrock_method(SOA_ROS2, m, d, q, qd, tau, use_fext, h, nsub, qdd);
 }
 
 soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
                                    const double *tau, int use_fext, double h, double rtol,
                                    double atol, double max_step, double *qdd)
 {
-    return rosenbrock_adaptive(m, d, &ROS2, q, qd, tau, use_fext, h, rtol, atol, max_step, qdd);
+    return soa_rosenbrock_method_adaptive(SOA_ROS2, m, d, q, qd, tau, use_fext, h, rtol,
+                                          atol, max_step, qdd);
 }
 
 soa_status soa_ros34pw2(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
                         int use_fext, double h, int nsub, double *qdd)
 {
-    return rosenbrock_fixed(m, d, &ROS34PW2, q, qd, tau, use_fext, h, nsub, qdd);
+    return soa_rosenbrock_method(SOA_ROS34PW2, m, d, q, qd, tau, use_fext, h, nsub, qdd);
 }
 
 soa_status soa_ros34pw2_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
                                  const double *tau, int use_fext, double h, double rtol,
                                  double atol, double max_step, double *qdd)
 {
-    return rosenbrock_adaptive(m, d, &ROS34PW2, q, qd, tau, use_fext, h, rtol, atol, max_step,
-                               qdd);
+    return soa_rosenbrock_method_adaptive(SOA_ROS34PW2, m, d, q, qd, tau, use_fext, h, rtol,
+                                          atol, max_step, qdd);
 }
 
-/* auto's choice (soa.h): ROS34PW2 for every model with stiff terms (joint dissipation, stops,
- * contact; at 1 ms it is 10-100x more accurate than ROS2 on the arms' swings, holds a stiff stop
- * where ROS2 rebounds, for 1.8x ROS2's cost, about RK4's: benchmarks/results/integrators.txt,
- * docs/joints.md), RK4 for the others, for closure constraints (the linearly implicit stage does
+soa_status soa_rk4w(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                    int use_fext, double h, int nsub, double *qdd)
+{
+    return soa_rosenbrock_method(SOA_RK4W, m, d, q, qd, tau, use_fext, h, nsub, qdd);
+}
+
+soa_status soa_rk4w_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
+                             const double *tau, int use_fext, double h, double rtol,
+                             double atol, double max_step, double *qdd)
+{
+    return soa_rosenbrock_method_adaptive(SOA_RK4W, m, d, q, qd, tau, use_fext, h, rtol,
+                                          atol, max_step, qdd);
+}
+
+/* auto's choice (soa.h): RK4W for every model with stiff terms (joint dissipation, stops,
+ * contact; where none is engaged its step is RK4's, elsewhere it is third order and L-stable, for
+ * RK4's cost: benchmarks/results/integrators.txt, docs/joints.md), RK4 for the others, for closure constraints (the linearly implicit stage does
  * not handle them) and for flexible bodies (their modes are lightly damped oscillations RK4
- * resolves at the sub-step it is stable at, soa_auto_max_step; `implicit`, `ros2` and `ros34pw2`
- * take them on request). */
+ * resolves at the sub-step it is stable at, soa_auto_max_step; `implicit`, `ros2`, `ros34pw2`
+ * and `rk4w` take them on request). */
 int soa_auto_method(const soa_model *m)
 {
     if (m->nm || m->nc) return SOA_RK4;
-    return m->nsph || m->dissipative || m->stopped ? SOA_ROS34PW2 : SOA_RK4;
+    return m->nsph || m->dissipative || m->stopped ? SOA_RK4W : SOA_RK4;
 }
 
 /* auto's longest RK4 sub-step for a flexible model at its initial theta: SOA_RK4_MODAL_REACH

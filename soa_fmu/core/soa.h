@@ -612,9 +612,10 @@ soa_status soa_aba_bias_free(const soa_model *m, soa_data *d, const double *q, c
  * Rosenbrock stage's step: the friction's B is its secant mu f_n / s P, and each touching point's
  * B, K are at the depth the step reaches, f_n clamped to 0 or not), after a tree acceleration with
  * SOA_USE_CONTACT on this data (its factors and contact forces): soa_contact_implicit_filter
- * (contact.c), then the smoother from a zero base, qdd += M^-1 J* g. */
-void soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
-                          const double *s, double ahead, double *qdd);
+ * (contact.c), then the smoother from a zero base, qdd += M^-1 J* g.  Returns 1 when some point
+ * touches (a stiffness acts), 0 when none does (qdd unchanged). */
+int soa_contact_implicit(const soa_model *m, soa_data *d, double h, const double *r,
+                         const double *s, double ahead, double *qdd);
 soa_status soa_minv(const soa_model *m, soa_data *d, const double *q, double *Minv);
 soa_status soa_forward_dynamics_input_map(const soa_model *m, soa_data *d, const double *q,
                                           const double *dtau, int use_fext, double *dqdd);
@@ -693,9 +694,10 @@ double soa_stop_force(const soa_model *m, int i, const double *q, const double *
  * (q, qd), T the joint forces of soa_joint_forces (B: the dissipation's and active stops' damping
  * d + f_c s'(qd) + b; K: the active stops' stiffness); r = qd and s = 0 where NULL (the implicit
  * Euler step).  ahead > 0 (a Rosenbrock stage): the friction's secant f_c s(qd) / qd instead of
- * f_c s'(qd), and the stops that q + ahead qd is beyond count as active. */
-void soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const double *qd,
-                        const double *T, double h, const double *r, const double *s, double ahead);
+ * f_c s'(qd), and the stops that q + ahead qd is beyond count as active.  Returns 1 when some
+ * K != 0 (a stop is active). */
+int soa_implicit_terms(const soa_model *m, soa_data *d, const double *q, const double *qd,
+                       const double *T, double h, const double *r, const double *s, double ahead);
 
 /* ------------------------------------------------------------------ contact.c */
 /* Compliant contact (docs/contact.md): Hunt-Crossley normal force and regularized Coulomb
@@ -803,7 +805,23 @@ soa_status soa_ros34pw2(const soa_model *m, soa_data *d, double *q, double *qd, 
 soa_status soa_ros34pw2_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
                                  const double *tau, int use_fext, double h, double rtol,
                                  double atol, double max_step, double *qdd);
-/* The integrator `auto` picks: SOA_ROS34PW2 for a model with joint dissipation, stops or contact,
+/* The same with RK4W (integrators.c, docs/joints.md): classical RK4 made an L-stable Rosenbrock
+ * W-method, third order for any Jacobian, RK4 itself where no stiff term is engaged; its
+ * embedded estimate second order. */
+soa_status soa_rk4w(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
+                    int use_fext, double h, int nsub, double *qdd);
+soa_status soa_rk4w_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
+                             const double *tau, int use_fext, double h, double rtol,
+                             double atol, double max_step, double *qdd);
+/* The Rosenbrock method `method` (SOA_ROS2, SOA_ROS34PW2, SOA_RK4W): fixed steps as soa_rosenbrock,
+ * error-controlled as soa_rosenbrock_adaptive. */
+soa_status soa_rosenbrock_method(int method, const soa_model *m, soa_data *d, double *q,
+                                 double *qd, const double *tau, int use_fext, double h, int nsub,
+                                 double *qdd);
+soa_status soa_rosenbrock_method_adaptive(int method, const soa_model *m, soa_data *d, double *q,
+                                          double *qd, const double *tau, int use_fext, double h,
+                                          double rtol, double atol, double max_step, double *qdd);
+/* The integrator `auto` picks: SOA_RK4W for a model with joint dissipation, stops or contact,
  * else SOA_RK4; flexible and closed-chain models get SOA_RK4. */
 int soa_auto_method(const soa_model *m);
 /* auto's longest RK4 sub-step at theta: SOA_RK4_MODAL_REACH / the highest modal frequency for a
@@ -813,20 +831,20 @@ double soa_auto_max_step(const soa_model *m, soa_data *d, const double *q);
 
 /* ------------------------------------------------------------------ constraint_time.c */
 /* the integrators; SOA_AUTO is resolved once, at initialization, by soa_auto_method */
-enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2, SOA_ROS34PW2, SOA_AUTO,
-       SOA_NMETHODS };
+enum { SOA_RK4, SOA_EULER, SOA_DOP853, SOA_IMPLICIT, SOA_ROS2, SOA_ROS34PW2, SOA_RK4W,
+       SOA_AUTO, SOA_NMETHODS };
 /* 1 for the Rosenbrock methods (fixed or error-controlled sub-steps: soa_step_options'
  * error_control) */
 static inline int soa_is_rosenbrock(int method)
 {
-    return method == SOA_ROS2 || method == SOA_ROS34PW2;
+    return method == SOA_ROS2 || method == SOA_ROS34PW2 || method == SOA_RK4W;
 }
 typedef struct {
-    int method;                    /* SOA_RK4 ... SOA_ROS34PW2 */
+    int method;                    /* SOA_RK4 ... SOA_RK4W */
     double max_step;               /* rk4, euler: a step is split into equal sub-steps <= this */
-    double rtol, atol;             /* dop853, ros2 / ros34pw2 with error control */
+    double rtol, atol;             /* dop853, the Rosenbrock methods with error control */
     int reanchor;                  /* a constraint switched on is re-anchored at the current pose */
-    int error_control;             /* ros2, ros34pw2: error-controlled sub-steps (else fixed) */
+    int error_control;             /* Rosenbrock methods: error-controlled sub-steps (else fixed) */
 } soa_step_options;
 /* The held inputs of a model with closure constraints (soa_closure_accel's context):
  * tau (nv), f_ext in d->fext when use_fext; active (nc), u (nc x 6), Baumgarte gains;

@@ -339,7 +339,7 @@ class SoaSlave(Fmi2Slave):
         sim.tau = self.v_tau           # the held joint forces ARE the input buffer (no copy)
         if sim.options.method == "auto":
             why = ("the model has joint dissipation, stops or contact"
-                   if sim.integrator_used in ("ros2", "ros34pw2") else "no stiff terms")
+                   if sim.integrator_used in ("ros2", "ros34pw2", "rk4w") else "no stiff terms")
             self._log(f"integrator auto: {sim.integrator_used} ({why}; docs/joints.md)")
         if self.sl_stab is not None:
             sim.stabilization = tuple(float(x) for x in r[self.sl_stab])

@@ -53,7 +53,7 @@ from ..integrators import MIN_MAX_STEP
 from ..model import Model
 
 FORMAT_VERSION = 1
-METHODS = ("rk4", "euler", "dop853", "implicit", "ros2", "ros34pw2", "auto")   # Simulator methods
+METHODS = ("rk4", "euler", "dop853", "implicit", "ros2", "ros34pw2", "rk4w", "auto")   # Simulator
 #                                    (soa_fmu.integrators; the index is soa.h's SOA_RK4 ...)
 
 # Unit name -> SI base-unit exponents (FMI 2.0 §2.2.2: kg, m, s, A, K, mol, cd, rad).

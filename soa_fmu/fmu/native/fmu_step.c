@@ -28,7 +28,7 @@ void fmu_reset_closures(Instance *c)
     }
 }
 
-/* The integrator auto resolves to (soa_auto_method: ros34pw2 for a model with stiff terms, else
+/* The integrator auto resolves to (soa_auto_method: rk4w for a model with stiff terms, else
  * rk4): decided when the simulation state is built and never inside a run; logged. */
 static void resolve_method(Instance *c)
 {
@@ -318,7 +318,7 @@ const double *fmu_me_normalized(Instance *c)
 }
 
 /* ------------------------------------------------------------------ the step */
-/* ros2's and ros34pw2's mode: the Boolean parameter error_control. */
+/* The Rosenbrock methods' mode (ros2, ros34pw2, rk4w): the Boolean parameter error_control. */
 static int error_control(const Instance *c)
 {
     return c->boolean[D.vr_error_control - D.nreal] != 0;
@@ -359,9 +359,10 @@ static soa_status integrate(Instance *c, double h)
     } else if (soa_is_rosenbrock(c->method_used) && error_control(c)) {
         c->factored = 0;
         c->d->dop_h[0] = last_h;
-        st = (c->method_used == SOA_ROS2 ? soa_rosenbrock_adaptive : soa_ros34pw2_adaptive)(
-            c->m, c->d, c->qs, c->qds, tau, use | (held ? SOA_CONTACT_HELD : 0), h,
-            c->real[D.vr_rtol], c->real[D.vr_atol], c->real[D.vr_max_step], c->qdds);
+        st = soa_rosenbrock_method_adaptive(c->method_used, c->m, c->d, c->qs, c->qds, tau,
+                                            use | (held ? SOA_CONTACT_HELD : 0), h,
+                                            c->real[D.vr_rtol], c->real[D.vr_atol],
+                                            c->real[D.vr_max_step], c->qdds);
         last_h = c->d->dop_h[0];
     } else {
         const int nsub = soa_substeps(h, step_bound(c));
@@ -372,11 +373,12 @@ static soa_status integrate(Instance *c, double h)
         }
         if (c->method_used == SOA_IMPLICIT || soa_is_rosenbrock(c->method_used)) {
             c->factored = 0;
-            st = (c->method_used == SOA_IMPLICIT ? soa_implicit
-                  : c->method_used == SOA_ROS2   ? soa_rosenbrock
-                                                 : soa_ros34pw2)(
-                c->m, c->d, c->qs, c->qds, tau, use | (held ? SOA_CONTACT_HELD : 0), h / nsub, nsub,
-                c->qdds);
+            const int use_held = use | (held ? SOA_CONTACT_HELD : 0);
+            st = c->method_used == SOA_IMPLICIT
+                     ? soa_implicit(c->m, c->d, c->qs, c->qds, tau, use_held, h / nsub, nsub,
+                                    c->qdds)
+                     : soa_rosenbrock_method(c->method_used, c->m, c->d, c->qs, c->qds, tau,
+                                             use_held, h / nsub, nsub, c->qdds);
         } else {
             st = soa_check_inputs(c->m, c->qs, c->qds, tau);
             if (st.kind != SOA_OK) return st;

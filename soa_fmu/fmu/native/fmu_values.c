@@ -12,7 +12,7 @@
 #include "instance.h"
 
 const char *const METHOD_NAMES[SOA_NMETHODS] = {"rk4", "euler", "dop853", "implicit", "ros2",
-                                                "ros34pw2", "auto"};
+                                                "ros34pw2", "rk4w", "auto"};
 
 /* ------------------------------------------------------------------ value references */
 int fmu_check_refs(Instance *c, const unsigned *vr, size_t nvr, size_t nvalues, int lo, int hi,
@@ -165,7 +165,7 @@ int fmu_set_string(Instance *c, unsigned vr, const char *value)
     if (method < 0) {
         char text[MSG];
         snprintf(text, sizeof text, "integrator '%.200s' is not one of rk4, euler, dop853, "
-                 "implicit, ros2, ros34pw2, auto",
+                 "implicit, ros2, ros34pw2, rk4w, auto",
                  value ? value : "(null)");
         reject(c, (int)vr, REJ_METHOD, text);
         return FMU_ERROR;
