@@ -1,6 +1,6 @@
 """Work–precision of the integrators (docs/joints.md): the error at t = 2 s against the C cost per
-simulated second, for rk4, euler, implicit (Euler), ros2 and ros34pw2 with fixed steps and with
-error control, and dop853, on a bouncing ball (1 kg, Hunt–Crossley k = 1e5, n = 1.5, d = 0.2,
+simulated second, for rk4, euler, implicit (Euler), ros2, ros34pw2 and rk4w (auto's stiff choice)
+with fixed steps and with error control, and dop853, on a bouncing ball (1 kg, Hunt–Crossley k = 1e5, n = 1.5, d = 0.2,
 dropped 5 cm) and three example-robot-data arms swinging under gravity with zero torque, their
 URDF damping, friction and joint stops on (START):
 
@@ -19,9 +19,10 @@ Each point is ONE call of the C kernel over the 2 s (``_core.rk4``, ``rosenbrock
 steps; the adaptive kernels in 20 calls of 0.1 s, their step carried over), timed by CPU time,
 best of 3: the C cost per simulated second, without Python per step.  The error is
 max |q(2 s) − q_ref| (rad or m) against DOP853 at rtol = atol = 1e-12.  A method that diverges at
-a step size has no point there.  Then the fixed-step ros2 and ros34pw2 against implicit Euler in
-a C host (benchmarks/fmu_step_host.c, the native FMU of the 7-dof arm, setReal(τ) +
-doStep(1 ms) + getReal(q, q̇)): the bar ≤ 2.5 × implicit.
+a step size has no point there.  Then the fixed-step rk4, ros2, ros34pw2 and rk4w against implicit
+Euler in a C host (benchmarks/fmu_step_host.c, the native FMU of the 7-dof arm, setReal(τ) +
+doStep(1 ms) + getReal(q, q̇)).  The issue's bars judge the default method, rk4w (DEFAULT): its
+error at 1 ms (BARS_1MS) and its host step ≤ 2.5 × implicit Euler's.
 
     python benchmarks/bench_integrators.py
 
@@ -58,13 +59,14 @@ START = {"ur10": (-0.38, 1.84, -1.59, 2.09, 1.27, -1.79),           # free swing
          "ur10, stop impacts": None,                                  # the neutral pose
          "panda": (0, -0.785398, 0, -2.35619, 0, 1.5707, 0.785398, 0.001, 0.001),   # SRDF default
          "xarm7": None}                                               # SRDF home = neutral
-METHODS = ("rk4", "euler", "implicit", "ros2", "ros34pw2", "ros2 (error control)",
-           "ros34pw2 (error control)", "dop853")
+METHODS = ("rk4", "euler", "implicit", "ros2", "ros34pw2", "rk4w", "ros2 (error control)",
+           "ros34pw2 (error control)", "rk4w (error control)", "dop853")
 FIXED = {"rk4": "rk4", "euler": "euler", "implicit": "implicit", "ros2": "rosenbrock", "rk4w": "rk4w",
          "ros34pw2": "ros34pw2"}                                      # _core kernels
 ADAPTIVE = {"ros2 (error control)": "rosenbrock_adaptive", "rk4w (error control)": "rk4w_adaptive",
             "ros34pw2 (error control)": "ros34pw2_adaptive"}
-STIFF = ("implicit", "ros2", "ros34pw2")      # the host-cost rows (and rk4)
+STIFF = ("implicit", "ros2", "ros34pw2", "rk4w")      # the host-cost rows (and rk4)
+DEFAULT = "rk4w"                # auto's choice for every stiff model: the method the bars judge
 BARS_1MS = {"ur10": 1e-4, "panda": 2e-2, "xarm7": 5e-4}    # the stiff-stable method at 1 ms
 CHUNKS = 20
 BAR_COST = 2.5                  # the stiff method's fixed step in a C host <= 2.5 x implicit's
@@ -147,7 +149,7 @@ def curves(model: sf.Model, q0: np.ndarray) -> dict[str, list[tuple[float, float
 
 
 def host_cost(tmp: Path) -> str:
-    """The fixed steps of rk4, implicit, ros2 and ros34pw2 in the C host (the 7-dof arm's native
+    """The fixed steps of rk4 and the STIFF methods in the C host (the 7-dof arm's native
     FMU), interleaved, best of 3 rounds."""
     import build_fmu
     from bench_fmu import best_rounds
@@ -160,20 +162,30 @@ def host_cost(tmp: Path) -> str:
     rows = [kept[f"native, 7-dof arm, {m}"][:7] for m in methods]
     verdict = [f"{m} / implicit = {t[m] / t['implicit']:.2f} (bar ≤ {BAR_COST}: "
                f"{'met' if t[m] / t['implicit'] <= BAR_COST else 'MISSED'}), {m} / rk4 = "
-               f"{t[m] / t['rk4']:.2f}" for m in ("ros2", "ros34pw2")]
+               f"{t[m] / t['rk4']:.2f}" for m in STIFF[1:]]
+    r = t[DEFAULT] / t["implicit"]
+    judged = (f"The bar judges the default, {DEFAULT}: {r:.2f} × implicit Euler, "
+              + ("met." if r <= BAR_COST else
+                 f"MISSED (bar ≤ {BAR_COST}): a fourth-order step evaluates M(θᵢ)⁻¹ exactly at "
+                 "four stages, one articulated sweep each, the sweep implicit Euler's single stage "
+                 f"is, so any method on rk4's curve costs about rk4's {t['rk4'] / t['implicit']:.2f}"
+                 " × implicit Euler in this host; ros2 meets the cost bar but not ur10's "
+                 "accuracy bar (the 1-ms table)."))
     return table("The stiff methods' step in a C host: setReal(τ) + doStep(h = 1 ms) + "
                  "getReal(q, q̇)",
                  ["", "median µs", "% of h", "p99 µs", "p99/median", "p99.9 µs", "worst µs"],
-                 rows, ["best of 3 interleaved rounds. " + "; ".join(verdict) + "."] + notes)
+                 rows, ["best of 3 interleaved rounds. " + "; ".join(verdict) + ".", judged]
+                 + notes)
 
 
 def plot(results: dict, path: Path) -> None:
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    fig, axes = plt.subplots(1, len(results), figsize=(3.9 * len(results), 4.0))
+    fig, axes = plt.subplots(1, len(results), figsize=(3.9 * len(results), 4.4))
     style = {"rk4": "o-", "euler": "v-", "implicit": "s-", "ros2": "D-", "ros34pw2": "P-",
-             "ros2 (error control)": "D--", "ros34pw2 (error control)": "P--", "dop853": "^-"}
+             "rk4w": "k*-", "ros2 (error control)": "D--", "ros34pw2 (error control)": "P--",
+             "rk4w (error control)": "k*--", "dop853": "^-"}
     for ax, (name, res) in zip(axes, results.items()):
         for method, pts in res.items():
             if pts and method in style:
@@ -183,8 +195,9 @@ def plot(results: dict, path: Path) -> None:
         ax.set_xlabel("C cost per simulated second (ms)")
         ax.grid(True, which="both", alpha=0.3)
     axes[0].set_ylabel("error at t = 2 s (max |q − q_ref|)")
-    axes[-1].legend(fontsize=8)
-    fig.tight_layout()
+    handles, labels = axes[1].get_legend_handles_labels()       # ur10: every method has points
+    fig.legend(handles, labels, loc="lower center", ncol=len(labels), fontsize=8)
+    fig.tight_layout(rect=(0, 0.07, 1, 1))
     path.parent.mkdir(exist_ok=True)
     fig.savefig(path, dpi=110)
 
@@ -212,9 +225,12 @@ def main() -> int:
     at_1ms = {name: dict((m, next((e for x, _, e in pts if x == 1e-3), math.nan))
                          for m, pts in res.items() if m in shown)
               for name, res in results.items()}
-    text += table("At h = 1 ms: error at t = 2 s", ["model", *shown, "bar"],
-                  [[n, *(f"{v[m]:.3g}" for m in shown), f"≤ {BARS_1MS[n]:g}" if n in BARS_1MS
-                    else ""] for n, v in at_1ms.items()]) + "\n"
+    text += table(f"At h = 1 ms: error at t = 2 s; the bars judge the default, {DEFAULT}",
+                  ["model", *shown, "bar", f"{DEFAULT}: bar"],
+                  [[n, *(f"{v[m]:.3g}" for m in shown),
+                    f"≤ {BARS_1MS[n]:g}" if n in BARS_1MS else "",
+                    ("met" if v[DEFAULT] <= BARS_1MS[n] else "MISSED") if n in BARS_1MS else ""]
+                   for n, v in at_1ms.items()]) + "\n"
     with tempfile.TemporaryDirectory() as tmp:
         text += host_cost(Path(tmp))
     write_result("integrators.txt", text)

@@ -582,54 +582,31 @@ soa_status soa_rosenbrock_method_adaptive(int method, const soa_model *m, soa_da
                                max_step, qdd);
 }
 
-soa_status soa_rosenbrock(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
-                          int use_fext, double h, int nsub, double *qdd)
-{
-    return soa_rosenbrock_method(SOA_ROS2, m, d, q, qd, tau, use_fext, h, nsub, qdd);
-}
-
-soa_status soa_rosenbrock_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
-                                   const double *tau, int use_fext, double h, double rtol,
-                                   double atol, double max_step, double *qdd)
-{
-    return soa_rosenbrock_method_adaptive(SOA_ROS2, m, d, q, qd, tau, use_fext, h, rtol,
-                                          atol, max_step, qdd);
-}
-
-soa_status soa_ros34pw2(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
-                        int use_fext, double h, int nsub, double *qdd)
-{
-    return soa_rosenbrock_method(SOA_ROS34PW2, m, d, q, qd, tau, use_fext, h, nsub, qdd);
-}
-
-soa_status soa_ros34pw2_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
-                                 const double *tau, int use_fext, double h, double rtol,
-                                 double atol, double max_step, double *qdd)
-{
-    return soa_rosenbrock_method_adaptive(SOA_ROS34PW2, m, d, q, qd, tau, use_fext, h, rtol,
-                                          atol, max_step, qdd);
-}
-
-soa_status soa_rk4w(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,
-                    int use_fext, double h, int nsub, double *qdd)
-{
-    return soa_rosenbrock_method(SOA_RK4W, m, d, q, qd, tau, use_fext, h, nsub, qdd);
-}
-
-soa_status soa_rk4w_adaptive(const soa_model *m, soa_data *d, double *q, double *qd,
-                             const double *tau, int use_fext, double h, double rtol,
-                             double atol, double max_step, double *qdd)
-{
-    return soa_rosenbrock_method_adaptive(SOA_RK4W, m, d, q, qd, tau, use_fext, h, rtol,
-                                          atol, max_step, qdd);
-}
+/* The named methods of soa.h: fixed steps and error-controlled sub-steps of one tableau each. */
+#define NAMED_ROSENBROCK(fixed, adaptive, method)                                                \
+    soa_status fixed(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau,  \
+                     int use_fext, double h, int nsub, double *qdd)                               \
+    {                                                                                            \
+        return soa_rosenbrock_method(method, m, d, q, qd, tau, use_fext, h, nsub, qdd);          \
+    }                                                                                            \
+    soa_status adaptive(const soa_model *m, soa_data *d, double *q, double *qd, const double *tau, \
+                        int use_fext, double h, double rtol, double atol, double max_step,         \
+                        double *qdd)                                                             \
+    {                                                                                            \
+        return soa_rosenbrock_method_adaptive(method, m, d, q, qd, tau, use_fext, h, rtol, atol, \
+                                              max_step, qdd);                                    \
+    }
+NAMED_ROSENBROCK(soa_rosenbrock, soa_rosenbrock_adaptive, SOA_ROS2)
+NAMED_ROSENBROCK(soa_ros34pw2, soa_ros34pw2_adaptive, SOA_ROS34PW2)
+NAMED_ROSENBROCK(soa_rk4w, soa_rk4w_adaptive, SOA_RK4W)
 
 /* auto's choice (soa.h): RK4W for every model with stiff terms (joint dissipation, stops,
- * contact; where none is engaged its step is RK4's, elsewhere it is third order and L-stable, for
- * RK4's cost: benchmarks/results/integrators.txt, docs/joints.md), RK4 for the others, for closure constraints (the linearly implicit stage does
- * not handle them) and for flexible bodies (their modes are lightly damped oscillations RK4
- * resolves at the sub-step it is stable at, soa_auto_max_step; `implicit`, `ros2`, `ros34pw2`
- * and `rk4w` take them on request). */
+ * contact; where none is engaged its step is a fourth-order Runge-Kutta step, elsewhere it is
+ * third order, stiffly accurate and L-stable, for about RK4's cost:
+ * benchmarks/results/integrators.txt, docs/joints.md), RK4 for the others, for closure
+ * constraints (the linearly implicit stage does not handle them) and for flexible bodies (their
+ * modes are lightly damped oscillations RK4 resolves at the sub-step it is stable at,
+ * soa_auto_max_step; `implicit`, `ros2`, `ros34pw2` and `rk4w` take them on request). */
 int soa_auto_method(const soa_model *m)
 {
     if (m->nm || m->nc) return SOA_RK4;
