@@ -239,7 +239,7 @@ def smooth_chain():
 def test_a_step_without_stiff_terms_is_the_explicit_rk_method():
     """Where no stiff term is engaged (sigma_i = 0, A = 0) one rk4w step of 10 ms is the explicit
     RK method of the untransformed (alpha, b), computed here from the Simulator's acceleration,
-    to 1e-13 (relative); ros34pw2's step is not (its Jacobian is f(theta) throughout)."""
+    to 1e-13 (relative); ros34pw2's step is not (sigma_i = 1: its A keeps theta-dot's f(theta))."""
     model, q, qd = smooth_chain()
     assert sf.Simulator(model).integrator_used == "rk4"
     sim = sf.Simulator(model, q, qd, method="rk4w")
@@ -295,8 +295,9 @@ def test_stability_function_on_a_linear_damped_joint():
 def test_a_stiff_stop_struck_at_every_phase_of_the_step():
     """tests/test_real_joints.py's 1e6 N m/rad stop (h^2 k / I = 1000 at 1 ms) struck at six
     phases within a 1 ms step (q0 from 0 to 4.9 mm at 5 rad/s): rk4w leaves it at DOP853's speed
-    (1e-10) within 2 % at every phase; ros2 (its second stage beyond the stop) and ros34pw2 miss
-    it by far at some phase (ros2 bounces back at 5-15x, ros34pw2 sticks at one)."""
+    (1e-10) within 2 % at every phase (measured: 1.1 % at most); ros2 and ros34pw2 miss it by far
+    at some phase (ros2 leaves at 5-15x that speed at five of the six, ros34pw2 sticks to the stop
+    at one: 0.5 % of it)."""
     model = pendulum(mass=0.01, length=0.1, inertia=1e-3,
                      limits={"lower": -0.1, "upper": 0.1, "stop_stiffness": 1e6})
 
