@@ -435,8 +435,9 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
         add(f"qd0[{i + 1}]", "Real", "parameter", "fixed", "exact", unit(vel[i][3], 1),
             float(qd_start[i]), f"initial rate: {vdesc(i)}", "qd0", i)
     add("max_step", "Real", "parameter", "tunable", "exact", "s", float(max_step),
-        "rk4/euler: largest internal step (a communication step is split into equal sub-steps "
-        "no longer than this)", "max_step", 0)
+        "every integrator but dop853: largest internal step (a communication step is split into "
+        "equal sub-steps no longer than this; with error_control, the longest sub-step)",
+        "max_step", 0)
     add("rtol", "Real", "parameter", "tunable", "exact", "1", 1e-8,
         "dop853, and ros2 / ros34pw2 / rk4w with error_control: relative error tolerance",
         "rtol", 0)
