@@ -169,6 +169,27 @@ def test_rosenbrock_methods_in_fmi2_and_fmi3_co_simulation(model_file, fmi):
     np.testing.assert_array_equal(me[0], me[1])
 
 
+def test_error_controlled_rk4w_approaches_the_true_solution(stopped_fmu, model_file):
+    """What a Modelica tool's CS export with CVODE gives: the FMU (integrator = rk4w, error_control
+    true, atol = rtol / 100) released inside its range and swinging into the stop comes closer to
+    DOP853 at rtol 1e-12 as rtol tightens: at t = 0.4 s, past the impact, 2.6e-6 rad at rtol 1e-4,
+    8.6e-8 at 1e-6, 1.3e-10 at 1e-8 (fixed 1 ms sub-steps: 2.8e-4)."""
+    model = sf.load_model(model_file)
+    ref = sf.Simulator(model, q0=[LOWER + 0.3], method="dop853", rtol=1e-12, atol=1e-14)
+    for _ in range(400):
+        ref.step(1e-3)
+    assert ref.q[0] < LOWER                                   # in the stop
+    err = []
+    for options in ({"error_control": False}, {"error_control": True, "rtol": 1e-4},
+                    {"error_control": True, "rtol": 1e-6}, {"error_control": True, "rtol": 1e-8}):
+        inst = Instance(stopped_fmu).init({"q0[1]": LOWER + 0.3, "integrator": "rk4w",
+                                           "atol": options.get("rtol", 1e-8) / 100, **options})
+        err.append(abs(run(inst, 400)[-1, 0] - ref.q[0]))
+        inst.close()
+    assert err[0] > 1e-4 and err[0] > 30 * err[1] > 30 * 10 * err[2] > 30 * 10 * 100 * err[3]
+    assert err[3] < 1e-9
+
+
 UNKNOWN = f"integrator 'rk5' is not one of {', '.join(sf.integrators.METHODS)}"
 
 
