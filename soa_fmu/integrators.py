@@ -285,7 +285,8 @@ class Simulator:
         return qd, qdd
 
     def _adaptive(self, method: str) -> bool:
-        """True for the error-controlled methods: dop853; ros2, ros34pw2, rk4w with error_control."""
+        """True for the error-controlled methods: dop853, and a Rosenbrock method with
+        error_control."""
         return method == "dop853" or (method in ROSENBROCK and self.options.error_control)
 
     def _step_fixed(self, method, q, qd, hs, nsub) -> np.ndarray:

@@ -108,9 +108,10 @@ def test_implicit_and_auto_in_the_fmu(stopped_fmu, model_file):
 
 @pytest.mark.parametrize("method,code", [("ros2", 4), ("ros34pw2", 5), ("rk4w", 6)])
 def test_rosenbrock_error_control_in_the_fmu(stopped_fmu, model_file, method, code):
-    """integrator = ros2 / ros34pw2 / rk4w with error_control = true runs the C core's error-controlled
-    sub-steps (the Simulator's, to 1e-12), the step memory carried between doSteps; switched off
-    during the run (tunable), fixed sub-steps of max_step follow, again as the Simulator's."""
+    """integrator = ros2 / ros34pw2 / rk4w with error_control = true runs the C core's
+    error-controlled sub-steps (the Simulator's, to 1e-12), the step memory carried between
+    doSteps; switched off during the run (tunable), fixed sub-steps of max_step follow, again as
+    the Simulator's."""
     model = sf.load_model(model_file)
     inst = Instance(stopped_fmu).init({"q0[1]": Q0, "integrator": method, "error_control": True,
                                        "rtol": 1e-6, "atol": 1e-8})

@@ -19,12 +19,12 @@ velocity dof ``damping[i]``, ``friction[i]`` and ``armature[i]`` (groups ``dampi
 ``friction``, ``armature``); they follow the integrator options and gains among the parameters.
 A model with joint stops adds the tunable ``stop_stiffness[i]``, ``stop_damping[i]`` (0 where a dof
 has no stop), the Boolean parameter ``stops_enabled`` (after the constraint switches) and the
-outputs ``stop_tau[i]``.  Every FMU has the Boolean parameter ``error_control`` (the mode of ros2, ros34pw2
-and rk4w, before ``integrator``) and the output ``integrator_used`` (the integrator the ``integrator``
-parameter resolved to at initialization: 0 rk4, 1 euler, 2 dop853, 3 implicit, 4 ros2, 5 ros34pw2,
-6 rk4w; docs/joints.md).  With Model Exchange, joint stops add the locals ``stop_margin[k]``, one per stop
-limit in dof order, lower first (q − lower, upper − q): the event indicators (FMI 3.0 declares
-them as its ``EventIndicator`` elements; FMI 2.0 counts them).
+outputs ``stop_tau[i]``.  Every FMU has the Boolean parameter ``error_control`` (the mode of
+ros2, ros34pw2 and rk4w, before ``integrator``) and the output ``integrator_used`` (the integrator
+the ``integrator`` parameter resolved to at initialization: 0 rk4, 1 euler, 2 dop853, 3 implicit,
+4 ros2, 5 ros34pw2, 6 rk4w; docs/joints.md).  With Model Exchange, joint stops add the locals
+``stop_margin[k]``, one per stop limit in dof order, lower first (q − lower, upper − q): the event
+indicators (FMI 3.0 declares them as its ``EventIndicator`` elements; FMI 2.0 counts them).
 
 With ``states=True`` (an FMU with Model Exchange) the continuous states are x = (``q``, ``qd``)
 and the table adds their derivatives: the locals ``der(q[i])`` (θ̇ = f(θ)β) after the constraint
