@@ -1,9 +1,10 @@
-"""The Rosenbrock W-methods ROS2 and ROS34PW2, the latter the default integrator of stiff models
-(core/integrators.c, docs/joints.md): their orders measured against a tight DOP853, their
-stability functions on a stiff damped joint against the closed forms R(z), their error control
-against the tolerance, ROS34PW2 on ur10's free swing at 1 ms against DOP853 at 1e-12, and the
-defaults that used to fail: the bouncing ball's rebound (implicit Euler lost 17 %) and
-example-robot-data's g1_with_hands and human (rk4, chosen once at t = 0, diverged at 0.45 s)."""
+"""The Rosenbrock W-methods ROS2 and ROS34PW2 (core/integrators.c, docs/joints.md): their orders
+measured against a tight DOP853, their stability functions on a stiff damped joint against the
+closed forms R(z), their error control against the tolerance, ROS34PW2 and the default's method
+RK4W (auto's pick for every stiff model; its own tests: tests/test_rk4w.py) on ur10's free swing at
+1 ms against DOP853 at 1e-12, and the defaults that used to fail: the bouncing ball's rebound
+(implicit Euler lost 17 %) and example-robot-data's g1_with_hands and human (rk4, chosen once at
+t = 0, diverged at 0.45 s)."""
 from __future__ import annotations
 
 import itertools
@@ -101,7 +102,8 @@ def test_error_control_meets_the_tolerance(method, rtols):
 def test_ros34pw2_on_ur10s_free_swing_at_1ms():
     """ur10 swinging freely under gravity for 2 s (no stop reached: the benchmark's start pose,
     benchmarks/bench_integrators.py), fixed 1 ms steps: ROS34PW2 within 1e-4 rad of DOP853 at
-    rtol 1e-12 (the issue's bar), ROS2 not (second order)."""
+    rtol 1e-12 (the issue's bar), ROS2 not (second order); RK4W, the default's method for a stiff
+    model, within 1e-8 (no stiff term engaged: a step is its RK4, fourth order)."""
     pytest.importorskip("pinocchio")               # example-robot-data comes with the extra
     model = robot_data("ur_description/urdf/ur10_robot.urdf")
     q0 = np.array([-0.38, 1.84, -1.59, 2.09, 1.27, -1.79])
@@ -114,8 +116,9 @@ def test_ros34pw2_on_ur10s_free_swing_at_1ms():
     ref = final(_core.dop853, 0.0, 2.0, 1e-12, 1e-12, math.inf, 0.0)[0:6]
     assert np.all(ref - lo > 1.0) and np.all(hi - ref > 1.0)
     err = {m: np.abs(final(k, 1e-3, 2000) - ref).max()
-           for m, k in (("ros34pw2", _core.ros34pw2), ("ros2", _core.rosenbrock))}
-    assert err["ros34pw2"] <= 1e-4 < err["ros2"], err
+           for m, k in (("ros34pw2", _core.ros34pw2), ("ros2", _core.rosenbrock),
+                        ("rk4w", _core.rk4w))}
+    assert err["ros34pw2"] <= 1e-4 < err["ros2"] and err["rk4w"] <= 1e-8, err
 
 
 def bouncing_ball() -> sf.Model:
@@ -143,12 +146,13 @@ def rebound(**kw) -> float:
 
 
 def test_default_ball_rebound_within_2_percent():
-    """The default (auto → ros34pw2 at 1 ms) and ros2 rebound within 2 % of DOP853 at 1e-12;
-    implicit Euler, the old default for contact, loses about 17 %."""
+    """The default (auto → rk4w at 1 ms), ros34pw2 and ros2 rebound within 2 % of DOP853 at
+    1e-12; implicit Euler, the old default for contact, loses about 17 %."""
     assert sf.Simulator(bouncing_ball()).integrator_used == "rk4w"
     ref = rebound(method="dop853", rtol=1e-12, atol=1e-12)
     assert ref == pytest.approx(0.8335, rel=1e-3)
     assert rebound() == pytest.approx(ref, rel=0.02)
+    assert rebound(method="ros34pw2") == pytest.approx(ref, rel=0.02)
     assert rebound(method="ros2") == pytest.approx(ref, rel=0.02)
     assert rebound(method="implicit") < 0.9 * ref
 
@@ -163,10 +167,10 @@ def robot_data(path: str) -> sf.Model:
 @pytest.mark.parametrize("path", ["g1_description/urdf/g1_29dof_with_hand_rev_1_0.urdf",
                                   "human_description/robots/human.urdf"])
 def test_defaults_run_g1_with_hands_and_human(path):
-    """The default integrator runs example-robot-data's g1_with_hands and human 2 s at 1 ms under
-    gravity with zero torque (rk4, chosen at t = 0 by its bound there, diverged at 0.45 s; human
-    flails through its joint stops, where Verwer's ROS2 stage placement diverged at 0.9 s); so
-    does ros2."""
+    """The default integrator (rk4w) runs example-robot-data's g1_with_hands and human 2 s at 1 ms
+    under gravity with zero torque (rk4, chosen at t = 0 by its bound there, diverged at 0.45 s;
+    human flails through its joint stops, where Verwer's ROS2 stage placement diverged at 0.9 s);
+    so does ros2."""
     pytest.importorskip("pinocchio")               # example-robot-data comes with the extra
     model = robot_data(path)
     for sim in (sf.Simulator(model), sf.Simulator(model, method="ros2")):
@@ -201,12 +205,12 @@ def friction_puck() -> sf.Model:
 
 @pytest.mark.parametrize("make", [friction_wheel, friction_puck])
 def test_coulomb_friction_brings_it_to_rest(make):
-    """Sliding at 10–300 v_s, a Coulomb friction stops the joint in under 6 ms (I v0 / f_c); ros2
-    and ros34pw2 (the default) at 1 ms come to rest. (With the friction's tangent in their
+    """Sliding at 10–300 v_s, a Coulomb friction stops the joint in under 6 ms (I v0 / f_c); ros2,
+    ros34pw2 and rk4w (the default) at 1 ms come to rest. (With the friction's tangent in their
     Jacobian, which vanishes where the friction saturates, the step stalled: the wheel and the
     puck slid on at their initial speed.)"""
     assert sf.Simulator(make()).integrator_used == "rk4w"
-    for v0, method in itertools.product((0.1, 0.3), ("ros2", "ros34pw2")):
+    for v0, method in itertools.product((0.1, 0.3), ("ros2", "ros34pw2", "auto")):
         sim = sf.Simulator(make(), q0=[0.0], qd0=[v0], method=method)
         for _ in range(200):
             sim.step(1e-3)
@@ -226,7 +230,7 @@ def stiff_damped_box() -> sf.Model:
 
 def test_a_stiff_damped_contact_lands_the_box_at_every_step():
     """The box dropped 2 cm lands at 0.63 m/s, where the law's tangent stiffness is
-    k (1 + d δ̇) = 65 k: ros2 and ros34pw2 (the default) at 0.5, 1 and 2 ms bring it to rest at the
+    k (1 + d δ̇) = 65 k: ros2 and rk4w (the default) at 0.5, 1 and 2 ms bring it to rest at the
     closed-form depth m g / (4 k) (1e-9 m), its weight on its four corners.  (With that tangent, at
     the stage's own depth, ros2's first stage overshot into a rebound faster than 1/d, where the law
     clamps f_n to 0, its second saw neither force nor Jacobian there, and the box fell through the

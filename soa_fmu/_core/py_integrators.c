@@ -302,6 +302,39 @@ static PyObject *py_rk4w_adaptive(PyObject *Py_UNUSED(mod), PyObject *const *arg
     return adaptive_step(args, nargs, "rk4w_adaptive", soa_rk4w_adaptive);
 }
 
+/* rosenbrock_tableau(method) -> {"gamma", "a", "c", "m", "e"}: soa_rosenbrock_tableau, the
+ * arrays cut to the stage count s (a, c: s x s). */
+static PyObject *py_rosenbrock_tableau(PyObject *Py_UNUSED(mod), PyObject *const *args,
+                                       Py_ssize_t nargs)
+{
+    if (nargs != 1) return PyErr_Format(PyExc_TypeError, "rosenbrock_tableau(method)");
+    const long method = PyLong_AsLong(args[0]);
+    if (method == -1 && PyErr_Occurred()) return NULL;
+    enum { S = SOA_ROS_MAX_STAGES };
+    double gamma = 0.0, a[S * S], c[S * S], m[S], e[S];
+    const int s = method < 0 || method >= SOA_NMETHODS
+                      ? 0 : soa_rosenbrock_tableau((int)method, &gamma, a, c, m, e);
+    if (s <= 0)
+        return PyErr_Format(PyExc_ValueError, "method %ld is not a Rosenbrock method", method);
+    PyArrayObject *arr[4] = {soa_py_new(2, s, s), soa_py_new(2, s, s), soa_py_new(1, s, 0),
+                             soa_py_new(1, s, 0)};
+    PyObject *dict = NULL;
+    if (arr[0] && arr[1] && arr[2] && arr[3]) {
+        for (int i = 0; i < s; i++) {
+            for (int j = 0; j < s; j++) {
+                SOA_DBL(arr[0])[s * i + j] = a[S * i + j];
+                SOA_DBL(arr[1])[s * i + j] = c[S * i + j];
+            }
+            SOA_DBL(arr[2])[i] = m[i];
+            SOA_DBL(arr[3])[i] = e[i];
+        }
+        dict = Py_BuildValue("{s:d,s:O,s:O,s:O,s:O}", "gamma", gamma, "a", arr[0], "c", arr[1],
+                             "m", arr[2], "e", arr[3]);
+    }
+    for (int k = 0; k < 4; k++) Py_XDECREF(arr[k]);
+    return dict;
+}
+
 #define FAST(name, doc) {#name, (PyCFunction)(void (*)(void))py_##name, METH_FASTCALL, doc}
 
 PyMethodDef soa_py_integrators_methods[] = {
@@ -338,4 +371,7 @@ PyMethodDef soa_py_integrators_methods[] = {
                "L-stable Rosenbrock W-method: third order, RK4 where no stiff term is engaged)."),
     FAST(rk4w_adaptive, "rk4w_adaptive(data, q, qd, tau, use_fext, h, rtol, atol, max_step, "
                         "h_prev) -> (qdd, h_next): RK4W in error-controlled sub-steps over h."),
+    FAST(rosenbrock_tableau, "rosenbrock_tableau(method) -> {gamma, a, c, m, e}: the transformed "
+                             "tableau of a Rosenbrock method (4 ros2, 5 ros34pw2, 6 rk4w; "
+                             "integrators.METHODS.index), a and c stages x stages."),
     {NULL, NULL, 0, NULL}};

@@ -398,6 +398,26 @@ static const rosenbrock_tableau *tableau_of(int method)
     return method == SOA_ROS2 ? &ROS2 : method == SOA_ROS34PW2 ? &ROS34PW2 : &RK4W;
 }
 
+/* The transformed tableau (gamma, a, c, m, e; Hairer & Wanner IV.7 eq. 7.25, as above) of the
+ * Rosenbrock method `method`, a and c row-major SOA_ROS_MAX_STAGES^2 (0 on and above the
+ * diagonal, m and e 0 beyond the stages): its stage count, 0 (outputs untouched) for a method
+ * that is not a Rosenbrock method. */
+int soa_rosenbrock_tableau(int method, double *gamma, double *a, double *c, double *m, double *e)
+{
+    if (!soa_is_rosenbrock(method)) return 0;
+    const rosenbrock_tableau *tb = tableau_of(method);
+    *gamma = tb->gamma;
+    for (int i = 0; i < SOA_ROS_MAX_STAGES; i++) {
+        for (int j = 0; j < SOA_ROS_MAX_STAGES; j++) {
+            a[SOA_ROS_MAX_STAGES * i + j] = tb->a[i][j];
+            c[SOA_ROS_MAX_STAGES * i + j] = tb->c[i][j];
+        }
+        m[i] = tb->m[i];
+        e[i] = tb->e[i];
+    }
+    return tb->stages;
+}
+
 /* One step of size h of the tableau from (q, qd) in place; *err <- the RMS of the error estimate
  * scaled by atol + rtol max(|y0|, |y1|) when err (else rtol, atol unused); qdd <- the step's mean
  * acceleration (beta1 - beta0) / h.  first: the contact forces the data holds are at (q, qd)

@@ -821,6 +821,9 @@ soa_status soa_rosenbrock_method(int method, const soa_model *m, soa_data *d, do
 soa_status soa_rosenbrock_method_adaptive(int method, const soa_model *m, soa_data *d, double *q,
                                           double *qd, const double *tau, int use_fext, double h,
                                           double rtol, double atol, double max_step, double *qdd);
+/* The transformed tableau of the Rosenbrock method `method`: gamma, a, c (row-major
+ * SOA_ROS_MAX_STAGES^2), m, e; the stage count (0: not a Rosenbrock method). */
+int soa_rosenbrock_tableau(int method, double *gamma, double *a, double *c, double *m, double *e);
 /* The integrator `auto` picks: SOA_RK4W for a model with joint dissipation, stops or contact,
  * else SOA_RK4; flexible and closed-chain models get SOA_RK4. */
 int soa_auto_method(const soa_model *m);
