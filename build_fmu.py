@@ -1,7 +1,8 @@
 """Build an FMU from a model file (SPEC §1 step 2).
 
     python build_fmu.py model.urdf -o Arm.fmu [--name Arm] [--floating-base]
-                        [--integrator auto|rk4|euler|implicit|ros2|ros34pw2|dop853] [--step 0.001]
+                        [--integrator auto|rk4|euler|implicit|ros2|ros34pw2|rk4w|dop853]
+                        [--step 0.001]
                         [--no-stops]
                         [--runtime native|python] [--fmi 2|3] [--interface cs|me|both]
                         [--controller]
@@ -571,6 +572,7 @@ def _check_bundle(members, cfg, floating_base) -> None:
 
 # ---------------------------------------------------------------- command line
 def main(argv=None) -> int:
+    from soa_fmu.integrators import METHODS
     from soa_fmu.io.checks import OneLineParser
     parser = OneLineParser(
         prog="soa-build-fmu", description="Build an FMU (FMI 2.0 or 3.0, Co-Simulation and/or "
@@ -580,12 +582,10 @@ def main(argv=None) -> int:
     parser.add_argument("--name", help="model identifier (default: from the file name)")
     parser.add_argument("--floating-base", action="store_true",
                         help="attach the root body to world by a free joint")
-    parser.add_argument("--integrator", default="auto",
-                        choices=("auto", "rk4", "euler", "implicit", "ros2", "ros34pw2", "rk4w",
-                                 "dop853"),
-                        help="default integrator (parameter 'integrator'; default auto: ros34pw2 "
+    parser.add_argument("--integrator", default="auto", choices=METHODS,
+                        help="default integrator (parameter 'integrator'; default auto: rk4w "
                         "for a model with joint dissipation, stops or contact, else rk4; "
-                        "docs/joints.md)")
+                        "ros2, ros34pw2, implicit, euler, dop853 on request; docs/joints.md)")
     parser.add_argument("--no-stops", action="store_true",
                         help="start with the joint stops (URDF <limit>, limits.lower/upper) "
                         "switched off (parameter stops_enabled)")

@@ -9,8 +9,8 @@ contact force, and damps the joints:
     τ = b(q, q̇) + J_vᵀ F − D q̇,   F = [Kp (x_ref − x) − Kd v]_xy,
     F_z = −(F_ref + Ki ∫ (F_ref − F_meas) dt) − Kd v_z   (the integral clamped to ±F_ref / 2)
 
-The Simulator (its default, auto: ros34pw2, linearly implicit in the contact, h = 1 ms) runs 3 s; out/arm_on_table.png
-shows the measured contact force against the set-point and the tool height.
+The Simulator (its default, auto: rk4w, linearly implicit in the contact, h = 1 ms) runs 3 s;
+out/arm_on_table.png shows the measured contact force against the set-point and the tool height.
 """
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ def force_ref(t: float) -> float:
 def run() -> dict:
     m = model_on_table()
     q0 = reach(m, TARGET)
-    sim = sf.Simulator(m, q0, max_step=H)          # auto: ros34pw2 (contact)
+    sim = sf.Simulator(m, q0, max_step=H)          # auto: rk4w (contact)
     n = int(round(T_END / H))
     rec = np.empty((n + 1, 4))
     integral = 0.0

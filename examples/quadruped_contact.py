@@ -2,7 +2,7 @@
 
 1. writes out/solo12_contact.toml: the solo12 URDF included as a floating base, a contact sphere
    (radius 17.5 mm) on each foot and the floor plane (docs/contact.md);
-2. builds out/Solo12.fmu from it (the default integrator ``auto`` runs ``ros34pw2`` for a model
+2. builds out/Solo12.fmu from it (the default integrator ``auto`` runs ``rk4w`` for a model
    with contact: joints and contact forces linearly implicit, h = 1 ms);
 3. drops it from 10 cm with a PD posture controller closed through fmi2GetReal / fmi2SetReal
    (τ = Kp (q_ref − q) − Kd q̇ on the twelve joints) and lets it stand;
@@ -118,7 +118,7 @@ def main() -> int:
     ax[0].plot(res["t"], total, "k", lw=1.2, label="total")
     ax[0].axhline(weight, color="gray", ls="--", lw=0.8, label="weight")
     ax[0].set(ylabel="normal force [N]", ylim=(-1, 3 * weight),
-              title="solo12 FMU (fmpy, h = 1 ms, ros34pw2): feet normal forces")
+              title="solo12 FMU (fmpy, h = 1 ms, rk4w): feet normal forces")
     ax[0].legend(ncol=6, fontsize=8)
     ax[1].plot(res["t"], res["z"])
     ax[1].set(xlabel="t [s]", ylabel="base height [m]")

@@ -76,6 +76,7 @@ import numpy as np
 
 from . import _core
 from .joints import FREE
+from .integrators import METHOD_CODES
 from .kinematics import external_forces
 from .model import CONSTRAINT_KINDS, Model, ModelError
 
@@ -279,10 +280,6 @@ def project_velocities(model: Model, q, qd, active=None, u=None) -> np.ndarray:
     return out
 
 
-METHODS = {"rk4": 0, "euler": 1, "dop853": 2, "implicit": 3, "ros2": 4,   # soa.h: SOA_RK4 ...
-           "ros34pw2": 5, "rk4w": 6}
-
-
 def closure_step(model: Model, q: np.ndarray, qd: np.ndarray, tau, f_ext, active: dict,
                  was_active: dict, u: dict, anchors: dict, stabilization, method: str,
                  max_step: float, rtol: float, atol: float, reanchor: bool, t: float, h: float,
@@ -292,8 +289,8 @@ def closure_step(model: Model, q: np.ndarray, qd: np.ndarray, tau, f_ext, active
     ``was_active``, is re-anchored at the current relative pose when ``reanchor``, and β is
     projected onto the active constraints), the integrator over the constrained acceleration with
     each target moving with its held Ũ, the targets at t + h.  q, qd are updated in place; returns
-    (β̇, forces, residuals, anchors at t + h, the step memory of dop853 and of ros2 with
-    ``error_control``).  Nothing changes on failure
+    (β̇, forces, residuals, anchors at t + h, the step memory of dop853 and of ros2 / ros34pw2 /
+    rk4w with ``error_control``).  Nothing changes on failure
     (StatusError, ConstraintError)."""
     inp = _inputs(model)
     alpha, beta = _gains(stabilization)
@@ -306,7 +303,7 @@ def closure_step(model: Model, q: np.ndarray, qd: np.ndarray, tau, f_ext, active
     use = external_forces(model, None, f_ext) if f_ext else False
     qdd, F, res, dop_h, warning = _call(
         _core.closure_step, model.data, q, qd, tau, use, act, was,
-        np.zeros(6 * nc) if u_rows is None else u_rows, A.reshape(-1), alpha, beta, METHODS[method],
+        np.zeros(6 * nc) if u_rows is None else u_rows, A.reshape(-1), alpha, beta, METHOD_CODES[method],
         max_step, rtol, atol, reanchor, t, h, dop_h, error_control)
     inp.warn(warning)
     r = inp.result(model, qdd, F, res)

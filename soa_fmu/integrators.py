@@ -1,9 +1,10 @@
 """Time integration of (θ, β) with θ̇ = f(θ) β and β̇ from the forward dynamics.
 
 Methods (all in the C core: ``soa_rk4``, ``soa_euler``, ``soa_dop853``, ``soa_implicit``,
-``soa_rosenbrock``, ``soa_ros34pw2``; a model with closure constraints steps through ``soa_closure_step``,
-constraint_time.c, over the same integrators — the native FMU takes the very same steps)
-    ``auto``       (default) ``ros34pw2`` for a model with stiff terms (joint dissipation, stops,
+``soa_rosenbrock``, ``soa_ros34pw2``, ``soa_rk4w``; a model with closure constraints steps
+through ``soa_closure_step``, constraint_time.c, over the same integrators — the native FMU takes
+the very same steps)
+    ``auto``       (default) ``rk4w`` for a model with stiff terms (joint dissipation, stops,
                    contact), else ``rk4`` (``soa_auto_method``; :attr:`Simulator.integrator_used`;
                    docs/joints.md); flexible models: ``rk4`` with sub-steps no longer than
                    1.4 / their highest modal frequency at the start (:attr:`Simulator.auto_max_step`,
@@ -20,6 +21,12 @@ constraint_time.c, over the same integrators — the native FMU takes the very s
     ``ros34pw2``   the Rosenbrock W-method ROS34PW2 (Rang & Angermann 2005): third order,
                    L-stable, four stages of the same kind; fixed or ``error_control`` sub-steps
                    as ``ros2`` (its embedded estimate second order)
+    ``rk4w``       RK4W, a fourth-order Runge–Kutta method made a stiffly accurate, L-stable
+                   Rosenbrock W-method (derived for this engine, docs/joints.md): W-order 3,
+                   four stages of the same kind; where no stiff term is engaged a step IS an
+                   explicit fourth-order Runge–Kutta method (the c2 = u, c3 = v member of
+                   Butcher's two-parameter family); fixed or ``error_control`` sub-steps as
+                   ``ros2`` (its embedded estimate second order)
     ``dop853``     adaptive, error-controlled Dormand–Prince 8(5,3), rtol/atol, step for step as
                    scipy's ``solve_ivp(method="DOP853")``
 
@@ -86,9 +93,9 @@ def normalize_quaternions(model: Model, q: np.ndarray) -> None:
 class IntegratorOptions:
     method: str = "auto"
     max_step: float = 1e-3      # fixed-step methods: sub-step ≤ max_step inside one step(h)
-    rtol: float = 1e-8          # adaptive methods (dop853; ros2 / ros34pw2 with error_control)
+    rtol: float = 1e-8          # adaptive methods (dop853; a Rosenbrock method with error_control)
     atol: float = 1e-10
-    error_control: bool = False  # ros2, ros34pw2: error-controlled sub-steps (else fixed)
+    error_control: bool = False  # ros2, ros34pw2, rk4w: error-controlled sub-steps (else fixed)
 
 
 class Simulator:
@@ -166,7 +173,7 @@ class Simulator:
             self.integrator_used = method
 
     def _resolve(self, method: str) -> str:
-        """The integrator a method name runs: ``auto`` picks ros34pw2 for a model with stiff terms,
+        """The integrator a method name runs: ``auto`` picks rk4w for a model with stiff terms,
         else rk4 (``soa_auto_method``, docs/joints.md)."""
         if method != "auto":
             return method
@@ -278,7 +285,7 @@ class Simulator:
         return qd, qdd
 
     def _adaptive(self, method: str) -> bool:
-        """True for the error-controlled methods: dop853, ros2 / ros34pw2 with error_control."""
+        """True for the error-controlled methods: dop853; ros2, ros34pw2, rk4w with error_control."""
         return method == "dop853" or (method in ROSENBROCK and self.options.error_control)
 
     def _step_fixed(self, method, q, qd, hs, nsub) -> np.ndarray:
@@ -293,8 +300,9 @@ class Simulator:
             raise IntegrationError(e.args[0]) from None
 
     def _step_adaptive(self, method, q, qd, h) -> np.ndarray:
-        """DOP853 (``soa_dop853``, scipy's DOP853 step for step) or ROS2 / ROS34PW2 with error
-        control (``soa_rosenbrock_adaptive``, ``soa_ros34pw2_adaptive``, sub-steps ≤ max_step)
+        """DOP853 (``soa_dop853``, scipy's DOP853 step for step) or ROS2 / ROS34PW2 / RK4W with
+        error control (``soa_rosenbrock_adaptive``, ``soa_ros34pw2_adaptive``,
+        ``soa_rk4w_adaptive``, sub-steps ≤ max_step)
         in the C core from t to t + h, q and qd in place; the step memory carries over as the
         next call's first (``last_h``).
         (Models with constraints step in :meth:`_step_with_constraints`.)"""

@@ -460,7 +460,7 @@ def test_implicit_integrator_in_the_contact():
     """A 20 g box nudged on the floor at h = 1 ms: its friction (μ f_n / v_s ≈ 40 N·s/m on each
     corner) and rocking are far beyond the explicit step bound; RK4 rattles on in a limit cycle,
     the implicit step comes to rest (its damping: the tight solution still rocks at 2e-4 rad/s
-    at 0.3 s) and carries the weight; the default (auto: ros34pw2 for a model with contact) follows
+    at 0.3 s) and carries the weight; the default (auto: rk4w for a model with contact) follows
     the tight solution's decay."""
     m, q, qd = light_box()
     assert sf.Simulator(m, q, qd).integrator_used == "rk4w"

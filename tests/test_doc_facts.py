@@ -1,6 +1,7 @@
 """Facts the docs state, checked against the code they describe: the C core's files and status codes
-(docs/core.md), the command-line options (every page vs each command's ``--help``), the FMU's
-variables (docs/fmu.md vs a built modelDescription.xml) and their units (a hand-written SI table).
+(docs/core.md), the command-line options (every page vs each command's ``--help``), the
+integrators docs/fmu.md lists (vs soa_fmu.integrators.METHODS), the FMU's variables (docs/fmu.md
+vs a built modelDescription.xml) and their units (a hand-written SI table).
 
 Each failure message says what to add or change, so a new source file, status code, option or
 variable fails here until the chapter that documents it has its row.
@@ -150,6 +151,21 @@ def test_build_option_table_matches_help(cli_help):
     assert rows == cli_help["soa-build-fmu"], (
         f"docs/fmu.md option table: add {sorted(cli_help['soa-build-fmu'] - rows)}, "
         f"remove {sorted(rows - cli_help['soa-build-fmu'])}")
+
+
+def test_every_integrator_is_documented_where_the_fmu_names_them():
+    """docs/fmu.md lists every integrator (soa_fmu.integrators.METHODS) in the --integrator
+    option row and the `integrator` parameter row (the list: the cell up to its first ';'), and
+    integrator_used's codes as the engine numbers them (soa.h: SOA_RK4 = 0 ...)."""
+    from soa_fmu.integrators import METHOD_CODES, METHODS
+    text = read("docs/fmu.md")
+    for row in ("| `--integrator` |", "| `integrator` |"):
+        (line,) = [x for x in text.splitlines() if x.startswith(row)]
+        named = set(re.findall(r"`([a-z0-9]+)`", line.split("|")[-2].split(";")[0]))
+        assert set(METHODS) <= named, f"docs/fmu.md {row} row: add {set(METHODS) - named}"
+    (line,) = [x for x in text.splitlines() if x.startswith("| `integrator_used` |")]
+    codes = ", ".join(f"{k} {m}" for m, k in METHOD_CODES.items())
+    assert codes in line, f"docs/fmu.md integrator_used row: list the codes as '{codes}'"
 
 
 def test_bad_option_exit_status_is_the_documented_one(tmp_path):

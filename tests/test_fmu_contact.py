@@ -98,7 +98,7 @@ def test_model_exchange_event_indicators(fmi):
     out = ["q", "ball_s.force", "ball_s.depth"] if fmi == 3 else ["q[7]", "ball_s.force[3]"]
     me = simulate_fmu(str(fmu), fmi_type="ModelExchange", relative_tolerance=1e-8,
                       output=out, **opts)
-    opts["start_values"] = dict(opts["start_values"], integrator="rk4")    # (auto: implicit)
+    opts["start_values"] = dict(opts["start_values"], integrator="rk4")    # (auto: rk4w)
     cs = simulate_fmu(str(fmu), fmi_type="CoSimulation", output=out, step_size=1e-4, **opts)
     z = (lambda r: r["q"][:, 6]) if fmi == 3 else (lambda r: r["q[7]"])
     f = (lambda r: r["ball_s.force"][:, 2]) if fmi == 3 else (lambda r: r["ball_s.force[3]"])
@@ -125,7 +125,7 @@ def test_directional_derivatives_refused_with_contact():
 
 def test_solo12_stands_in_fmpy(tmp_path):
     """solo12 (examples/quadruped_contact.py) as a native FMU in fmpy, h = 1 ms, integrator
-    the default (auto: ros34pw2 with contact), PD posture control, feet touching at t = 0: 10 s without a
+    the default (auto: rk4w with contact), PD posture control, feet touching at t = 0: 10 s without a
     discarded step; over the last second the feet carry the weight (≤ 1 %), and once landed
     no foot sinks 2 mm."""
     import sys

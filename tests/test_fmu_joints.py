@@ -1,7 +1,8 @@
 """Joints in the FMU (docs/joints.md, docs/fmu.md): armature, joint stops (parameters, switch,
-stop_tau, Model Exchange event indicators), the integrators implicit / ros2 / ros34pw2 / auto and
-integrator_used —
-both flavours bit for bit against the Simulator."""
+stop_tau, Model Exchange event indicators), the integrators implicit / ros2 / ros34pw2 / rk4w /
+auto, their mode error_control and integrator_used (FMI 2.0 and 3.0 Co-Simulation; Model Exchange
+ignores them), an unknown integrator refused naming the accepted ones — both flavours bit for bit
+against the Simulator."""
 from __future__ import annotations
 
 import math
@@ -105,9 +106,9 @@ def test_implicit_and_auto_in_the_fmu(stopped_fmu, model_file):
     inst.close()
 
 
-@pytest.mark.parametrize("method,code", [("ros2", 4), ("ros34pw2", 5)])
+@pytest.mark.parametrize("method,code", [("ros2", 4), ("ros34pw2", 5), ("rk4w", 6)])
 def test_rosenbrock_error_control_in_the_fmu(stopped_fmu, model_file, method, code):
-    """integrator = ros2 / ros34pw2 with error_control = true runs the C core's error-controlled
+    """integrator = ros2 / ros34pw2 / rk4w with error_control = true runs the C core's error-controlled
     sub-steps (the Simulator's, to 1e-12), the step memory carried between doSteps; switched off
     during the run (tunable), fixed sub-steps of max_step follow, again as the Simulator's."""
     model = sf.load_model(model_file)
@@ -130,28 +131,114 @@ def test_rosenbrock_error_control_in_the_fmu(stopped_fmu, model_file, method, co
 
 
 @pytest.mark.parametrize("fmi", [2, 3])
-def test_ros34pw2_in_fmi2_and_fmi3_co_simulation(model_file, fmi):
-    """The native FMU, FMI 2.0 and 3.0 CS, lists ros34pw2 in its integrator parameter's
-    description, takes it as a start value, reports integrator_used = 5 and steps as the
-    Simulator (fixed 1 ms sub-steps, then with error_control, to 1e-12)."""
+def test_rosenbrock_methods_in_fmi2_and_fmi3_co_simulation(model_file, fmi):
+    """The native FMU, FMI 2.0 and 3.0 CS, describes ros34pw2 and rk4w (auto's choice for this
+    stopped, damped pendulum) in its integrator parameter, takes each as a start value, reports
+    integrator_used = 5 / 6 and steps as the Simulator in both modes (fixed 1 ms sub-steps, then
+    error_control, to 1e-12).  Its Model Exchange interface (same binary) ignores the integrator
+    and its mode: the importer integrates (CVode's result the same to the bit for every value)."""
     fmu = build(model_file, name="Stopped", runtime="native", fmi=fmi, interface="both")
     md = fmpy.read_model_description(str(fmu))
     var = {v.name: v for v in md.modelVariables}
-    assert "ros34pw2" in var["integrator"].description
+    described = var["integrator"].description
+    assert "auto (rk4w for a model with" in described
+    assert all(f"{m} (" in described for m in sf.integrators.METHODS)
+    assert "6 rk4w" in var["integrator_used"].description
+    assert "rk4w" in var["error_control"].description and "rk4w" in var["rtol"].description
     model = sf.load_model(model_file)
-    for control in (False, True):
-        q0 = {"q0": [Q0]} if fmi == 3 else {"q0[1]": Q0}
-        res = fmpy.simulate_fmu(fmu, fmi_type="CoSimulation", stop_time=0.3, output_interval=1e-3,
-                                start_values={**q0, "integrator": "ros34pw2",
-                                              "error_control": control, "rtol": 1e-6,
-                                              "atol": 1e-8},
-                                output=["q" if fmi == 3 else "q[1]", "integrator_used"])
-        assert res["integrator_used"][-1] == 5
-        sim = sf.Simulator(model, q0=[Q0], method="ros34pw2", error_control=control, rtol=1e-6,
-                           atol=1e-8)
-        for _ in range(300):
-            sim.step(1e-3)
-        assert abs(res["q" if fmi == 3 else "q[1]"][-1] - sim.q[0]) < 1e-12, control
+    q0 = {"q0": [Q0]} if fmi == 3 else {"q0[1]": Q0}
+    q = "q" if fmi == 3 else "q[1]"
+    for method, code in (("ros34pw2", 5), ("rk4w", 6)):
+        for control in (False, True):
+            res = fmpy.simulate_fmu(fmu, fmi_type="CoSimulation", stop_time=0.3,
+                                    output_interval=1e-3,
+                                    start_values={**q0, "integrator": method,
+                                                  "error_control": control, "rtol": 1e-6,
+                                                  "atol": 1e-8},
+                                    output=[q, "integrator_used"])
+            assert res["integrator_used"][-1] == code
+            sim = sf.Simulator(model, q0=[Q0], method=method, error_control=control, rtol=1e-6,
+                               atol=1e-8)
+            for _ in range(300):
+                sim.step(1e-3)
+            assert abs(res[q][-1] - sim.q[0]) < 1e-12, (method, control)
+    me = [simulate_fmu(fmu, fmi_type="ModelExchange", stop_time=0.3, output_interval=1e-3,
+                       start_values={**q0, **options}, relative_tolerance=1e-8, output=[q])[q]
+          for options in ({"integrator": "rk4"}, {"integrator": "rk4w", "error_control": True,
+                                                  "rtol": 1e-3, "max_step": 0.1})]
+    np.testing.assert_array_equal(me[0], me[1])
+
+
+def test_error_controlled_rk4w_approaches_the_true_solution(stopped_fmu, model_file):
+    """What a Modelica tool's CS export with CVODE gives: the FMU (integrator = rk4w, error_control
+    true, atol = rtol / 100) released inside its range and swinging into the stop comes closer to
+    DOP853 at rtol 1e-12 as rtol tightens: at t = 0.4 s, past the impact, 2.6e-6 rad at rtol 1e-4,
+    8.6e-8 at 1e-6, 1.3e-10 at 1e-8 (fixed 1 ms sub-steps: 2.8e-4)."""
+    model = sf.load_model(model_file)
+    ref = sf.Simulator(model, q0=[LOWER + 0.3], method="dop853", rtol=1e-12, atol=1e-14)
+    for _ in range(400):
+        ref.step(1e-3)
+    assert ref.q[0] < LOWER                                   # in the stop
+    err = []
+    for options in ({"error_control": False}, {"error_control": True, "rtol": 1e-4},
+                    {"error_control": True, "rtol": 1e-6}, {"error_control": True, "rtol": 1e-8}):
+        inst = Instance(stopped_fmu).init({"q0[1]": LOWER + 0.3, "integrator": "rk4w",
+                                           "atol": options.get("rtol", 1e-8) / 100, **options})
+        err.append(abs(run(inst, 400)[-1, 0] - ref.q[0]))
+        inst.close()
+    assert err[0] > 1e-4 and err[0] > 30 * err[1] > 30 * 10 * err[2] > 30 * 10 * 100 * err[3]
+    assert err[3] < 1e-9
+
+
+UNKNOWN = f"integrator 'rk5' is not one of {', '.join(sf.integrators.METHODS)}"
+
+
+def test_an_unknown_integrator_is_refused_naming_the_methods(stopped_fmu):
+    """integrator = 'rk5': refused, not applied, with one error naming it and every accepted
+    method (soa_fmu.integrators.METHODS, in order: rk4w among them; the native setter returns
+    fmi2Error); rk4w set instead, the instance steps with it (integrator_used 6)."""
+    from fmpy.fmi1 import FMICallException
+    inst = Instance(stopped_fmu)
+    inst.fmu.setupExperiment(startTime=0.0)
+    try:
+        inst.set("integrator", "rk5")
+        status = 0
+    except FMICallException as e:
+        status = e.status
+    assert status == inst.rejected
+    (error,) = [m for level, _, m in inst.messages if level >= 3]
+    assert error.startswith(UNKNOWN + "; value rejected (not applied)")
+    inst.set("integrator", "rk4w")
+    inst.fmu.enterInitializationMode()
+    inst.fmu.exitInitializationMode()
+    assert inst.get("integrator_used")[0] == 6
+    inst.fmu.doStep(0.0, 1e-3)
+    inst.close()
+
+
+def test_an_unknown_integrator_is_refused_in_fmi3(model_file):
+    """The same refusal through FMI 3.0 (fmi3SetString returns fmi3Error, the message logged)."""
+    from fmpy import extract
+    from fmpy.fmi1 import FMICallException
+    from fmpy.fmi3 import FMU3Slave
+    fmu = build(model_file, name="Stopped", runtime="native", fmi=3, interface="both")
+    md = fmpy.read_model_description(str(fmu))
+    vr = {v.name: v.valueReference for v in md.modelVariables}
+    messages = []
+    s3 = FMU3Slave(guid=md.guid, unzipDirectory=extract(str(fmu)),
+                   modelIdentifier=md.coSimulation.modelIdentifier, instanceName="s3")
+    s3.instantiate(logMessage=lambda env, level, cat, msg: messages.append((level, msg.decode())))
+    with pytest.raises(FMICallException) as e:
+        s3.setString([vr["integrator"]], ["rk5"])
+    (error,) = [m for level, m in messages if level >= 3]
+    assert e.value.status == 3 and error.startswith(UNKNOWN + "; value rejected (not applied)")
+    s3.setString([vr["integrator"]], ["rk4w"])
+    s3.enterInitializationMode(startTime=0.0)
+    s3.exitInitializationMode()
+    assert s3.getFloat64([vr["integrator_used"]]) == [6.0]
+    s3.doStep(0.0, 1e-3)
+    s3.terminate()
+    s3.freeInstance()
 
 
 @pytest.mark.parametrize("fmi", [2, 3])

@@ -1,7 +1,7 @@
 """The native FMU's RK4 step reuses the articulated factors of the last evaluation for its first
-stage (issue 24), and a ros2 / ros34pw2 step is one sweep per stage (issue 30): counted in a test
-build of the FMU's own sources (-DSOA_COUNT_SWEEPS, tests/fmu_sweeps_host.c), so that neither can silently
-go."""
+stage (issue 24), and a ros2 / ros34pw2 / rk4w step is one sweep per stage (issue 30): counted in
+a test build of the FMU's own sources (-DSOA_COUNT_SWEEPS, tests/fmu_sweeps_host.c), so that
+neither can silently go."""
 from __future__ import annotations
 
 import shutil
@@ -49,14 +49,14 @@ def compile_host(tmp, integrator: str):
 
 @pytest.fixture(scope="module")
 def host(tmp_path_factory):
-    return compile_host(tmp_path_factory.mktemp("sweeps"), "rk4")     # (auto: ros34pw2)
+    return compile_host(tmp_path_factory.mktemp("sweeps"), "rk4")     # (auto: rk4w)
 
 
-@pytest.mark.parametrize("method,stages", [("ros2", 2), ("ros34pw2", 4)])
+@pytest.mark.parametrize("method,stages", [("ros2", 2), ("ros34pw2", 4), ("rk4w", 4)])
 def test_rosenbrock_step_is_one_sweep_per_stage(tmp_path, method, stages):
-    """setReal(tau) + doStep + getReal(q, qd, qdd) with ros2 or ros34pw2 (auto's choice for the
-    arm's damping): its stages, and the reported beta-dot at the new state (computed when read):
-    3 and 5 full sweeps a step, as implicit Euler's 2."""
+    """setReal(tau) + doStep + getReal(q, qd, qdd) with ros2, ros34pw2 or rk4w (auto's choice for
+    the arm's damping): its stages, and the reported beta-dot at the new state (computed when
+    read): 3, 5 and 5 full sweeps a step, as implicit Euler's 2."""
     full, refilter, q = compile_host(tmp_path, method)(False)
     assert (full, refilter) == ((stages + 1) * STEPS, 0) and np.all(np.isfinite(q))
 

@@ -123,7 +123,7 @@ def test_panda_fingers_stay_coupled_in_the_fmus(runtime, interface):
                 or (md.modelExchange and md.modelExchange.providesDirectionalDerivative))
 
 
-@pytest.mark.parametrize("method", ["rk4", "euler", "implicit", "ros2", "ros34pw2", "dop853"])
+@pytest.mark.parametrize("method", ["rk4", "euler", "implicit", "ros2", "ros34pw2", "rk4w", "dop853"])
 def test_simulator_holds_a_coupling_with_offset_and_multiplier(tmp_path, method):
     """A mimic with k = −2, c = 0.01: the Simulator starts consistent (the mimic's q
     projected) and keeps q_m − (k q_j + c) at round-off under a torque on the mimic alone, which

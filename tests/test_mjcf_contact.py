@@ -90,16 +90,17 @@ def test_rests_at_mujocos_depth(tmp_path, shape, where, x):
 @pytest.mark.parametrize("solref", ["0.005 1", "-10000 -150", "-20000 -200"])
 def test_stiff_damped_contact_lands_at_every_step(tmp_path, shape, solref):
     """Solrefs that make the contact stiff and strongly damped (Hunt–Crossley d = 100–200 s/m, met
-    at 0.63 m/s): the default (ros34pw2) and ros2 at 0.5, 1 and 2 ms bring each shape to rest at
-    MuJoCo's depth (1 µm + 1 %), still.  (ros2 let the box fall through the floor with all three,
-    the capsule and cylinder with some, at 1 or 2 ms: core/contact.c, docs/contact.md.)"""
+    at 0.63 m/s): the default (auto: rk4w), ros34pw2 and ros2 at 0.5, 1 and 2 ms bring each shape
+    to rest at MuJoCo's depth (1 µm + 1 %), still.  (ros2 let the box fall through the floor with
+    all three, the capsule and cylinder with some, at 1 or 2 ms: core/contact.c, docs/contact.md.)"""
     geom, h = SHAPES[shape]
     xml = DROP.format(z0=h + 0.02, geom=geom.format(x=f'solref="{solref}"'), default="",
                       floor="", contact="")
     mm, m = load(tmp_path, xml)
-    for method in ("auto", "ros2"):
+    for method in ("auto", "ros34pw2", "ros2"):
         for step in (5e-4, 1e-3, 2e-3):
             md, sim = drop(mm, m, h + 0.02, t=0.5, method=method, h=step)
+            assert sim.integrator_used == ("rk4w" if method == "auto" else method)
             assert h - sim.q[6] == pytest.approx(h - md.qpos[2], rel=1e-2, abs=1e-6), (method, step)
             assert np.abs(sim.qd).max() < 1e-4, (method, step)
 
@@ -186,8 +187,8 @@ def test_friction_is_the_larger_of_the_pair_as_in_mujoco(tmp_path, mu_box, mu_fl
     """A box on a slope of tan θ = 0.5 (gravity tilted): it sticks where the larger of the two
     geoms' frictions exceeds tan θ and slides otherwise — as in MuJoCo, its slide after 0.5 s
     within 3 % of MuJoCo's and of g (sin θ − μ cos θ) t² / 2, ours by implicit Euler (the default,
-    ros34pw2 at 1 ms, slides 3.05 % beyond the closed form where DOP853 at 1e-10 slides 1.6 %: the
-    law's regularized friction, not Coulomb's, from rest)."""
+    rk4w at 1 ms, slides 2.86 % beyond the closed form, ros34pw2 3.05 %, where DOP853 at 1e-10
+    slides 1.6 %: the law's regularized friction, not Coulomb's, from rest)."""
     th = math.atan(0.5)
     xml = SLOPE.format(gx=G * math.sin(th), gz=-G * math.cos(th), mu_box=mu_box,
                        mu_floor=mu_floor, condim=condim)

@@ -41,7 +41,7 @@ from pythonfmu.enums import Fmi2Status
 from .. import _core
 from ..contact import LAW, contact_forces
 from ..energy import total_energy
-from ..integrators import MIN_MAX_STEP, IntegrationError, Simulator
+from ..integrators import MIN_MAX_STEP, ROSENBROCK, IntegrationError, Simulator
 from ..kinematics import forward_kinematics
 from . import load_bundled_model
 from .variables import FORMAT_VERSION, LOG_CATEGORIES, METHODS, build_table
@@ -339,7 +339,7 @@ class SoaSlave(Fmi2Slave):
         sim.tau = self.v_tau           # the held joint forces ARE the input buffer (no copy)
         if sim.options.method == "auto":
             why = ("the model has joint dissipation, stops or contact"
-                   if sim.integrator_used in ("ros2", "ros34pw2", "rk4w") else "no stiff terms")
+                   if sim.integrator_used in ROSENBROCK else "no stiff terms")
             self._log(f"integrator auto: {sim.integrator_used} ({why}; docs/joints.md)")
         if self.sl_stab is not None:
             sim.stabilization = tuple(float(x) for x in r[self.sl_stab])
@@ -611,7 +611,7 @@ class SoaSlave(Fmi2Slave):
                 self.pending.pop(vr, None)
             if self.b_stops is not None and self.mode == STEPPING:
                 self._apply_stops()                    # a tunable parameter
-            if self.mode == STEPPING:                  # ros2's and ros34pw2's mode, tunable
+            if self.mode == STEPPING:                  # the Rosenbrock methods' mode, tunable
                 self.sim.options.error_control = bool(self.boolean[self.b_error_control])
             self.push = 2
             self.stale = True

@@ -19,10 +19,10 @@ velocity dof ``damping[i]``, ``friction[i]`` and ``armature[i]`` (groups ``dampi
 ``friction``, ``armature``); they follow the integrator options and gains among the parameters.
 A model with joint stops adds the tunable ``stop_stiffness[i]``, ``stop_damping[i]`` (0 where a dof
 has no stop), the Boolean parameter ``stops_enabled`` (after the constraint switches) and the
-outputs ``stop_tau[i]``.  Every FMU has the Boolean parameter ``error_control`` (the mode of ros2 and ros34pw2,
-before ``integrator``) and the output ``integrator_used`` (the integrator the ``integrator``
-parameter resolved to at initialization: 0 rk4, 1 euler, 2 dop853, 3 implicit, 4 ros2, 5 ros34pw2;
-docs/joints.md).  With Model Exchange, joint stops add the locals ``stop_margin[k]``, one per stop
+outputs ``stop_tau[i]``.  Every FMU has the Boolean parameter ``error_control`` (the mode of ros2, ros34pw2
+and rk4w, before ``integrator``) and the output ``integrator_used`` (the integrator the ``integrator``
+parameter resolved to at initialization: 0 rk4, 1 euler, 2 dop853, 3 implicit, 4 ros2, 5 ros34pw2,
+6 rk4w; docs/joints.md).  With Model Exchange, joint stops add the locals ``stop_margin[k]``, one per stop
 limit in dof order, lower first (q − lower, upper − q): the event indicators (FMI 3.0 declares
 them as its ``EventIndicator`` elements; FMI 2.0 counts them).
 
@@ -49,12 +49,10 @@ import numpy as np
 
 from .. import joints as J
 from ..contact import LAW, contact_names, sphere_pairs
-from ..integrators import MIN_MAX_STEP
+from ..integrators import METHODS, MIN_MAX_STEP   # METHODS: the index is soa.h's SOA_RK4 ...
 from ..model import Model
 
 FORMAT_VERSION = 1
-METHODS = ("rk4", "euler", "dop853", "implicit", "ros2", "ros34pw2", "rk4w", "auto")   # Simulator
-#                                    (soa_fmu.integrators; the index is soa.h's SOA_RK4 ...)
 
 # Unit name -> SI base-unit exponents (FMI 2.0 §2.2.2: kg, m, s, A, K, mol, cd, rad).
 UNITS: dict[str, dict[str, int]] = {
@@ -437,12 +435,15 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
         add(f"qd0[{i + 1}]", "Real", "parameter", "fixed", "exact", unit(vel[i][3], 1),
             float(qd_start[i]), f"initial rate: {vdesc(i)}", "qd0", i)
     add("max_step", "Real", "parameter", "tunable", "exact", "s", float(max_step),
-        "rk4/euler: largest internal step (a communication step is split into equal sub-steps "
-        "no longer than this)", "max_step", 0)
+        "every integrator but dop853: largest internal step (a communication step is split into "
+        "equal sub-steps no longer than this; with error_control, the longest sub-step)",
+        "max_step", 0)
     add("rtol", "Real", "parameter", "tunable", "exact", "1", 1e-8,
-        "dop853, ros2 / ros34pw2 with error_control: relative error tolerance", "rtol", 0)
+        "dop853, and ros2 / ros34pw2 / rk4w with error_control: relative error tolerance",
+        "rtol", 0)
     add("atol", "Real", "parameter", "tunable", "exact", "1", 1e-10,
-        "dop853, ros2 / ros34pw2 with error_control: absolute error tolerance", "atol", 0)
+        "dop853, and ros2 / ros34pw2 / rk4w with error_control: absolute error tolerance",
+        "atol", 0)
     if model.constraints:
         add("stabilization[1]", "Real", "parameter", "tunable", "exact", "1/s", 0.0,
             "Baumgarte gain alpha on the constraint velocity error (e'' + 2 alpha e' + beta^2 e "
@@ -549,7 +550,8 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
             "stop_tau", i)
     add("integrator_used", "Real", "output", "discrete", "calculated", "1", None,
         "the integrator run (decided once, at initialization; integrator = auto picks rk4 or "
-        "ros34pw2): 0 rk4, 1 euler, 2 dop853, 3 implicit, 4 ros2, 5 ros34pw2", "integrator_used", 0)
+        "rk4w): 0 rk4, 1 euler, 2 dop853, 3 implicit, 4 ros2, 5 ros34pw2, 6 rk4w",
+        "integrator_used", 0)
     # ---------------- contact outputs (of the state): force on each geometry, its penetration
     if model.contact_spheres:
         snames = [structured_name(sp.name, "contact geometry") for sp in model.contact_spheres]
@@ -614,14 +616,16 @@ def build_table(model: Model, integrator: str = "auto", max_step: float = 1e-3,
             bool(model.stops_enabled), "joint stops act (the builder's --no-stops sets false)",
             "stops_enabled", 0)
     add("error_control", "Boolean", "parameter", "tunable", "exact", None, False,
-        "ros2, ros34pw2: error-controlled sub-steps (no longer than max_step) that meet "
+        "ros2, ros34pw2, rk4w: error-controlled sub-steps (no longer than max_step) that meet "
         "rtol/atol; false: "
         "fixed sub-steps of max_step (constant cost, real time)", "error_control", 0)
     add("integrator", "String", "parameter", "tunable", "exact", None, integrator,
-        "integration method: auto (ros34pw2 for a model with joint dissipation, stops or contact, "
-        "else rk4; decided at initialization), ros2 (Rosenbrock, second order, L-stable, "
-        "linearly implicit in the dissipation, stops and contact; fixed step or error_control), "
-        "ros34pw2 (Rosenbrock W-method, third order, L-stable, four stages, as ros2), "
+        "integration method: auto (rk4w for a model with joint dissipation, stops or contact, "
+        "else rk4; decided at initialization), rk4w (Rosenbrock W-method, third order, "
+        "L-stable, four stages, linearly implicit in the dissipation, stops and contact, and "
+        "fourth-order Runge-Kutta where none is engaged; fixed step or error_control), "
+        "ros2 (Rosenbrock, second order, L-stable, two stages, as rk4w), "
+        "ros34pw2 (Rosenbrock W-method, third order, L-stable, four stages, as rk4w), "
         "rk4 (fixed step), euler (semi-implicit, fixed step), implicit (linearly implicit Euler, "
         "first order, fixed step) or dop853 (adaptive, rtol/atol)", "integrator", 0)
 

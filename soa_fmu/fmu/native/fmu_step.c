@@ -402,7 +402,8 @@ static soa_status integrate(Instance *c, double h)
     }
     if (st.kind != SOA_OK) return st;
     /* contact outputs at the new state: rk4 and euler end with an evaluation there; implicit's
-     * and ros2's come with their qdd (fmu_update_outputs, below) */
+     * and the Rosenbrock methods' (ros2, ros34pw2, rk4w) come with their qdd
+     * (fmu_update_outputs, below) */
     st = fmu_put_contact_outputs(c, c->qs, c->method_used == SOA_DOP853);
     if (st.kind != SOA_OK) return st;
     if (c->method_used == SOA_DOP853 || soa_is_rosenbrock(c->method_used)) c->last_h = last_h;
@@ -410,8 +411,9 @@ static soa_status integrate(Instance *c, double h)
     memcpy(c->real + D.vr_qd, c->qds, sizeof(double) * D.nv);
     memcpy(c->real + D.vr_qdd, c->qdds, sizeof(double) * D.nv);
     fmu_put_constraint_outputs(c);
-    /* the implicit and ros2 steps' qdd is their mean acceleration: the output beta-dot at t + h
-     * is computed when asked for (fmu_update_outputs), keeping the step at its stages' sweeps */
+    /* the implicit and Rosenbrock steps' qdd is their mean acceleration: the output beta-dot at
+     * t + h is computed when asked for (fmu_update_outputs), keeping the step at its stages'
+     * sweeps */
     c->stale = c->method_used == SOA_IMPLICIT || soa_is_rosenbrock(c->method_used);
     c->energy_valid = c->poses_valid = c->gaps_valid = 0;
     return st;

@@ -75,7 +75,7 @@ enum { OK_VALUE, REJ_NAN, REJ_INF, REJ_OUTPUT, REJ_FIXED, REJ_NONPOSITIVE, REJ_M
 #define STATE_SCALARS(X)                                                                          \
     X(int, mode, 1)          /* Mode */                                                           \
     X(int, method, 1)        /* the integrator (string variable "integrator") */                  \
-    X(int, method_used, 1)   /* what it resolved to at initialization (auto: rk4 or implicit) */  \
+    X(int, method_used, 1)   /* what it resolved to at initialization (auto: rk4 or rk4w) */      \
     X(int, built, 1)         /* the simulation state exists (from the parameters) */              \
     X(int, params_dirty, 1)  /* parameters changed before initialization ended: rebuild */        \
     X(int, stale, 1)         /* qdd not yet computed with the current inputs */                   \
