@@ -303,7 +303,8 @@ def closure_step(model: Model, q: np.ndarray, qd: np.ndarray, tau, f_ext, active
     use = external_forces(model, None, f_ext) if f_ext else False
     qdd, F, res, dop_h, warning = _call(
         _core.closure_step, model.data, q, qd, tau, use, act, was,
-        np.zeros(6 * nc) if u_rows is None else u_rows, A.reshape(-1), alpha, beta, METHOD_CODES[method],
+        np.zeros(6 * nc) if u_rows is None else u_rows, A.reshape(-1), alpha, beta,
+        METHOD_CODES[method],
         max_step, rtol, atol, reanchor, t, h, dop_h, error_control)
     inp.warn(warning)
     r = inp.result(model, qdd, F, res)

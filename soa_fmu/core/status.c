@@ -206,8 +206,8 @@ const char *soa_diverged_message(const soa_model *m, const soa_data *d, soa_stat
              m->nm ? "(a flexible model: its modes, coupled to a fast motion, beyond the step; "
                      "docs/flexible.md): use integrator 'dop853' or a smaller max_step"
                    : "(stiff damping or friction, a fast motion): use integrator 'rk4w', "
-                     "'ros34pw2' or 'ros2' (stiff joint damping, friction, stops or contact; error_control for "
-                     "stiff events), 'dop853', or a smaller max_step");
+                     "'ros34pw2' or 'ros2' (stiff joint damping, friction, stops or contact; "
+                     "error_control for stiff events), 'dop853', or a smaller max_step");
     return buf;
 }
 
